@@ -1,0 +1,239 @@
+"""The ``tidings`` command: migrate, worker, demo, import, jobs, types, bench."""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tidings.config import Config
+from tidings.exceptions import TidingsError
+
+app = typer.Typer(help="tidings: a notification and activity-feed engine.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+err = Console(stderr=True)
+
+DatabaseOption = Annotated[str | None, typer.Option(
+    "--database-url", envvar="TIDINGS_DATABASE_URL",
+    help="Store URL: sqlite:///path, postgresql://…, mysql+pymysql://… "
+         "[default: sqlite:///./tidings.db]")]
+
+
+def _config(database_url: str | None) -> Config:
+    config = Config.from_env()
+    if database_url:
+        config = Config.from_env(database_url=database_url)
+    return config
+
+
+def _open(database_url: str | None, *, migrate: bool = False) -> object:
+    from tidings.engine import Tidings
+
+    tidings = Tidings(_config(database_url))
+    if migrate:
+        tidings.migrate()
+    else:
+        tidings.check_schema()
+    tidings.load_types()
+    return tidings
+
+
+@app.command()
+def migrate(database_url: DatabaseOption = None) -> None:
+    """Create or upgrade the database schema to this version."""
+    from tidings.store.sql.migrate import current_revision, upgrade
+
+    config = _config(database_url)
+    before = current_revision(config.database_url)
+    upgrade(config.database_url)
+    after = current_revision(config.database_url)
+    console.print(f"schema at {after}" + (" (unchanged)" if before == after else
+                                          f" (was {before or 'empty'})"))
+
+
+@app.command()
+def worker(
+    database_url: DatabaseOption = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Jobs run at once (threads).")] = 1,
+    poll: Annotated[float, typer.Option(help="Seconds to wait when the queue is empty.")] = 0.2,
+    json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
+) -> None:
+    """Run fan-out, retention and delivery jobs until SIGTERM or Ctrl-C (finishing running jobs)."""
+    from tidings.engine import Tidings
+
+    _logging(json_logs)
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    runner = tidings.worker(concurrency=concurrency, poll_seconds=poll)
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        logging.getLogger("tidings.worker").info("signal %s: stopping after running jobs", signum)
+        runner.request_stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    logging.getLogger("tidings.worker").info(
+        "worker started: %s, concurrency %s", tidings.db.backend, concurrency)
+    runner.run_forever()
+    tidings.close()
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                         help="JSON Lines file (see docs/import.md).")],
+    database_url: DatabaseOption = None,
+    strict: Annotated[bool, typer.Option(help="Stop at the first bad line.")] = False,
+) -> None:
+    """Back-fill events, subscriptions, follows, mutes and read markers from JSON Lines."""
+    from rich.progress import Progress
+
+    from tidings.engine import Tidings
+    from tidings.importer import import_lines
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    total = sum(1 for _ in path.open(encoding="utf-8"))
+    with Progress(console=err, transient=True) as progress, path.open(encoding="utf-8") as lines:
+        task = progress.add_task("importing", total=total)
+        report = import_lines(tidings, lines, stop_on_error=strict,
+                              progress=lambda n: progress.update(task, completed=n))
+    table = Table("records", "imported")
+    for kind, count in report.counts.items():
+        table.add_row(kind, str(count))
+    console.print(table)
+    for message in report.errors[:20]:
+        err.print(f"[red]skipped[/red] {message}")
+    if report.errors:
+        err.print(f"{len(report.errors)} line(s) skipped")
+        raise typer.Exit(1)
+
+
+@app.command()
+def jobs(database_url: DatabaseOption = None,
+         failures: Annotated[int, typer.Option(help="Recent failures to list.")] = 10) -> None:
+    """Show the job queue: queued, runnable, running, failed, and recent failures."""
+    from tidings.engine import Tidings
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    stats = tidings.queue.stats()
+    table = Table(*stats)
+    table.add_row(*(str(v) for v in stats.values()))
+    console.print(table)
+    recent = tidings.queue.failures(failures)
+    if recent:
+        listing = Table("job", "func", "attempt", "final", "error")
+        for failure in recent:
+            listing.add_row(str(failure.job_id), failure.func, str(failure.attempt),
+                            "yes" if failure.final else "no", failure.error[:80])
+        console.print(listing)
+
+
+@app.command()
+def types(database_url: DatabaseOption = None) -> None:
+    """List the declared event types."""
+    from tidings.engine import Tidings
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    table = Table("name", "category", "section", "priority", "bundle", "audience")
+    for event_type in tidings.types:
+        table.add_row(event_type.name, event_type.category, event_type.section,
+                      str(event_type.priority), event_type.bundle, ", ".join(event_type.audience))
+    console.print(table)
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[Path, typer.Option(help="Folder for the demo's SQLite file.")] =
+        Path("tidings-demo"),
+    events: Annotated[int, typer.Option(min=1, help="Events to publish in this run.")] = 80,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: new each run).")] = None,
+) -> None:
+    """Publish a small wiki's events on SQLite and show a few users' bundled inboxes."""
+    from tidings.demo import VIEWERS, build_world, wiki_types
+    from tidings.demo import events as event_stream
+    from tidings.engine import Tidings
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{(data_dir / 'tidings.db').resolve()}"
+    tidings = Tidings(Config.from_env(database_url=url), types=wiki_types())
+    tidings.migrate()
+    for event_type in wiki_types():
+        tidings.define_type(event_type)
+    rng = random.Random(seed)
+    build_world(tidings, random.Random(7))
+    console.print(f"[bold]tidings demo[/bold] — store {url}")
+    stream = event_stream(rng)
+    started = time.perf_counter()
+    with console.status("publishing wiki events…"):
+        for _ in range(events):
+            tidings.publish(next(stream))
+        delivered_before = tidings.counters.delivered
+        tidings.run_jobs()
+    took = time.perf_counter() - started
+    console.print(f"published {events} events, wrote "
+                  f"{tidings.counters.delivered - delivered_before} notifications in {took:.2f} s")
+    for user in VIEWERS:
+        count = tidings.unread_count(user)
+        table = Table(title=f"{user}'s inbox — {count.display} unread", title_justify="left")
+        table.add_column("", width=1)
+        table.add_column("notification")
+        table.add_column("section")
+        table.add_column("n", justify="right")
+        for item in tidings.notifications(user, limit=8).items:
+            table.add_row("•" if not item.read else "", item.title, item.section,
+                          str(item.count))
+        console.print(table)
+    console.print("Run it again to publish more; the world and inboxes carry on.")
+    tidings.close()
+
+
+def _logging(json_logs: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if json_logs:
+        import json
+
+        class JsonFormatter(logging.Formatter):
+            def format(self, record: logging.LogRecord) -> str:
+                return json.dumps({"time": self.formatTime(record), "level": record.levelname,
+                                   "logger": record.name, "message": record.getMessage()})
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+def _register_bench() -> None:
+    try:
+        from tidings.bench.cli import bench_app
+    except ImportError:  # the bench package is optional in trimmed installs
+        return
+    app.add_typer(bench_app, name="bench")
+
+
+_register_bench()
+
+
+def main() -> None:
+    try:
+        app()
+    except TidingsError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""All settings in one place: ``TIDINGS_*`` environment variables, typed and checked at start-up."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tidings.exceptions import ConfigError
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting tidings reads. Build with :meth:`from_env` or directly in code."""
+
+    database_url: str = "sqlite:///./tidings.db"
+    types_file: str | None = None
+    max_payload_bytes: int = 64 * 1024
+    max_recipients: int = 1000
+    chunk_size: int = 5000
+    inbox_cap: int = 10_000
+    retention_days: int = 365
+    lease_seconds: float = 60.0
+    job_max_attempts: int = 8
+    job_backoff_seconds: float = 2.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+        env = os.environ if env is None else env
+        config = cls(
+            database_url=env.get("TIDINGS_DATABASE_URL") or cls.database_url,
+            types_file=env.get("TIDINGS_TYPES_FILE") or None,
+            max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
+            max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
+            chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
+            inbox_cap=_int(env, "TIDINGS_INBOX_CAP", cls.inbox_cap, 1),
+            retention_days=_int(env, "TIDINGS_RETENTION_DAYS", cls.retention_days, 1),
+            lease_seconds=_float(env, "TIDINGS_JOB_LEASE_SECONDS", cls.lease_seconds),
+            job_max_attempts=_int(env, "TIDINGS_JOB_MAX_ATTEMPTS", cls.job_max_attempts, 1),
+            job_backoff_seconds=_float(env, "TIDINGS_JOB_BACKOFF_SECONDS",
+                                       cls.job_backoff_seconds),
+        )
+        return replace(config, **overrides) if overrides else config

@@ -1,0 +1,115 @@
+"""Events as the application publishes them, and their validation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidings.exceptions import InvalidInput, InvalidUserId, PayloadTooLarge, TooManyRecipients
+
+USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
+MAX_OBJECT_LENGTH = 255
+MAX_KEY_LENGTH = 255
+
+
+def check_user_id(value: object, field: str = "user") -> str:
+    """Return ``value`` if it is a valid user id, else raise :class:`InvalidUserId`."""
+    if not isinstance(value, str) or not USER_ID.match(value):
+        raise InvalidUserId(
+            f"{field} must be 1-255 characters of [A-Za-z0-9_.:@-], got {value!r:.80}",
+            field=field,
+        )
+    return value
+
+
+def check_object(value: object, field: str = "object") -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_OBJECT_LENGTH:
+        raise InvalidInput(f"{field} must be a string of 1-255 characters", field=field)
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidInput(f"{field} must not contain control characters", field=field)
+    return value
+
+
+@dataclass(frozen=True)
+class Event:
+    """What happened: ``actor`` did ``type`` to ``object``.
+
+    ``recipients`` are told explicitly; ``exclude`` are never told (a per-event privacy rule).
+    """
+
+    type: str
+    actor: str | None = None
+    object: str | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    recipients: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    idempotency_key: str | None = None
+    created_at: int | None = None
+
+    def body_hash(self) -> str:
+        """A digest of everything but the idempotency key, to tell a retry from a conflict."""
+        body = {
+            "type": self.type,
+            "actor": self.actor,
+            "object": self.object,
+            "payload": self.payload,
+            "recipients": list(self.recipients),
+            "exclude": list(self.exclude),
+        }
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_payload_bytes: int = 64 * 1024
+    max_recipients: int = 1000
+
+
+def validate_event(event: Event, limits: Limits) -> str:
+    """Check an event's shape; return its payload serialised as JSON."""
+    if event.actor is not None:
+        check_user_id(event.actor, "actor")
+    if event.object is not None:
+        check_object(event.object)
+    if not isinstance(event.recipients, Sequence) or isinstance(event.recipients, str):
+        raise InvalidInput("recipients must be a list of user ids", field="recipients")
+    if len(event.recipients) > limits.max_recipients:
+        raise TooManyRecipients(
+            f"recipients lists {len(event.recipients)} users; at most "
+            f"{limits.max_recipients} are allowed",
+            field="recipients",
+        )
+    for i, user in enumerate(event.recipients):
+        check_user_id(user, f"recipients[{i}]")
+    if not isinstance(event.exclude, Sequence) or isinstance(event.exclude, str):
+        raise InvalidInput("exclude must be a list of user ids", field="exclude")
+    for i, user in enumerate(event.exclude):
+        check_user_id(user, f"exclude[{i}]")
+    if len(event.exclude) > limits.max_recipients:
+        raise TooManyRecipients(
+            f"exclude lists {len(event.exclude)} users; at most {limits.max_recipients}",
+            field="exclude",
+        )
+    if event.idempotency_key is not None and (
+        not isinstance(event.idempotency_key, str)
+        or not 1 <= len(event.idempotency_key) <= MAX_KEY_LENGTH
+    ):
+        raise InvalidInput("idempotency_key must be 1-255 characters", field="idempotency_key")
+    if not isinstance(event.payload, Mapping):
+        raise InvalidInput("payload must be a JSON object", field="payload")
+    try:
+        text = json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"payload is not JSON-serialisable: {exc}", field="payload") from None
+    size = len(text.encode())
+    if size > limits.max_payload_bytes:
+        raise PayloadTooLarge(
+            f"payload is {size} bytes; at most {limits.max_payload_bytes} are allowed",
+            field="payload",
+        )
+    return text

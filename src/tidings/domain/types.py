@@ -1,0 +1,189 @@
+"""Event types declared as data: category, section, priority, bundling, audience, templates."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
+
+SECTIONS = ("alert", "message")
+BUNDLE_RULES = ("none", "object", "actor", "actor_object")
+AUDIENCE_RULES = ("recipients", "object_subscribers", "actor_followers")
+CHANNELS = ("web", "email", "webhook")
+TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Templates:
+    """Title templates for one notification and for a bundle of several, plus optional bodies.
+
+    Templates are Jinja2 text; the names they may use are documented in ``docs/types.md``.
+    """
+
+    title: str = "{{ actor }} did {{ type }} on {{ object }}"
+    bundled_title: str | None = None
+    body: str | None = None
+    html: str | None = None
+    email_body: str | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class EventType:
+    """One kind of event and how its notifications behave."""
+
+    name: str
+    category: str = "general"
+    section: str = "alert"
+    priority: int = 5
+    bundle: str = "none"
+    channels: tuple[str, ...] = ("web",)
+    audience: tuple[str, ...] = ("recipients", "object_subscribers")
+    templates: Templates = field(default_factory=Templates)
+    retention_days: int | None = None
+    mandatory: bool = False
+
+    def __post_init__(self) -> None:
+        def bad(message: str, name: str) -> InvalidEventType:
+            return InvalidEventType(f"event type {self.name!r}: {message}", field=name)
+
+        if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
+            raise InvalidEventType(
+                "event type name must be 1-64 characters of [A-Za-z0-9_.:-]", field="name"
+            )
+        if self.name == "*":
+            raise bad("'*' is reserved for wildcard subscriptions", "name")
+        if not isinstance(self.category, str) or not TYPE_NAME.match(self.category):
+            raise bad("category must be 1-64 characters of [A-Za-z0-9_.:-]", "category")
+        if self.section not in SECTIONS:
+            raise bad(f"section must be one of {', '.join(SECTIONS)}", "section")
+        if not isinstance(self.priority, int) or not 1 <= self.priority <= 10:
+            raise bad("priority must be an integer from 1 (highest) to 10", "priority")
+        if self.bundle not in BUNDLE_RULES:
+            raise bad(f"bundle must be one of {', '.join(BUNDLE_RULES)}", "bundle")
+        for channel in self.channels:
+            if channel not in CHANNELS:
+                raise bad(f"unknown channel {channel!r}; use {', '.join(CHANNELS)}", "channels")
+        if not self.audience:
+            raise bad("audience must name at least one rule", "audience")
+        for rule in self.audience:
+            if rule not in AUDIENCE_RULES:
+                raise bad(
+                    f"unknown audience rule {rule!r}; use {', '.join(AUDIENCE_RULES)}", "audience"
+                )
+        if self.retention_days is not None and (
+            not isinstance(self.retention_days, int) or self.retention_days < 1
+        ):
+            raise bad("retention_days must be a positive integer", "retention_days")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["channels"] = list(self.channels)
+        data["audience"] = list(self.audience)
+        return data
+
+    @classmethod
+    def from_dict(cls, name: str, data: Mapping[str, Any]) -> EventType:
+        """Build a type from TOML/JSON data, naming the bad key in the error."""
+        known = {
+            "category", "section", "priority", "bundle", "channels", "audience",
+            "templates", "retention_days", "mandatory", "name",
+        }
+        for key in data:
+            if key not in known:
+                raise InvalidEventType(f"event type {name!r}: unknown key {key!r}", field=key)
+        templates_data = data.get("templates", {})
+        if not isinstance(templates_data, Mapping):
+            raise InvalidEventType(
+                f"event type {name!r}: templates must be a table", field="templates"
+            )
+        template_keys = set(Templates.__dataclass_fields__)
+        for key, value in templates_data.items():
+            if key not in template_keys:
+                raise InvalidEventType(
+                    f"event type {name!r}: unknown template {key!r}", field=f"templates.{key}"
+                )
+            if value is not None and not isinstance(value, str):
+                raise InvalidEventType(
+                    f"event type {name!r}: template {key!r} must be a string",
+                    field=f"templates.{key}",
+                )
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k not in {"templates", "name"}}
+        for key in ("channels", "audience"):
+            if key in kwargs:
+                value = kwargs[key]
+                if not isinstance(value, list | tuple) or not all(
+                        isinstance(v, str) for v in value):
+                    raise InvalidEventType(
+                        f"event type {name!r}: {key} must be a list of strings", field=key
+                    )
+                kwargs[key] = tuple(value)
+        for key in ("category", "section", "bundle"):
+            if key in kwargs and not isinstance(kwargs[key], str):
+                raise InvalidEventType(f"event type {name!r}: {key} must be a string", field=key)
+        if "mandatory" in kwargs and not isinstance(kwargs["mandatory"], bool):
+            raise InvalidEventType(f"event type {name!r}: mandatory must be true or false",
+                                   field="mandatory")
+        if "priority" in kwargs and isinstance(kwargs["priority"], bool):
+            raise InvalidEventType(f"event type {name!r}: priority must be an integer",
+                                   field="priority")
+        return cls(name=name, templates=Templates(**templates_data), **kwargs)
+
+
+class TypeRegistry:
+    """The declared event types, by name."""
+
+    def __init__(self, types: Iterable[EventType] = ()) -> None:
+        self._types: dict[str, EventType] = {}
+        for event_type in types:
+            self.add(event_type)
+
+    def add(self, event_type: EventType) -> None:
+        self._types[event_type.name] = event_type
+
+    def get(self, name: str) -> EventType:
+        try:
+            return self._types[name]
+        except KeyError:
+            raise UnknownEventType(
+                f"unknown event type {name!r}; declare it first (known: "
+                f"{', '.join(sorted(self._types)) or 'none'})",
+                field="type",
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._types
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._types.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+
+def load_types_file(path: str | Path) -> list[EventType]:
+    """Read event types from a TOML file: one ``[types.NAME]`` table each."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"TIDINGS_TYPES_FILE: {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"TIDINGS_TYPES_FILE: {path} is not valid TOML: {exc}") from None
+    tables = data.get("types")
+    if not isinstance(tables, dict):
+        raise ConfigError(f"TIDINGS_TYPES_FILE: {path} has no [types.NAME] tables")
+    result = []
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"TIDINGS_TYPES_FILE: [types.{name}] must be a table")
+        try:
+            result.append(EventType.from_dict(name, table))
+        except InvalidEventType as exc:
+            raise ConfigError(f"TIDINGS_TYPES_FILE: {path}: {exc}") from None
+    return result

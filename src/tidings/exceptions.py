@@ -1,0 +1,113 @@
+"""Every error tidings raises on purpose derives from :class:`TidingsError`.
+
+The tree::
+
+    TidingsError
+    ├── ConfigError                 bad TIDINGS_* setting or types file
+    ├── InvalidInput                the caller sent something unusable (maps to 4xx)
+    │   ├── UnknownEventType        the event names a type nobody declared
+    │   ├── InvalidUserId           not 1-255 characters of [A-Za-z0-9_.:@-]
+    │   ├── PayloadTooLarge         payload over the configured size
+    │   ├── TooManyRecipients       more explicit recipients than allowed
+    │   ├── InvalidCursor           a cursor this server did not make
+    │   └── InvalidEventType        an event type declaration that does not hold together
+    ├── NotFound                    the named thing does not exist
+    ├── IdempotencyConflict         same idempotency key, different body
+    ├── StoreUnavailable            a backend cannot be reached (maps to 503)
+    ├── SchemaOutOfDate             the database needs ``tidings migrate``
+    └── JobError                    a job handler failed (retried by the worker)
+
+Each :class:`InvalidInput` names the offending ``field`` so an API can point at it.
+"""
+
+from __future__ import annotations
+
+
+class TidingsError(Exception):
+    """Root of every error tidings raises on purpose."""
+
+    code = "tidings_error"
+
+
+class ConfigError(TidingsError):
+    """A setting or a types file is missing or malformed."""
+
+    code = "config_error"
+
+
+class InvalidInput(TidingsError):
+    """The caller's input cannot be used; nothing was written."""
+
+    code = "invalid_input"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownEventType(InvalidInput):
+    code = "unknown_event_type"
+
+
+class InvalidUserId(InvalidInput):
+    code = "invalid_user_id"
+
+
+class PayloadTooLarge(InvalidInput):
+    code = "payload_too_large"
+
+
+class TooManyRecipients(InvalidInput):
+    code = "too_many_recipients"
+
+
+class InvalidCursor(InvalidInput):
+    code = "invalid_cursor"
+
+
+class InvalidEventType(InvalidInput):
+    code = "invalid_event_type"
+
+
+class NotFound(TidingsError):
+    code = "not_found"
+
+
+class IdempotencyConflict(TidingsError):
+    """The idempotency key was used before with a different body."""
+
+    code = "idempotency_conflict"
+
+
+class StoreUnavailable(TidingsError):
+    """A backend is down or unreachable; try again later."""
+
+    code = "store_unavailable"
+
+
+class SchemaOutOfDate(TidingsError):
+    """The database schema is not at the version this code needs."""
+
+    code = "schema_out_of_date"
+
+
+class JobError(TidingsError):
+    code = "job_error"
+
+
+__all__ = [
+    "ConfigError",
+    "IdempotencyConflict",
+    "InvalidCursor",
+    "InvalidEventType",
+    "InvalidInput",
+    "InvalidUserId",
+    "JobError",
+    "NotFound",
+    "PayloadTooLarge",
+    "SchemaOutOfDate",
+    "StoreUnavailable",
+    "TidingsError",
+    "TooManyRecipients",
+    "UnknownEventType",
+]

@@ -1,0 +1,138 @@
+"""Fan-out jobs (LiveJournal ESN): an event's audience, resolved in chunks, into inboxes.
+
+``fanout`` (ESN's FiredEvent) looks at each audience source. If the whole audience fits in one
+chunk it is delivered in the same job (the fast path). Otherwise the job is replaced atomically
+by one ``fanout_chunk`` job per chunk of a source (``replace_with``), which any worker may run.
+Sources overlap freely: a user named twice is written once, because (user, event) is unique.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+
+from tidings.jobs.queue import Job, JobSpec
+from tidings.store.sql import graph, inbox
+from tidings.store.sql.events import StoredEvent, get_event
+
+if TYPE_CHECKING:
+    from tidings.engine import Tidings
+
+FANOUT = "fanout"
+FANOUT_CHUNK = "fanout_chunk"
+TRIM = "trim_inbox"
+TRIM_SAMPLE = 0.02  # share of deliveries that check the recipient's inbox cap
+
+
+def fanout_spec(event_id: int, priority: int = 5, at: int | None = None) -> JobSpec:
+    """The job that fans an event out. ``at`` dates a back-filled event's notifications in
+    the past; live ones are dated at delivery, so they always land on top of an inbox."""
+    args: dict[str, Any] = {"event_id": event_id}
+    if at is not None:
+        args["at"] = at
+    return JobSpec(FANOUT, args, unique_key=f"fanout:{event_id}", priority=priority)
+
+
+def _sources(tidings: Tidings, event: StoredEvent) -> list[str]:
+    if event.type in tidings.types:
+        audience = tidings.types.get(event.type).audience
+    else:
+        audience = ("recipients",)
+    return [s for s in graph.SOURCES if s in audience]
+
+
+def run_fanout(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
+    """Handle a ``fanout`` job: deliver at once, or return the chunk jobs that replace it."""
+    event = get_event(conn, int(job.args["event_id"]), lock=True)
+    if event is None or event.retracted_at is not None:
+        return None
+    chunk = tidings.config.chunk_size
+    audience: set[str] = set()
+    specs: list[JobSpec] = []
+    for source in _sources(tidings, event):
+        if source == "recipients":
+            audience.update(event.recipients)
+            continue
+        query = graph.source_query(source, event.type, event.actor, event.object)
+        if query is None:
+            continue
+        first = graph.users_in_range(conn, query, "", None, limit=chunk + 1)
+        if len(first) <= chunk:
+            audience.update(first)
+            continue
+        after = ""
+        while True:
+            upto = graph.nth_user_after(conn, query, after, chunk)
+            specs.append(_chunk_spec(event.id, source, after, upto, job))
+            if upto is None:
+                break
+            after = upto
+    if specs:
+        if audience:
+            specs.append(JobSpec(FANOUT_CHUNK, {**job.args, "source": "users",
+                                                "users": sorted(audience)},
+                                 unique_key=f"fanout:{event.id}:users", priority=job.priority))
+        return specs
+    deliver(tidings, conn, event, audience, at=job.args.get("at"))
+    return None
+
+
+def _chunk_spec(event_id: int, source: str, after: str, upto: str | None, job: Job) -> JobSpec:
+    return JobSpec(FANOUT_CHUNK,
+                   {**job.args, "source": source, "after": after, "upto": upto},
+                   unique_key=f"fanout:{event_id}:{source}:{after}"[:255], priority=job.priority)
+
+
+def run_fanout_chunk(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
+    event = get_event(conn, int(job.args["event_id"]), lock=True)
+    if event is None or event.retracted_at is not None:
+        return None
+    source = job.args["source"]
+    if source == "users":
+        users = list(job.args["users"])
+    else:
+        query = graph.source_query(source, event.type, event.actor, event.object)
+        users = [] if query is None else graph.users_in_range(
+            conn, query, job.args["after"], job.args["upto"])
+    deliver(tidings, conn, event, users, at=job.args.get("at"))
+    return None
+
+
+def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, *,
+            at: int | None = None) -> list[str]:
+    """Filter an audience chunk and write its inbox rows; returns the users notified."""
+    excluded = set(event.exclude)
+    if event.actor is not None:
+        excluded.add(event.actor)
+    candidates = sorted(u for u in set(users) if u not in excluded)
+    if not candidates:
+        return []
+    muted = graph.muting_users(conn, candidates, event.actor, event.object)
+    candidates = [u for u in candidates if u not in muted]
+    if event.type in tidings.types:
+        event_type = tidings.types.get(event.type)
+        category, section, bundle = event_type.category, event_type.section, event_type.bundle
+    else:
+        category, section, bundle = "general", "alert", "none"
+    now = at if at is not None else tidings.clock.now_us()
+    delivered = inbox.deliver(tidings.db, conn, event, category=category, section=section,
+                              bundle=bundle, users=candidates, now=now)
+    checks = [u for u in delivered if random.random() < TRIM_SAMPLE]
+    if checks:
+        tidings.queue.enqueue_many(conn, [
+            JobSpec(TRIM, {"user": u}, unique_key=f"trim:{u}", priority=9) for u in checks
+        ])
+    tidings.metrics_delivered(len(delivered))
+    return delivered
+
+
+def run_trim(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
+    """Keep one user's inbox under the cap (background only, never on a read)."""
+    removed = inbox.trim_user(conn, job.args["user"], tidings.config.inbox_cap)
+    if removed:
+        return [JobSpec(TRIM, {"user": job.args["user"]},
+                        unique_key=f"trim:{job.args['user']}", priority=9)]
+    return None
+

@@ -1,0 +1,148 @@
+"""Back-fill from an existing site (Gazelle's catch-up): JSON Lines of users, events,
+subscriptions, follows, mutes and read markers.
+
+One record a line, each with a ``kind``::
+
+    {"kind": "user", "id": "bob", "created_at": "2024-01-02T00:00:00Z"}
+    {"kind": "event", "type": "mention", "actor": "alice", "recipients": ["bob"],
+     "created_at": "2024-03-01T10:00:00Z", "idempotency_key": "mention:17"}
+    {"kind": "subscription", "user": "bob", "type": "*", "object": "page:X"}
+    {"kind": "follow", "user": "bob", "other": "alice"}
+    {"kind": "mute", "user": "bob", "actor": "spammer"}
+    {"kind": "read", "user": "bob", "until": "2024-03-01T00:00:00Z"}
+
+Imported users without a read marker are caught up Gazelle's way: read up to their join date
+(or up to the import if none is given). Users who appear after the import start as
+"read up to now" (:meth:`Tidings.add_user`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidings.clock import parse_rfc3339
+from tidings.domain.events import Event, check_user_id
+from tidings.engine import Tidings
+from tidings.exceptions import InvalidInput, TidingsError
+from tidings.store.sql import graph, inbox
+
+KINDS = ("user", "event", "subscription", "follow", "mute", "read")
+
+
+@dataclass
+class ImportReport:
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    errors: list[str] = field(default_factory=list)
+
+
+def _time(record: dict[str, Any], key: str, line: int) -> int | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value * 1_000_000)
+    try:
+        return parse_rfc3339(str(value))
+    except ValueError:
+        raise InvalidInput(f"line {line}: {key} is not an RFC 3339 time: {value!r}",
+                           field=key) from None
+
+
+def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool = False,
+                 progress: Callable[[int], None] | None = None) -> ImportReport:
+    """Import records; bad lines are reported (with their number) and skipped."""
+    report = ImportReport()
+    users: dict[str, int | None] = {}
+    read_given: set[str] = set()
+    batch: list[Event] = []
+
+    def flush() -> None:
+        if batch:
+            tidings.publish_many(batch)
+            report.counts["event"] += len(batch)
+            batch.clear()
+
+    for number, text in enumerate(lines, start=1):
+        if progress is not None:
+            progress(number)
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict):
+                raise InvalidInput(f"line {number}: a record must be a JSON object")
+            kind = record.pop("kind", None)
+            if kind not in KINDS:
+                raise InvalidInput(f"line {number}: kind must be one of {', '.join(KINDS)}",
+                                   field="kind")
+            if kind == "event":
+                created = _time(record, "created_at", number)
+                record.pop("created_at", None)
+                record.setdefault("idempotency_key", None)
+                event = tidings._coerce(record)
+                event = Event(**{**event.__dict__, "created_at": created})
+                tidings._prepare(event)
+                batch.append(event)
+                if len(batch) >= 500:
+                    flush()
+                continue
+            flush()
+            user = check_user_id(record.get("user", record.get("id")), "user")
+            # Known before subscribe/follow see it, so they do not mark it "read up to now".
+            _ensure_user(tidings, user)
+            if kind == "user":
+                users[user] = _time(record, "created_at", number)
+            elif kind == "subscription":
+                tidings.subscribe(user, record.get("type", "*"), record.get("object", "*"),
+                                  record.get("channels", ["web"]))
+                users.setdefault(user, None)
+            elif kind == "follow":
+                tidings.follow(user, record["other"])
+                users.setdefault(user, None)
+            elif kind == "mute":
+                tidings.mute(user, actor=record.get("actor"), object=record.get("object"))
+            elif kind == "read":
+                until = _time(record, "until", number)
+                if until is None:
+                    raise InvalidInput(f"line {number}: read needs until", field="until")
+                _set_read(tidings, user, until)
+                read_given.add(user)
+            report.counts[kind] += 1
+        except (TidingsError, ValueError, KeyError, TypeError) as exc:
+            message = str(exc) if str(exc).startswith("line") else f"line {number}: {exc}"
+            if stop_on_error:
+                raise InvalidInput(message) from None
+            report.errors.append(message)
+    flush()
+    now = tidings.clock.now_us()
+    for user, joined in users.items():
+        _register(tidings, user, joined if joined is not None else now,
+                  catch_up=user not in read_given)
+    return report
+
+
+def _set_read(tidings: Tidings, user: str, until: int) -> None:
+    def work(conn: Any) -> None:
+        graph.add_user(tidings.db, conn, user, tidings.clock.now_us())
+        inbox.set_marker(tidings.db, conn, user, "all", until)
+
+    tidings.db.transact(work)
+
+
+def _ensure_user(tidings: Tidings, user: str) -> None:
+    def work(conn: Any) -> None:
+        graph.add_user(tidings.db, conn, user, tidings.clock.now_us())
+
+    tidings.db.transact(work)
+
+
+def _register(tidings: Tidings, user: str, joined: int, *, catch_up: bool) -> None:
+    def work(conn: Any) -> None:
+        graph.add_user(tidings.db, conn, user, joined)
+        if catch_up:
+            inbox.set_marker(tidings.db, conn, user, "all", joined)
+
+    tidings.db.transact(work)

@@ -1,0 +1,1 @@
+"""Reliable jobs in the store (TheSchwartz semantics) and the worker that runs them."""

@@ -1,0 +1,1 @@
+"""SQLAlchemy Core adapters for SQLite, PostgreSQL and MariaDB/MySQL."""

@@ -1,0 +1,207 @@
+"""One SQLAlchemy engine per store URL, with the few dialect differences kept here.
+
+``write()`` opens a transaction that may write (``BEGIN IMMEDIATE`` on SQLite, so a
+transaction that reads and then writes never dead-ends on a lock upgrade); ``read()`` opens one
+that only reads. Connection failures become :class:`StoreUnavailable`; deadlocks and
+serialisation failures are retried a few times by :meth:`Database.transact`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, insert, text
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import mysql as mysql_dialect
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from tidings.exceptions import ConfigError, StoreUnavailable
+
+T = TypeVar("T")
+
+# psycopg/pymysql error codes that mean "try the transaction again".
+_RETRYABLE = ("deadlock", "could not serialize", "lock wait timeout", "database is locked",
+              "1213", "1205", "40001", "40p01")
+
+
+def normalise_url(url: str) -> str:
+    """Accept the short spellings users type and pick the drivers tidings ships with."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    elif url.startswith("mysql://"):
+        url = "mysql+pymysql://" + url[len("mysql://"):]
+    elif url.startswith("mariadb://") or url.startswith("mariadb+pymysql://"):
+        url = "mysql+pymysql://" + url.split("://", 1)[1]
+    return url
+
+
+class Database:
+    """A store URL's engine and its dialect's quirks."""
+
+    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False) -> None:
+        self.url = normalise_url(url)
+        try:
+            parsed = make_url(self.url)
+        except sa_exc.ArgumentError:
+            raise ConfigError(f"TIDINGS_DATABASE_URL: cannot parse {url!r}") from None
+        backend = parsed.get_backend_name()
+        if backend not in ("sqlite", "postgresql", "mysql", "mariadb"):
+            raise ConfigError(
+                f"TIDINGS_DATABASE_URL: unsupported backend {backend!r}; use sqlite, "
+                "postgresql or mysql+pymysql"
+            )
+        self.backend = "mysql" if backend in ("mysql", "mariadb") else backend
+        kwargs: dict[str, Any] = {"echo": echo, "future": True}
+        if self.backend == "sqlite":
+            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+            if parsed.database in (None, "", ":memory:"):
+                raise ConfigError("TIDINGS_DATABASE_URL: use a SQLite file, not :memory:")
+            kwargs["poolclass"] = NullPool if pool_size == 0 else None
+            if kwargs["poolclass"] is None:
+                del kwargs["poolclass"]
+        else:
+            kwargs["pool_pre_ping"] = True
+            kwargs["pool_size"] = pool_size
+            kwargs["max_overflow"] = pool_size * 2
+            kwargs["pool_recycle"] = 1800
+            if self.backend == "postgresql":
+                kwargs["connect_args"] = {"connect_timeout": 5}
+            else:
+                kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4"}
+                kwargs["isolation_level"] = "READ COMMITTED"
+        self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.backend == "sqlite":
+            self._set_up_sqlite()
+
+    def _set_up_sqlite(self) -> None:
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Let SQLAlchemy, not the driver, decide when transactions begin.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute("PRAGMA foreign_keys=OFF")
+            cursor.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            mode = conn.info.get("tidings_begin", "BEGIN IMMEDIATE")
+            conn.exec_driver_sql(mode)
+
+    @property
+    def skip_locked(self) -> bool:
+        return self.backend in ("postgresql", "mysql")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A transaction that may write; committed when the block ends without error."""
+        with self._errors(), self.engine.connect() as conn:
+            conn.info["tidings_begin"] = "BEGIN IMMEDIATE"
+            with conn.begin():
+                yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A transaction that only reads."""
+        with self._errors(), self.engine.connect() as conn:
+            conn.info["tidings_begin"] = "BEGIN"
+            with conn.begin():
+                yield conn
+
+    def transact(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
+        """Run ``work`` in a write transaction, retrying on deadlock or serialisation failure."""
+        for attempt in range(attempts):
+            try:
+                with self.write() as conn:
+                    return work(conn)
+            except sa_exc.DBAPIError as exc:
+                if attempt == attempts - 1 or not is_retryable(exc):
+                    raise
+                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sa_exc.DBAPIError as exc:
+            if exc.connection_invalidated or _is_connection_error(exc):
+                raise StoreUnavailable(f"the store cannot be reached: {_first_line(exc)}") from exc
+            raise
+
+    def insert_ignore(self, table: Table) -> Insert:
+        """An INSERT that skips rows whose unique key already exists."""
+        if self.backend == "postgresql":
+            return pg_dialect.insert(table).on_conflict_do_nothing()
+        if self.backend == "sqlite":
+            return sqlite_dialect.insert(table).on_conflict_do_nothing()
+        return mysql_dialect.insert(table).prefix_with("IGNORE")
+
+    def upsert(self, table: Table, keys: Sequence[str], values: Mapping[str, Any],
+               update: Sequence[str]) -> Any:
+        """INSERT or, when the key exists, UPDATE the ``update`` columns."""
+        if self.backend == "postgresql":
+            pg = pg_dialect.insert(table).values(**values)
+            return pg.on_conflict_do_update(
+                index_elements=list(keys), set_={c: pg.excluded[c] for c in update}
+            )
+        if self.backend == "sqlite":
+            lite = sqlite_dialect.insert(table).values(**values)
+            return lite.on_conflict_do_update(
+                index_elements=list(keys), set_={c: lite.excluded[c] for c in update}
+            )
+        my = mysql_dialect.insert(table).values(**values)
+        return my.on_duplicate_key_update({c: my.inserted[c] for c in update})
+
+    def insert_many(self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
+                    *, ignore: bool = False, batch: int = 500) -> int:
+        """Write rows with multi-row INSERT statements of ``batch`` rows; return rows written."""
+        written = 0
+        stmt = self.insert_ignore(table) if ignore else insert(table)
+        for start in range(0, len(rows), batch):
+            part = rows[start:start + batch]
+            result = conn.execute(stmt.values(list(part)))
+            written += max(result.rowcount, 0)
+        return written
+
+    def ping(self) -> None:
+        with self.read() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def is_retryable(exc: BaseException) -> bool:
+    message = str(getattr(exc, "orig", exc)).lower()
+    code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "").lower()
+    args = getattr(getattr(exc, "orig", None), "args", ())
+    if args and isinstance(args[0], int) and args[0] in (1213, 1205):
+        return True
+    return code in ("40001", "40p01") or any(word in message for word in _RETRYABLE[:5])
+
+
+def _is_connection_error(exc: sa_exc.DBAPIError) -> bool:
+    if isinstance(exc, sa_exc.InterfaceError):
+        return True
+    message = str(exc.orig).lower()
+    signs = ("connection refused", "could not connect", "can't connect", "server closed",
+             "connection timeout", "lost connection", "gone away", "terminating connection",
+             "connection is closed", "the database system is", "connection reset",
+             "timeout expired", "name or service not known", "no route to host")
+    return isinstance(exc, sa_exc.OperationalError) and any(s in message for s in signs)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", exc)).strip().splitlines()[0][:200] if str(exc) else "error"

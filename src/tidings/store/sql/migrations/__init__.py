@@ -1,0 +1,1 @@
+"""Alembic migrations, run through :mod:`tidings.store.sql.migrate` (no alembic.ini)."""

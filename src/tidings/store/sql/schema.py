@@ -1,0 +1,201 @@
+"""The schema, declared once. Alembic migrations must produce exactly this (a test checks).
+
+Times are integer microseconds since the epoch (UTC): portable, exact and cheap to compare.
+Read state follows Gazelle's witness tables: ``read_markers`` holds narrow per-user watermarks
+so "mark all read" writes one row and never touches (or locks) notification rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+# Binary collation on MariaDB/MySQL so user ids and keys compare exactly, as on the others.
+MYSQL: dict[str, Any] = {
+    "mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin",
+}
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY.
+Serial = BigInteger().with_variant(Integer(), "sqlite")
+
+USER = 255
+TYPE = 64
+OBJECT = 255
+HASH = 32
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("type", String(TYPE), nullable=False),
+    Column("actor", String(USER)),
+    Column("object", String(OBJECT)),
+    Column("payload", Text, nullable=False),
+    Column("recipients", Text, nullable=False),
+    Column("exclude", Text, nullable=False),
+    Column("idempotency_key", String(255)),
+    Column("body_hash", String(64), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("retracted_at", BigInteger),
+    UniqueConstraint("idempotency_key"),
+    Index(None, "type", "object"),
+    Index(None, "actor", "type"),
+    Index(None, "object"),
+    Index(None, "created_at"),
+    **MYSQL,
+)
+
+event_types = Table(
+    "event_types",
+    metadata,
+    Column("name", String(TYPE), primary_key=True),
+    Column("definition", Text, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("type", String(TYPE), nullable=False),
+    Column("object", String(OBJECT), nullable=False),
+    Column("channels", String(255), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("user_id", "type", "object"),
+    Index(None, "type", "object", "user_id"),
+    **MYSQL,
+)
+
+follows = Table(
+    "follows",
+    metadata,
+    Column("follower", String(USER), nullable=False),
+    Column("followee", String(USER), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("follower", "followee"),
+    Index(None, "followee", "follower"),
+    **MYSQL,
+)
+
+mutes = Table(
+    "mutes",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("value", String(OBJECT), nullable=False),
+    PrimaryKeyConstraint("user_id", "kind", "value"),
+    **MYSQL,
+)
+
+preferences = Table(
+    "preferences",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+# One row per (user, event). ``bundle_base`` marks the newest member of each display group:
+# lists and unread counts read base rows only, through an index, with no GROUP BY.
+# ``fresh_at`` is what read watermarks compare against: the delivery time, or the time the
+# user marked the notification unread again.
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("fresh_at", BigInteger, nullable=False),
+    Column("type", String(TYPE), nullable=False),
+    Column("category", String(TYPE), nullable=False),
+    Column("section", String(16), nullable=False),
+    Column("actor", String(USER)),
+    Column("object", String(OBJECT)),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("display_hash", String(HASH), nullable=False),
+    Column("bundle_base", Boolean, nullable=False),
+    Column("read_at", BigInteger),
+    PrimaryKeyConstraint("user_id", "event_id"),
+    Index(None, "user_id", "bundle_base", "created_at", "event_id"),
+    Index(None, "user_id", "bundle_base", "read_at", "fresh_at"),
+    Index(None, "user_id", "bundle_hash", "bundle_base"),
+    Index(None, "user_id", "display_hash", "created_at"),
+    Index(None, "event_id"),
+    **MYSQL,
+)
+
+# Gazelle witness rows: scope is 'all', 'seen', 'type:NAME', 'category:NAME' or 'section:NAME'.
+read_markers = Table(
+    "read_markers",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("scope", String(80), nullable=False),
+    Column("until_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "scope"),
+    **MYSQL,
+)
+
+# TheSchwartz's job table: a job is claimed by moving grabbed_until into the future.
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("func", String(64), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("unique_key", String(255)),
+    Column("priority", SmallInteger, nullable=False),
+    Column("run_after", BigInteger, nullable=False),
+    Column("grabbed_until", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("unique_key"),
+    Index(None, "priority", "run_after"),
+    **MYSQL,
+)
+
+job_failures = Table(
+    "job_failures",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("job_id", BigInteger, nullable=False),
+    Column("func", String(64), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("final", Boolean, nullable=False),
+    Column("failed_at", BigInteger, nullable=False),
+    Index(None, "failed_at"),
+    **MYSQL,
+)

@@ -1,0 +1,91 @@
+"""Backend fixtures: one behaviour suite, run against every SQL backend.
+
+A test that takes ``store_url`` runs three times, with ids ``sqlite``, ``postgresql`` and
+``mysql``, each time on a clean database already at the head migration::
+
+    def test_insert_event(store_url: str) -> None:
+        db = Database(store_url)
+        ...
+
+Fixtures:
+
+``backend``
+    ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (the parameter; select with ``-k mysql``).
+``store_url``
+    The URL of a new database at head with no rows, dropped after the test. SQLite: a copy of a
+    template file; PostgreSQL: ``CREATE DATABASE … TEMPLATE``; MariaDB: ``CREATE TABLE … LIKE``
+    a template database. The templates are migrated once per session.
+``empty_store_url``
+    The URL of a new database with no tables at all (for migration tests), dropped after.
+``sqlite_stores``, ``postgresql_stores``, ``mysql_stores``
+    The session's database factories (see ``stores.py``), for tests that need several databases.
+
+Servers: PostgreSQL at ``postgresql://postgres@127.0.0.1:5432`` and MariaDB at
+``mysql+pymysql://root@127.0.0.1:3306`` unless ``TIDINGS_TEST_POSTGRES_URL`` /
+``TIDINGS_TEST_MYSQL_URL`` name other servers (URLs without a database). A missing server skips
+its tests, or fails them when ``CI=true`` (see ``backends.require``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
+from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
+
+SQL_BACKENDS = ["sqlite", "postgresql", "mysql"]
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The SQL backend this run of the test uses."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture(scope="session")
+def sqlite_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStores]:
+    stores = SqliteStores(tmp_path_factory.mktemp("sqlite"))
+    yield stores
+    stores.close()
+
+
+@pytest.fixture(scope="session")
+def postgresql_stores() -> Iterator[PostgresStores]:
+    stores = PostgresStores(postgres_server())
+    require("PostgreSQL", stores.ping, where=redacted(stores.server), env=POSTGRES_ENV)
+    yield stores
+    stores.close()
+
+
+@pytest.fixture(scope="session")
+def mysql_stores() -> Iterator[MysqlStores]:
+    stores = MysqlStores(mysql_server())
+    require("MariaDB/MySQL", stores.ping, where=redacted(stores.server), env=MYSQL_ENV)
+    yield stores
+    stores.close()
+
+
+@pytest.fixture
+def sql_stores(backend: str, request: pytest.FixtureRequest) -> SqlStores:
+    """The database factory for ``backend``; only that backend's server is contacted."""
+    stores: SqlStores = request.getfixturevalue(f"{backend}_stores")
+    return stores
+
+
+@pytest.fixture
+def store_url(sql_stores: SqlStores) -> Iterator[str]:
+    """A clean database at head on ``backend``; dropped after the test."""
+    url = sql_stores.clone()
+    yield url
+    sql_stores.drop(url)
+
+
+@pytest.fixture
+def empty_store_url(sql_stores: SqlStores) -> Iterator[str]:
+    """A database with no tables on ``backend``; dropped after the test."""
+    url = sql_stores.empty()
+    yield url
+    sql_stores.drop(url)
