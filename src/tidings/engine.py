@@ -22,7 +22,8 @@ from tidings.domain.bundling import OTHERS_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import Event, Limits, check_object, check_user_id, validate_event
 from tidings.domain.readstate import scope_name
-from tidings.domain.rendering import RenderContext, render_title
+from tidings.domain.rendering import RenderContext, render_all
+from tidings.i18n import normalise_locale
 from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
 from tidings.exceptions import IdempotencyConflict, InvalidInput, NotFound
 from tidings.jobs.queue import JobQueue, JobSpec
@@ -58,6 +59,9 @@ class Notification:
     count: int
     others: int
     title: str
+    body: str | None
+    link: str | None
+    html: str
     created_at: str
     read: bool
     seen: bool
@@ -463,9 +467,13 @@ class Tidings:
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
                       unread: bool | None = None, limit: int = 20,
-                      cursor: str | None = None) -> Page:
-        """A user's inbox, newest first, one item per display group, paged by cursor."""
+                      cursor: str | None = None, locale: str | None = None) -> Page:
+        """A user's inbox, newest first, one item per display group, paged by cursor.
+
+        Titles are rendered in ``locale`` (falling back to English).
+        """
         check_user_id(user)
+        language = normalise_locale(locale)
         limit = _limit(limit)
         filters = self._filters(types, category, section, unread)
         before = decode_cursor(cursor) if cursor else None
@@ -487,10 +495,12 @@ class Tidings:
             payload = json.loads(row.payload)
             ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
                                 payload=payload, actors=actors[:3], count=count, others=others)
+            rendered = render_all(self._type_or_default(row.type), ctx, language)
             items.append(Notification(
                 id=str(row.event_id), type=row.type, category=row.category, section=row.section,
                 object=row.object, actor=row.actor, actors=actors[:3], count=count,
-                others=others, title=render_title(self._type_or_default(row.type), ctx),
+                others=others, title=rendered.title, body=rendered.body, link=rendered.link,
+                html=rendered.html,
                 created_at=to_rfc3339(row.created_at), read=not unread_now,
                 seen=markers.is_seen(unread_now, row.fresh_at), payload=payload,
             ))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,55 @@ class Templates:
     html: str | None = None
     email_body: str | None = None
     link: str | None = None
+    locales: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def localised(self, locale: str) -> Templates:
+        """These templates in ``locale``: its own fields where given, else the default ones."""
+        own = self.locales.get(locale) or self.locales.get(locale.split("_")[0])
+        return replace(self, locales={}, **own) if own else self
+
+    @classmethod
+    def from_dict(cls, type_name: str, data: Mapping[str, Any]) -> Templates:
+        """Build from TOML/JSON: the fields, plus one sub-table per locale (``[….templates.de]``
+        or ``locales = {de = {…}}``) with the fields that differ in that language."""
+        values = {}
+        locales: dict[str, dict[str, str]] = {}
+        for key, value in data.items():
+            if key == "locales" and isinstance(value, Mapping):
+                for code, table in value.items():
+                    locales[code] = cls._fields(type_name, table, f"templates.locales.{code}")
+            elif LOCALE.match(key) and isinstance(value, Mapping):
+                locales[key] = cls._fields(type_name, value, f"templates.{key}")
+            else:
+                values.update(cls._fields(type_name, {key: value}, "templates"))
+        for code in locales:
+            if not LOCALE.match(code):
+                raise InvalidEventType(f"event type {type_name!r}: {code!r} is not a locale "
+                                       "like 'de' or 'pt_BR'", field=f"templates.{code}")
+        return cls(**values, locales=locales)
+
+    @staticmethod
+    def _fields(type_name: str, table: Any, where: str) -> dict[str, str]:
+        if not isinstance(table, Mapping):
+            raise InvalidEventType(f"event type {type_name!r}: {where} must be a table",
+                                   field=where)
+        result = {}
+        for key, value in table.items():
+            if key not in TEMPLATE_FIELDS:
+                raise InvalidEventType(f"event type {type_name!r}: unknown template {key!r}",
+                                       field=f"{where}.{key}")
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise InvalidEventType(
+                    f"event type {type_name!r}: template {key!r} must be a string",
+                    field=f"{where}.{key}")
+            result[key] = value
+        return result
+
+
+TEMPLATE_FIELDS = ("title", "bundled_title", "body", "html", "email_body", "link")
+LOCALE = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
 
 
 @dataclass(frozen=True)
@@ -102,17 +151,7 @@ class EventType:
             raise InvalidEventType(
                 f"event type {name!r}: templates must be a table", field="templates"
             )
-        template_keys = set(Templates.__dataclass_fields__)
-        for key, value in templates_data.items():
-            if key not in template_keys:
-                raise InvalidEventType(
-                    f"event type {name!r}: unknown template {key!r}", field=f"templates.{key}"
-                )
-            if value is not None and not isinstance(value, str):
-                raise InvalidEventType(
-                    f"event type {name!r}: template {key!r} must be a string",
-                    field=f"templates.{key}",
-                )
+        templates = Templates.from_dict(name, templates_data)
         kwargs: dict[str, Any] = {k: v for k, v in data.items() if k not in {"templates", "name"}}
         for key in ("channels", "audience"):
             if key in kwargs:
@@ -132,7 +171,7 @@ class EventType:
         if "priority" in kwargs and isinstance(kwargs["priority"], bool):
             raise InvalidEventType(f"event type {name!r}: priority must be an integer",
                                    field="priority")
-        return cls(name=name, templates=Templates(**templates_data), **kwargs)
+        return cls(name=name, templates=templates, **kwargs)
 
 
 class TypeRegistry:

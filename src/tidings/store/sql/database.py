@@ -75,6 +75,9 @@ class Database:
             kwargs["pool_recycle"] = 1800
             if self.backend == "postgresql":
                 kwargs["connect_args"] = {"connect_timeout": 5}
+                # psycopg 3 forgets an INSERT's rowcount once SQLAlchemy closes the cursor, so
+                # "was this row new?" (INSERT … ON CONFLICT DO NOTHING) would always say no.
+                kwargs["execution_options"] = {"preserve_rowcount": True}
             else:
                 kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4"}
                 kwargs["isolation_level"] = "READ COMMITTED"
@@ -165,15 +168,15 @@ class Database:
         return my.on_duplicate_key_update({c: my.inserted[c] for c in update})
 
     def insert_many(self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
-                    *, ignore: bool = False, batch: int = 500) -> int:
-        """Write rows with multi-row INSERT statements of ``batch`` rows; return rows written."""
-        written = 0
+                    *, ignore: bool = False, batch: int = 1000) -> None:
+        """Write rows in batches of one statement each.
+
+        An executemany lets SQLAlchemy send multi-row VALUES from one cached compilation
+        ("insertmanyvalues"), several times faster than compiling a literal multi-row INSERT.
+        """
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):
-            part = rows[start:start + batch]
-            result = conn.execute(stmt.values(list(part)))
-            written += max(result.rowcount, 0)
-        return written
+            conn.execute(stmt, [dict(row) for row in rows[start:start + batch]])
 
     def ping(self) -> None:
         with self.read() as conn:

@@ -1,0 +1,90 @@
+"""The hot reads use their indexes on PostgreSQL: no sort, no GROUP BY, no scan of an inbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from stores import PostgresStores
+from tidings.clock import FrozenClock
+from tidings.config import Config
+from tidings.domain.types import EventType
+from tidings.engine import Tidings
+from tidings.store.sql.schema import events, notifications
+
+USERS = [f"u{i}" for i in range(8)]
+PER_USER = 2000
+
+
+@pytest.fixture
+def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
+    url = postgresql_stores.clone()
+    t = Tidings(Config(database_url=url), types=[EventType("link", bundle="object")],
+                clock=FrozenClock())
+    rows: list[dict[str, Any]] = []
+    with t.db.write() as conn:
+        t.db.insert_many(conn, events, [
+            {"id": i, "type": "link", "actor": "a", "object": f"page:{i % 50}", "payload": "{}",
+             "recipients": "[]", "exclude": "[]", "idempotency_key": None, "body_hash": "",
+             "created_at": i} for i in range(1, PER_USER + 1)])
+        for user in USERS:
+            rows += [{
+                "user_id": user, "event_id": i, "created_at": i, "fresh_at": i, "type": "link",
+                "category": "general", "section": "alert", "actor": "a",
+                "object": f"page:{i % 50}", "bundle_hash": f"h{i % 50}", "display_hash": f"d{i}",
+                "bundle_base": i % 3 == 0, "read_at": i if i % 2 else None,
+            } for i in range(1, PER_USER + 1)]
+        t.db.insert_many(conn, notifications, rows)
+    with t.db.engine.connect() as conn:
+        conn.execute(text("ANALYZE"))
+        conn.commit()
+    yield t
+    t.close()
+    postgresql_stores.drop(url)
+
+
+def _plans(t: Tidings, call: Any) -> list[str]:
+    """EXPLAIN every query that reads notifications during ``call``."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if "FROM notifications" in statement and statement.lstrip().upper().startswith("SELECT"):
+            captured.append((statement, parameters))
+
+    event.listen(t.db.engine, "before_cursor_execute", capture)
+    try:
+        call()
+    finally:
+        event.remove(t.db.engine, "before_cursor_execute", capture)
+    plans = []
+    with t.db.engine.connect() as conn:
+        for statement, parameters in captured:
+            rows = conn.exec_driver_sql("EXPLAIN " + statement, parameters).all()
+            plans.append("\n".join(r[0] for r in rows))
+    return plans
+
+
+def test_inbox_list_reads_base_rows_through_the_index(loaded: Tidings) -> None:
+    plans = _plans(loaded, lambda: loaded.notifications("u3", limit=20))
+    listing = next(p for p in plans if "Limit" in p and "events" in p)
+    assert "ix_notifications_user_id_bundle_base_created_at_event_id" in listing, listing
+    assert "Sort" not in listing and "Group" not in listing and "Unique" not in listing, listing
+    assert "Seq Scan on notifications" not in listing, listing
+
+
+def test_unread_count_is_a_capped_index_scan(loaded: Tidings) -> None:
+    plans = _plans(loaded, lambda: loaded.unread_count("u3"))
+    (count,) = plans
+    assert "ix_notifications_user_id_bundle_base_read_at_fresh_at" in count, count
+    assert "Limit" in count and "Group" not in count and "Seq Scan" not in count, count
+
+
+def test_group_members_use_the_display_index(loaded: Tidings) -> None:
+    plans = _plans(loaded, lambda: loaded.notifications("u3", limit=5))
+    members = [p for p in plans if "display_hash" in p and "events" not in p]
+    assert members, plans
+    for plan in members:
+        assert "ix_notifications_user_id_display_hash_created_at" in plan, plan
