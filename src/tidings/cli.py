@@ -62,6 +62,43 @@ def migrate(database_url: DatabaseOption = None) -> None:
 
 
 @app.command()
+def serve(
+    database_url: DatabaseOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
+    no_worker: Annotated[bool, typer.Option(
+        "--no-worker", help="Do not run jobs in the server (run `tidings worker` instead).")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Job threads per server process."
+                                             )] = 1,
+    json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
+) -> None:
+    """Serve the HTTP API (and, unless --no-worker, run the job worker in-process)."""
+    import os
+
+    import uvicorn
+
+    from tidings.store.sql.database import Database
+
+    config = _config(database_url)
+    if not config.api_keys:
+        err.print("[red]error:[/red] TIDINGS_API_KEY is not set: the server needs at least one "
+                  "key (comma-separated for several)")
+        raise typer.Exit(2)
+    if Database(config.database_url).backend == "sqlite":
+        from tidings.store.sql.migrate import upgrade
+
+        upgrade(config.database_url)  # the embedded store migrates itself
+    os.environ["TIDINGS_DATABASE_URL"] = config.database_url
+    os.environ["TIDINGS_SERVE_WORKER"] = "0" if no_worker else "1"
+    os.environ["TIDINGS_SERVE_WORKER_CONCURRENCY"] = str(concurrency)
+    _logging(json_logs)
+    uvicorn.run("tidings.api.app:app_from_env", factory=True, host=host, port=port,
+                workers=workers, log_config=None, proxy_headers=False, access_log=False)
+
+
+@app.command()
 def worker(
     database_url: DatabaseOption = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Jobs run at once (threads).")] = 1,

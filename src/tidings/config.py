@@ -23,6 +23,10 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
+
+
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -42,10 +46,14 @@ class Config:
 
     database_url: str = "sqlite:///./tidings.db"
     types_file: str | None = None
+    api_keys: tuple[str, ...] = ()
+    token_secret: str | None = None
+    rate_limit: float = 1000.0
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     chunk_size: int = 5000
     inbox_cap: int = 10_000
+    timeline_cap: int = 800
     retention_days: int = 365
     lease_seconds: float = 60.0
     job_max_attempts: int = 8
@@ -57,10 +65,14 @@ class Config:
         config = cls(
             database_url=env.get("TIDINGS_DATABASE_URL") or cls.database_url,
             types_file=env.get("TIDINGS_TYPES_FILE") or None,
+            api_keys=_list(env, "TIDINGS_API_KEY"),
+            token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,
+            rate_limit=_float(env, "TIDINGS_RATE_LIMIT", cls.rate_limit),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
             inbox_cap=_int(env, "TIDINGS_INBOX_CAP", cls.inbox_cap, 1),
+            timeline_cap=_int(env, "TIDINGS_TIMELINE_CAP", cls.timeline_cap, 1),
             retention_days=_int(env, "TIDINGS_RETENTION_DAYS", cls.retention_days, 1),
             lease_seconds=_float(env, "TIDINGS_JOB_LEASE_SECONDS", cls.lease_seconds),
             job_max_attempts=_int(env, "TIDINGS_JOB_MAX_ATTEMPTS", cls.job_max_attempts, 1),

@@ -8,7 +8,7 @@ it runs on SQLite, PostgreSQL or MariaDB.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +23,15 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import Event, Limits, check_object, check_user_id, validate_event
 from tidings.domain.readstate import scope_name
 from tidings.domain.rendering import RenderContext, render_all
-from tidings.i18n import normalise_locale
 from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
-from tidings.exceptions import IdempotencyConflict, InvalidInput, NotFound
+from tidings.exceptions import IdempotencyConflict, InvalidCursor, InvalidInput, NotFound
+from tidings.i18n import normalise_locale
 from tidings.jobs.queue import JobQueue, JobSpec
 from tidings.jobs.worker import Handler, Worker
 from tidings.store.sql import events as event_store
 from tidings.store.sql import graph, inbox
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import event_types, follows, mutes, subscriptions
+from tidings.store.sql.schema import event_types, follows, mutes, preferences, subscriptions
 
 MAX_LIMIT = 100
 
@@ -140,6 +140,8 @@ class Tidings:
             retention.RETENTION: retention.run_retention,
         }
         self.counters = _Counters()
+        # observers of (metric name, value): the API turns them into Prometheus metrics
+        self.listeners: list[Callable[[str, float], None]] = []
 
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
@@ -175,11 +177,17 @@ class Tidings:
 
     # -- metrics hooks (the API layer replaces these with Prometheus counters) ----------------
 
+    def observe(self, name: str, value: float) -> None:
+        for listener in self.listeners:
+            listener(name, value)
+
     def metrics_delivered(self, count: int) -> None:
         self.counters.delivered += count
+        self.observe("delivered", count)
 
     def metrics_job(self, outcome: str) -> None:
         self.counters.jobs[outcome] = self.counters.jobs.get(outcome, 0) + 1
+        self.observe(f"job_{outcome}", 1)
 
     # -- event types --------------------------------------------------------------------------
 
@@ -386,12 +394,14 @@ class Tidings:
                      cursor: str | None) -> Page:
         check_user_id(user)
         limit = _limit(limit)
-        after = ""
+        after: object = ""
         if cursor:
             try:
                 after = json.loads(_b64decode(cursor))["after"]
             except (ValueError, KeyError, TypeError):
-                raise InvalidInput("cursor is not one this server made", field="cursor") from None
+                after = None
+            if not isinstance(after, str):  # a number here would be a SQL type error
+                raise InvalidCursor("cursor is not one this server made", field="cursor")
         with self.db.read() as conn:
             rows = conn.execute(
                 select(follows.c[theirs], follows.c.created_at)
@@ -448,6 +458,58 @@ class Tidings:
         if not rows:
             raise InvalidInput("name an actor or an object to mute", field="actor")
         return rows
+
+    # -- preferences ------------------------------------------------------------------------
+
+    def get_preferences(self, user: str) -> dict[str, Any]:
+        """Stored preferences (email, channels per category, locale) plus the mutes."""
+        check_user_id(user)
+        with self.db.read() as conn:
+            raw = conn.execute(select(preferences.c.data)
+                               .where(preferences.c.user_id == user)).scalar()
+        data: dict[str, Any] = json.loads(raw) if raw else {}
+        data["muted"] = self.muted(user)
+        return data
+
+    def set_preferences(self, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace a user's preferences; ``muted`` replaces their mutes."""
+        check_user_id(user)
+        stored = {k: v for k, v in data.items() if k != "muted"}
+        muted = data.get("muted") or {}
+        rows = [{"user_id": user, "kind": "actor", "value": check_user_id(a, "muted.actors")}
+                for a in muted.get("actors", [])]
+        rows += [{"user_id": user, "kind": "object", "value": check_object(o, "muted.objects")}
+                 for o in muted.get("objects", [])]
+        now = self.clock.now_us()
+
+        def work(conn: Connection) -> None:
+            self._touch_user(conn, user, now)
+            conn.execute(self.db.upsert(
+                preferences, ["user_id"],
+                {"user_id": user, "data": json.dumps(stored), "updated_at": now},
+                ["data", "updated_at"]))
+            conn.execute(delete(mutes).where(mutes.c.user_id == user))
+            if rows:
+                self.db.insert_many(conn, mutes, rows, ignore=True)
+
+        self.db.transact(work)
+        return self.get_preferences(user)
+
+    # -- timeline -------------------------------------------------------------------------------
+
+    def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None) -> Page:
+        """Events of the users ``user`` follows, newest first (push model: fan-out wrote them)."""
+        check_user_id(user)
+        limit = _limit(limit)
+        before = decode_cursor(cursor)[1] if cursor else None
+        with self.db.read() as conn:
+            rows = inbox.read_timeline(conn, user, limit=limit + 1, before=before)
+        page = rows[:limit]
+        items = [{"id": str(r.id), "type": r.type, "actor": r.actor, "object": r.object,
+                  "payload": json.loads(r.payload), "created_at": to_rfc3339(r.created_at)}
+                 for r in page]
+        more = len(rows) > limit
+        return Page(items, encode_cursor(page[-1].created_at, page[-1].id) if more else None)
 
     # -- inbox reads --------------------------------------------------------------------------
 

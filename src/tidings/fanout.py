@@ -9,6 +9,7 @@ Sources overlap freely: a user named twice is written once, because (user, event
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
@@ -35,8 +36,16 @@ def fanout_spec(event_id: int, priority: int = 5, at: int | None = None) -> JobS
     return JobSpec(FANOUT, args, unique_key=f"fanout:{event_id}", priority=priority)
 
 
+def _known(tidings: Tidings, type_name: str) -> bool:
+    """Whether the type is declared; a worker started before another process declared it
+    (``define_type``) reads the stored types again rather than fall back to defaults."""
+    if type_name not in tidings.types:
+        tidings.load_types()
+    return type_name in tidings.types
+
+
 def _sources(tidings: Tidings, event: StoredEvent) -> list[str]:
-    if event.type in tidings.types:
+    if _known(tidings, event.type):
         audience = tidings.types.get(event.type).audience
     else:
         audience = ("recipients",)
@@ -50,6 +59,7 @@ def run_fanout(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | 
         return None
     chunk = tidings.config.chunk_size
     audience: set[str] = set()
+    followers: list[str] = []
     specs: list[JobSpec] = []
     for source in _sources(tidings, event):
         if source == "recipients":
@@ -61,10 +71,14 @@ def run_fanout(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | 
         first = graph.users_in_range(conn, query, "", None, limit=chunk + 1)
         if len(first) <= chunk:
             audience.update(first)
+            if source == "actor_followers":
+                followers = first
             continue
         after = ""
         while True:
             upto = graph.nth_user_after(conn, query, after, chunk)
+            if upto is not None and graph.nth_user_after(conn, query, upto, 1) is None:
+                upto = None  # the rest fills this chunk exactly: no empty chunk after it
             specs.append(_chunk_spec(event.id, source, after, upto, job))
             if upto is None:
                 break
@@ -75,7 +89,7 @@ def run_fanout(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | 
                                                 "users": sorted(audience)},
                                  unique_key=f"fanout:{event.id}:users", priority=job.priority))
         return specs
-    deliver(tidings, conn, event, audience, at=job.args.get("at"))
+    deliver(tidings, conn, event, audience, at=job.args.get("at"), timeline=followers)
     return None
 
 
@@ -96,13 +110,18 @@ def run_fanout_chunk(tidings: Tidings, conn: Connection, job: Job) -> list[JobSp
         query = graph.source_query(source, event.type, event.actor, event.object)
         users = [] if query is None else graph.users_in_range(
             conn, query, job.args["after"], job.args["upto"])
-    deliver(tidings, conn, event, users, at=job.args.get("at"))
+    timeline = users if source == "actor_followers" else ()
+    deliver(tidings, conn, event, users, at=job.args.get("at"), timeline=timeline)
     return None
 
 
 def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, *,
-            at: int | None = None) -> list[str]:
-    """Filter an audience chunk and write its inbox rows; returns the users notified."""
+            at: int | None = None, timeline: Sequence[str] = ()) -> list[str]:
+    """Filter an audience chunk and write its inbox rows; returns the users notified.
+
+    ``timeline`` names the actor's followers in this chunk: the push model writes the event
+    into their timelines too (same filters: exclusions and mutes).
+    """
     excluded = set(event.exclude)
     if event.actor is not None:
         excluded.add(event.actor)
@@ -111,7 +130,7 @@ def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, 
         return []
     muted = graph.muting_users(conn, candidates, event.actor, event.object)
     candidates = [u for u in candidates if u not in muted]
-    if event.type in tidings.types:
+    if _known(tidings, event.type):
         event_type = tidings.types.get(event.type)
         category, section, bundle = event_type.category, event_type.section, event_type.bundle
     else:
@@ -119,6 +138,10 @@ def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, 
     now = at if at is not None else tidings.clock.now_us()
     delivered = inbox.deliver(tidings.db, conn, event, category=category, section=section,
                               bundle=bundle, users=candidates, now=now)
+    if timeline:
+        allowed = set(candidates)
+        inbox.push_timeline(tidings.db, conn, event.id, [u for u in timeline if u in allowed],
+                            now)
     checks = [u for u in delivered if random.random() < TRIM_SAMPLE]
     if checks:
         tidings.queue.enqueue_many(conn, [
@@ -131,6 +154,7 @@ def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, 
 def run_trim(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
     """Keep one user's inbox under the cap (background only, never on a read)."""
     removed = inbox.trim_user(conn, job.args["user"], tidings.config.inbox_cap)
+    removed += inbox.trim_timeline(conn, job.args["user"], tidings.config.timeline_cap)
     if removed:
         return [JobSpec(TRIM, {"user": job.args["user"]},
                         unique_key=f"trim:{job.args['user']}", priority=9)]

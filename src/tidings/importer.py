@@ -23,11 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import update
+
 from tidings.clock import parse_rfc3339
 from tidings.domain.events import Event, check_user_id
 from tidings.engine import Tidings
 from tidings.exceptions import InvalidInput, TidingsError
 from tidings.store.sql import graph, inbox
+from tidings.store.sql.schema import users as users_table
 
 KINDS = ("user", "event", "subscription", "follow", "mute", "read")
 
@@ -120,7 +123,7 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
     now = tidings.clock.now_us()
     for user, joined in users.items():
         _register(tidings, user, joined if joined is not None else now,
-                  catch_up=user not in read_given)
+                  catch_up=user not in read_given, join_date_given=joined is not None)
     return report
 
 
@@ -139,9 +142,13 @@ def _ensure_user(tidings: Tidings, user: str) -> None:
     tidings.db.transact(work)
 
 
-def _register(tidings: Tidings, user: str, joined: int, *, catch_up: bool) -> None:
+def _register(tidings: Tidings, user: str, joined: int, *, catch_up: bool,
+              join_date_given: bool = False) -> None:
     def work(conn: Any) -> None:
-        graph.add_user(tidings.db, conn, user, joined)
+        if not graph.add_user(tidings.db, conn, user, joined) and join_date_given:
+            # _ensure_user registered the user before its join date was read.
+            conn.execute(update(users_table).where(users_table.c.user_id == user)
+                         .values(created_at=joined))
         if catch_up:
             inbox.set_marker(tidings.db, conn, user, "all", joined)
 

@@ -27,6 +27,8 @@ def decode_cursor(cursor: str) -> tuple[int, int]:
         created_at, event_id = int(created), int(event)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidCursor("cursor is not one this server made", field="cursor") from None
-    if created_at < 0 or event_id < 0:
+    # Both are BIGINT columns: anything outside 0..2**63-1 is a forged cursor (and would be a
+    # driver error, not a clear 400, if it reached the database).
+    if not (0 <= created_at < 2**63 and 0 <= event_id < 2**63):
         raise InvalidCursor("cursor is not one this server made", field="cursor")
     return created_at, event_id

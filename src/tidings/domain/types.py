@@ -126,7 +126,8 @@ class EventType:
                     f"unknown audience rule {rule!r}; use {', '.join(AUDIENCE_RULES)}", "audience"
                 )
         if self.retention_days is not None and (
-            not isinstance(self.retention_days, int) or self.retention_days < 1
+            not isinstance(self.retention_days, int) or isinstance(self.retention_days, bool)
+            or self.retention_days < 1
         ):
             raise bad("retention_days must be a positive integer", "retention_days")
 

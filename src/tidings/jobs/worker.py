@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -62,6 +63,7 @@ class Worker:
             if not done:
                 raise LeaseLost(f"job {job.id} was taken by another worker")
 
+        started = time.perf_counter()
         try:
             self.tidings.db.transact(work)
         except LeaseLost as exc:
@@ -71,13 +73,16 @@ class Worker:
             raise
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
+            retried = True
             try:
-                queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())
+                retried = queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())
             except StoreUnavailable:
                 log.warning("could not record the failure of job %s; its lease will expire",
                             job.id)
-            self.tidings.metrics_job("failed")
+            self.tidings.metrics_job("retried" if retried else "failed")
             return False
+        if job.func.startswith("fanout"):
+            self.tidings.observe("fanout_seconds", time.perf_counter() - started)
         with self._count_lock:
             self.processed += 1
         self.tidings.metrics_job("completed")

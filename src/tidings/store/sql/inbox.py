@@ -28,7 +28,7 @@ from tidings.domain.bundling import UNREAD_CAP, display_hash
 from tidings.domain.readstate import Markers
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import StoredEvent
-from tidings.store.sql.schema import events, notifications, read_markers
+from tidings.store.sql.schema import events, notifications, read_markers, timelines
 
 n = notifications.c
 ACTOR_SCAN = 500  # Echo's LIMIT for "X and N others": enough to find 99+ distinct actors
@@ -248,6 +248,42 @@ def trim_user(conn: Connection, user: str, cap: int, batch: int = 5000) -> int:
         .order_by(n.event_id).limit(batch)
     ))
     return remove(conn, doomed)
+
+
+def push_timeline(db: Database, conn: Connection, event_id: int, users: Sequence[str],
+                  now: int) -> None:
+    """Write the event into these followers' timelines (the push model), idempotently."""
+    if users:
+        db.insert_many(conn, timelines, [
+            {"user_id": user, "event_id": event_id, "created_at": now} for user in users
+        ], ignore=True)
+
+
+def trim_timeline(conn: Connection, user: str, cap: int) -> int:
+    boundary = conn.execute(
+        select(timelines.c.event_id).where(timelines.c.user_id == user)
+        .order_by(timelines.c.event_id.desc()).limit(1).offset(cap)
+    ).scalar()
+    if boundary is None:
+        return 0
+    result = conn.execute(delete(timelines).where(
+        timelines.c.user_id == user, timelines.c.event_id <= boundary))
+    return max(result.rowcount, 0)
+
+
+def read_timeline(conn: Connection, user: str, *, limit: int,
+                  before: int | None) -> list[Any]:
+    """Newest first, keyset-paged by event id, joined to the events still standing."""
+    query = (
+        select(events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
+               events.c.created_at)
+        .join(timelines, timelines.c.event_id == events.c.id)
+        .where(timelines.c.user_id == user, events.c.retracted_at.is_(None))
+        .order_by(timelines.c.event_id.desc()).limit(limit)
+    )
+    if before is not None:
+        query = query.where(timelines.c.event_id < before)
+    return list(conn.execute(query))
 
 
 # -- read state ------------------------------------------------------------------------------

@@ -156,6 +156,17 @@ notifications = Table(
     **MYSQL,
 )
 
+# The push model's mailboxes: one row per (follower, event) of the actors a user follows.
+timelines = Table(
+    "timelines",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "event_id"),
+    **MYSQL,
+)
+
 # Gazelle witness rows: scope is 'all', 'seen', 'type:NAME', 'category:NAME' or 'section:NAME'.
 read_markers = Table(
     "read_markers",

@@ -1,0 +1,270 @@
+"""Request and response bodies of the HTTP API; they are what ``/openapi.json`` publishes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+UserId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")]
+TypeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
+ObjectKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+Channel = Literal["web", "email", "webhook"]
+SUBSCRIPTION_ID = Path(pattern=r"^[0-9]{1,18}$")
+OTHER = Path(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")
+Section = Literal["alert", "message"]
+
+
+Audience = Literal["recipients", "object_subscribers", "actor_followers"]
+
+
+def _default_audience() -> list[Audience]:
+    return ["recipients", "object_subscribers"]
+
+
+def _web() -> list[Channel]:
+    return ["web"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EventIn(Strict):
+    type: TypeName
+    actor: UserId | None = None
+    object: ObjectKey | None = None
+    recipients: list[UserId] = Field(default_factory=list)
+    exclude: list[UserId] = Field(default_factory=list,
+                                  description="Users never told of this event (privacy).")
+    payload: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class Accepted(BaseModel):
+    id: str
+    status: Literal["accepted"] = "accepted"
+
+
+class BatchIn(Strict):
+    events: list[dict[str, Any]] = Field(max_length=1000, min_length=1)
+
+
+class BatchItem(BaseModel):
+    index: int
+    status: Literal["accepted", "error"]
+    id: str | None = None
+    error: dict[str, Any] | None = None
+
+
+class BatchOut(BaseModel):
+    items: list[BatchItem]
+
+
+class RetractionIn(Strict):
+    type: TypeName | None = None
+    actor: UserId | None = None
+    object: ObjectKey | None = None
+
+
+class Removed(BaseModel):
+    removed: int
+
+
+class TemplatesModel(Strict):
+    title: str = "{{ actor }} did {{ type }} on {{ object }}"
+    bundled_title: str | None = None
+    body: str | None = None
+    html: str | None = None
+    email_body: str | None = None
+    link: str | None = None
+    locales: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
+class TypeIn(Strict):
+    category: TypeName = "general"
+    section: Section = "alert"
+    priority: int = Field(5, ge=1, le=10)
+    bundle: Literal["none", "object", "actor", "actor_object"] = "none"
+    channels: list[Channel] = Field(default_factory=_web)
+    audience: list[Audience] = Field(default_factory=_default_audience, min_length=1)
+    templates: TemplatesModel = Field(default_factory=TemplatesModel)
+    retention_days: int | None = Field(None, ge=1)
+    mandatory: bool = False
+
+
+class TypeOut(TypeIn):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+
+
+class TypeList(BaseModel):
+    items: list[TypeOut]
+
+
+class NotificationOut(BaseModel):
+    id: str
+    type: str
+    category: str
+    section: str
+    object: str | None
+    actor: str | None
+    actors: list[str]
+    count: int
+    others: int
+    title: str
+    body: str | None
+    link: str | None
+    html: str
+    created_at: str
+    read: bool
+    seen: bool
+    payload: dict[str, Any]
+
+
+class NotificationPage(BaseModel):
+    items: list[NotificationOut]
+    next_cursor: str | None
+
+
+class UnreadCountOut(BaseModel):
+    count: int
+    display: str
+
+
+class MatchIn(Strict):
+    actor: UserId | None = None
+    type: TypeName | None = None
+    object: ObjectKey | None = None
+
+
+class ReadIn(Strict):
+    ids: list[Annotated[str, StringConstraints(max_length=20)]] | None = Field(
+        None, max_length=1000)
+    all: bool | None = None
+    types: list[TypeName] | None = None
+    category: TypeName | None = None
+    section: Section | None = None
+    match: MatchIn | None = None
+
+
+class UnreadIn(Strict):
+    ids: list[Annotated[str, StringConstraints(max_length=20)]] = Field(max_length=1000)
+
+
+class SeenIn(Strict):
+    until: datetime | None = None
+
+
+class Updated(BaseModel):
+    updated: int
+
+
+class SeenOut(BaseModel):
+    seen_until: str
+
+
+class SubscriptionIn(Strict):
+    type: TypeName | Literal["*"] = "*"
+    object: ObjectKey = "*"
+    channels: list[Channel] = Field(default_factory=_web, min_length=1)
+
+
+class Created(BaseModel):
+    id: str
+
+
+class SubscriptionOut(BaseModel):
+    id: str
+    type: str
+    object: str
+    channels: list[str]
+    created_at: str
+
+
+class SubscriptionPage(BaseModel):
+    items: list[SubscriptionOut]
+    next_cursor: str | None
+
+
+class FollowOut(BaseModel):
+    user: str
+    since: str
+
+
+class FollowPage(BaseModel):
+    items: list[FollowOut]
+    next_cursor: str | None
+
+
+class Following(BaseModel):
+    user: str
+    other: str
+    following: bool
+
+
+class TimelineEvent(BaseModel):
+    id: str
+    type: str
+    actor: str | None
+    object: str | None
+    payload: dict[str, Any]
+    created_at: str
+
+
+class TimelinePage(BaseModel):
+    items: list[TimelineEvent]
+    next_cursor: str | None
+
+
+class EmailPreferences(Strict):
+    address: Annotated[str, StringConstraints(
+        max_length=254, pattern=r"^[^@\s\x00-\x1f]{1,64}@[A-Za-z0-9.-]{1,189}\.[A-Za-z]{2,63}$",
+    )] | None = None
+    frequency: Literal["immediate", "daily", "weekly", "never"] = "immediate"
+    timezone: Annotated[str, StringConstraints(max_length=64)] = "UTC"
+    digest_hour: int = Field(8, ge=0, le=23)
+
+
+class Muted(Strict):
+    actors: list[UserId] = Field(default_factory=list, max_length=1000)
+    objects: list[ObjectKey] = Field(default_factory=list, max_length=1000)
+
+
+class Preferences(Strict):
+    email: EmailPreferences = Field(default_factory=lambda: EmailPreferences.model_validate({}))
+    channels: dict[TypeName, dict[Channel, bool]] = Field(default_factory=dict)
+    muted: Muted = Field(default_factory=Muted)
+    locale: Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
+                      ] | None = None
+
+
+class TokenIn(Strict):
+    user: UserId
+    ttl_seconds: int = Field(3600, ge=60, le=30 * 86400)
+
+
+class TokenOut(BaseModel):
+    token: str
+    expires_at: str
+
+
+class Health(BaseModel):
+    status: str
+
+
+class ErrorDetail(BaseModel):
+    field: str | None = None
+    message: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: list[ErrorDetail]
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

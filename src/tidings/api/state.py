@@ -1,0 +1,51 @@
+"""What every request needs: the engine, authentication, metrics, limits."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from tidings.api.auth import Authenticator
+from tidings.api.metrics import Metrics
+from tidings.api.ratelimit import RateLimiter
+from tidings.engine import Tidings
+
+
+@dataclass
+class AppState:
+    tidings: Tidings
+    auth: Authenticator
+    metrics: Metrics
+    limiter: RateLimiter
+    max_body_bytes: int = 4 * 1024 * 1024
+    stream_interval: float = 0.5
+    _locales: dict[str, str | None] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def locale_of(self, user: str) -> str | None:
+        """The user's preferred locale, cached (preferences are read rarely)."""
+        with self._lock:
+            if user in self._locales:
+                return self._locales[user]
+        try:
+            prefs = await run_in_threadpool(self.tidings.get_preferences, user)
+        except Exception:
+            return None
+        locale = prefs.get("locale")
+        with self._lock:
+            if len(self._locales) > 50_000:
+                self._locales.clear()
+            self._locales[user] = locale if isinstance(locale, str) else None
+        return self._locales[user]
+
+    def forget_locale(self, user: str) -> None:
+        with self._lock:
+            self._locales.pop(user, None)
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.tidings
+    return state

@@ -1,0 +1,18 @@
+"""Benchmarks that ship with tidings: `tidings bench fanout` (W3), `tidings bench inbox` (W2).
+
+Each workload module sets up a throwaway store (:mod:`tidings.bench.stores`), loads data, times
+the operations through the public :class:`~tidings.engine.Tidings` API (or real ``tidings worker``
+processes) and returns a plain dict that :mod:`tidings.bench.report` prints as a table and writes
+as JSON. Figures are medians over rounds, with p50/p90/p99 latencies for per-request figures.
+They are never asserted in tests: the machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+
+class BenchFailure(Exception):
+    """The engine under test gave a wrong result (a notification lost or doubled, a job stuck).
+
+    Not a :class:`~tidings.exceptions.TidingsError`: no user input causes it, and the bench
+    command reports it and exits non-zero rather than print a figure for a wrong answer.
+    """

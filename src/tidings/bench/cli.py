@@ -1,0 +1,104 @@
+"""``tidings bench …``: run a workload, print a Rich table, write JSON (``--json FILE``).
+
+Progress goes to stderr and disappears when done; the table goes to stdout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tidings.bench import BenchFailure
+from tidings.bench import fanout as fanout_workload
+from tidings.bench import inbox as inbox_workload
+from tidings.bench.report import write_json
+from tidings.config import Config
+
+bench_app = typer.Typer(
+    help="Benchmarks (W2 inbox, W3 fan-out): a table on stdout, JSON with --json.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+err = Console(stderr=True)
+S = TypeVar("S")
+
+StoreOption = Annotated[str | None, typer.Option(
+    "--store", show_default="a temporary SQLite file",
+    help="Server or SQLite URL; the bench creates its own database there and drops it after, "
+         "never touching others.")]
+JsonOption = Annotated[Path | None, typer.Option(
+    "--json", dir_okay=False, help="Also write the results to this JSON file.")]
+RoundsOption = Annotated[int, typer.Option(min=1, help="Rounds; figures are their median.")]
+
+
+def _counts(text: str, option: str, scale: float = 1.0) -> tuple[int, ...]:
+    """'10000,100000' -> (10000, 100000), each times ``scale`` (at least 1)."""
+    try:
+        values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"expected whole numbers separated by commas, got {text!r}",
+                                 param_hint=option) from None
+    if not values or any(v < 1 for v in values):
+        raise typer.BadParameter("give one or more positive numbers", param_hint=option)
+    return tuple(max(1, round(v * scale)) for v in values)
+
+
+def _run(work: Callable[[S, Progress], dict[str, Any]], settings: S,
+         table: Callable[[dict[str, Any]], Table], json_file: Path | None) -> None:
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, transient=True)
+    try:
+        with progress:
+            result = work(settings, progress)
+    except BenchFailure as exc:
+        err.print(f"[red]bench failed:[/red] {exc}")
+        raise typer.Exit(1) from None
+    console.print(table(result))
+    if json_file is not None:
+        write_json(json_file, result)
+        err.print(f"wrote {json_file}")
+
+
+@bench_app.command()
+def fanout(
+    store: StoreOption = None,
+    subscribers: Annotated[str, typer.Option(
+        help="Followers of the one event's actor, comma-separated (times --scale).")]
+        = "10000,100000",
+    workers: Annotated[str, typer.Option(
+        help="Worker processes, comma-separated (SQLite: 1 only).")] = "1,2,4",
+    rounds: RoundsOption = 3,
+    scale: Annotated[float, typer.Option(min=0.0001, help="Multiplies --subscribers.")] = 1.0,
+    chunk_size: Annotated[int | None, typer.Option(
+        min=1, show_default="TIDINGS_CHUNK_SIZE or 5000", help="Fan-out chunk size.")] = None,
+    poll: Annotated[float, typer.Option(
+        min=0.001, help="The workers' idle poll interval, seconds.")] = 0.01,
+    json_file: JsonOption = None,
+) -> None:
+    """W3: one event to N followers; deliveries/s and time until every inbox row is written."""
+    settings = fanout_workload.FanoutSettings(
+        store=store, subscribers=_counts(subscribers, "--subscribers", scale),
+        workers=_counts(workers, "--workers"), rounds=rounds,
+        chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll)
+    _run(fanout_workload.run, settings, fanout_workload.table, json_file)
+
+
+@bench_app.command()
+def inbox(
+    store: StoreOption = None,
+    scale: Annotated[float, typer.Option(
+        min=0.0001, help="1.0 = 10,000 users and 1,000,000 notifications.")] = 0.01,
+    rounds: RoundsOption = 3,
+    ops: Annotated[int, typer.Option(min=1, help="Requests per figure per round.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Random seed for the data and the requests.")] = 1,
+    json_file: JsonOption = None,
+) -> None:
+    """W2: unread count, first page of the bundled inbox and mark all read, per second."""
+    settings = inbox_workload.InboxSettings(store=store, scale=scale, rounds=rounds, ops=ops,
+                                            seed=seed)
+    _run(inbox_workload.run, settings, inbox_workload.table, json_file)

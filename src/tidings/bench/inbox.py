@@ -1,0 +1,260 @@
+"""W2 — inbox reads (MediaWiki Echo, Jiepang): unread counts, bundled first pages, mark all read.
+
+The data set: ``10,000 * scale`` users and ``1,000,000 * scale`` notifications (about 100 per
+user) in Echo's mix, published through :meth:`Tidings.publish_many` and fanned out by the job
+handlers, so bundles are formed exactly as in production:
+
+==============  ======================  =============  ==========================================
+notifications   type (``demo/wiki.toml``) bundled by     who is told
+==============  ======================  =============  ==========================================
+40 %            ``page-linked``         page           the page's watchers (4 users)
+25 %            ``mention``             —              1 or 2 users
+20 %            ``edit-user-talk``      page           the owner of the talk page
+15 %            ``thank-you-edit``      actor          one user; thanks come from 50 regulars
+==============  ======================  =============  ==========================================
+
+Then the oldest 30 % of each user's notifications are marked read (with their bundles). Each
+round times, one request after another from one client: ``unread_count`` of random users,
+``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) of random
+users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Any
+
+from rich.progress import Progress
+from rich.table import Table
+from sqlalchemy import delete, func, insert, select, true
+
+from tidings.bench import BenchFailure
+from tidings.bench.measure import Latencies, Timed, median, time_each
+from tidings.bench.report import environment, fmt_ms, fmt_rate
+from tidings.bench.stores import BenchStore, redacted
+from tidings.config import Config
+from tidings.demo import wiki_types
+from tidings.domain.events import Event
+from tidings.domain.types import EventType
+from tidings.engine import Tidings
+from tidings.store.sql.schema import notifications, read_markers
+
+TYPES = ("page-linked", "mention", "edit-user-talk", "thank-you-edit")
+LINK_WATCHERS = 4
+THANKERS = 50
+READ_SHARE = 0.30
+PUBLISH_BATCH = 500
+# Events per kind, weighted so the *notifications* come out 40/25/20/15 (links reach 4 users,
+# mentions 1.5 on average).
+EVENT_WEIGHTS = {"link": 40 / LINK_WATCHERS, "mention": 25 / 1.5, "talk": 20.0, "thanks": 15.0}
+FIGURES = ("unread count", "first page (20, bundled)", "mark all read")
+
+
+@dataclass(frozen=True)
+class InboxSettings:
+    store: str | None
+    scale: float = 0.01
+    rounds: int = 3
+    ops: int = 1000
+    seed: int = 1
+
+
+def sizes(scale: float) -> tuple[int, int]:
+    """(users, notifications) at this scale: 10,000 and 1,000,000 at 1.0."""
+    users = max(10, round(10_000 * scale))
+    return users, max(users, round(1_000_000 * scale))
+
+
+class World:
+    """Users, pages and their watchers, and a stream of events in the W2 mix."""
+
+    def __init__(self, users: int, rng: random.Random) -> None:
+        self.rng = rng
+        self.users = [f"user{i:06d}" for i in range(users)]
+        self.pages = [f"page:Article_{i}" for i in range(max(10, users // 2))]
+        self.watchers = {page: rng.sample(self.users, min(LINK_WATCHERS, users))
+                         for page in self.pages}
+        self.thankers = self.users[:THANKERS]
+
+    def events(self) -> Iterator[Event]:
+        rng = self.rng
+        kinds = list(EVENT_WEIGHTS)
+        weights = list(EVENT_WEIGHTS.values())
+        while True:
+            kind = rng.choices(kinds, weights)[0]
+            actor = rng.choice(self.users)
+            if kind == "link":
+                page = rng.choice(self.pages)
+                source = rng.choice(self.pages).split(":", 1)[1].replace("_", " ")
+                yield Event("page-linked", actor=actor, object=page, payload={"from": source},
+                            recipients=[u for u in self.watchers[page] if u != actor])
+            elif kind == "mention":
+                told = rng.sample(self.users, rng.choice((1, 2)))
+                yield Event("mention", actor=actor, object=rng.choice(self.pages),
+                            recipients=[u for u in told if u != actor])
+            elif kind == "talk":
+                owner = rng.choice(self.users)
+                yield Event("edit-user-talk", actor=actor, object=f"page:User_talk:{owner}",
+                            recipients=[owner] if owner != actor else [],
+                            payload={"summary": "Re: your last edit"})
+            else:
+                thanker = rng.choice(self.thankers)
+                thanked = rng.choice(self.users)
+                yield Event("thank-you-edit", actor=thanker, object=rng.choice(self.pages),
+                            recipients=[thanked] if thanked != thanker else [])
+
+
+def bench_types() -> list[EventType]:
+    return [t for t in wiki_types() if t.name in TYPES]
+
+
+def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str, Any]:
+    """Publish events until ``target`` notifications are due, deliver them, read 30 %."""
+    task = progress.add_task("registering users", total=len(world.users))
+    for user in world.users:
+        t.add_user(user, read_up_to=0)
+        progress.advance(task)
+    progress.remove_task(task)
+
+    task = progress.add_task(f"publishing ≈{target:,} notifications", total=target)
+    due = 0
+    events = 0
+    stream = world.events()
+    while due < target:
+        batch: list[Event] = []
+        while due < target and len(batch) < PUBLISH_BATCH:
+            event = next(stream)
+            if event.recipients:
+                batch.append(event)
+                due += len(event.recipients)
+        t.publish_many(batch)
+        events += len(batch)
+        progress.update(task, completed=due)
+    progress.remove_task(task)
+
+    task = progress.add_task("delivering (fan-out jobs)", total=events)
+    while (ran := t.run_jobs(max_jobs=200)) > 0:
+        progress.advance(task, ran)
+    progress.remove_task(task)
+
+    task = progress.add_task("marking the oldest 30 % read", total=len(world.users))
+    n = notifications.c
+    for user in world.users:
+        with t.db.read() as conn:
+            ids = list(conn.execute(select(n.event_id).where(n.user_id == user)
+                                    .order_by(n.created_at, n.event_id)).scalars())
+        oldest = ids[:round(len(ids) * READ_SHARE)]
+        for start in range(0, len(oldest), 1000):
+            t.mark_read(user, oldest[start:start + 1000])
+        progress.advance(task)
+    progress.remove_task(task)
+
+    with t.db.read() as conn:
+        rows = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
+        bases = conn.execute(select(func.count()).select_from(notifications)
+                             .where(n.bundle_base == true())).scalar_one()
+        read = conn.execute(select(func.count()).select_from(notifications)
+                            .where(n.read_at.is_not(None))).scalar_one()
+    if rows != due:
+        raise BenchFailure(f"{rows:,} notifications delivered, {due:,} due")
+    return {"users": len(world.users), "events": events, "notifications": rows,
+            "bundles": bases, "read_share": round(read / rows, 3) if rows else 0.0}
+
+
+def save_markers(t: Tidings) -> list[dict[str, Any]]:
+    with t.db.read() as conn:
+        return [dict(r._mapping) for r in conn.execute(select(read_markers))]
+
+
+def restore_markers(t: Tidings, rows: list[dict[str, Any]]) -> None:
+    with t.db.write() as conn:
+        conn.execute(delete(read_markers))
+        for start in range(0, len(rows), 1000):
+            conn.execute(insert(read_markers), rows[start:start + 1000])
+
+
+def first_page(t: Tidings, user: str) -> None:
+    page = t.notifications(user, limit=20)
+    if page.items and not page.items[0].title:
+        raise BenchFailure(f"an untitled notification in {user}'s inbox")
+
+
+def one_round(t: Tidings, users: list[str], ops: int, rng: random.Random,
+              progress: Progress, label: str) -> dict[str, Timed]:
+    task = progress.add_task(label, total=3)
+    timed: dict[str, Timed] = {}
+    calls: list[Callable[[], object]] = [partial(t.unread_count, u)
+                                         for u in rng.choices(users, k=ops)]
+    timed[FIGURES[0]] = time_each(calls)
+    progress.advance(task)
+    calls = [partial(first_page, t, u) for u in rng.choices(users, k=ops)]
+    timed[FIGURES[1]] = time_each(calls)
+    progress.advance(task)
+    saved = save_markers(t)
+    chosen = rng.sample(users, min(ops, len(users)))
+    timed[FIGURES[2]] = time_each([partial(t.mark_all_read, u) for u in chosen])
+    if t.unread_count(chosen[0]).count != 0:
+        raise BenchFailure(f"{chosen[0]} has unread notifications after mark all read")
+    restore_markers(t, saved)
+    progress.advance(task)
+    progress.remove_task(task)
+    return timed
+
+
+def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
+    users, target = sizes(settings.scale)
+    rng = random.Random(settings.seed)
+    with BenchStore(settings.store) as store:
+        t = Tidings(Config(database_url=store.url), types=bench_types(), pool_size=2)
+        try:
+            for event_type in bench_types():
+                t.define_type(event_type)
+            world = World(users, rng)
+            data = load(t, world, target, progress)
+            store.analyze(t.db)
+            one_round(t, world.users, min(100, settings.ops), rng, progress, "warming up")
+            rounds = [one_round(t, world.users, settings.ops, rng, progress,
+                                f"round {r + 1} of {settings.rounds}")
+                      for r in range(settings.rounds)]
+        finally:
+            t.close()
+        backend = store.backend
+    figures = []
+    for name in FIGURES:
+        phases = [r[name] for r in rounds]
+        latencies = Latencies(tuple(x for p in phases for x in p.latencies))
+        figures.append({
+            "figure": name,
+            "per_second": round(median([p.per_second for p in phases]), 1),
+            "per_second_rounds": [round(p.per_second, 1) for p in phases],
+            "latency": latencies.to_dict(),
+        })
+    return {
+        "workload": "inbox",
+        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
+        "backend": backend,
+        "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
+        "environment": environment(),
+        "data": data,
+        "results": figures,
+    }
+
+
+def table(result: dict[str, Any]) -> Table:
+    data = result["data"]
+    out = Table(title=f"W2 inbox — {result['store']}: {data['users']:,} users, "
+                      f"{data['notifications']:,} notifications in {data['bundles']:,} bundles, "
+                      f"{data['read_share']:.0%} read (median of "
+                      f"{result['settings']['rounds']} rounds)",
+                title_justify="left")
+    out.add_column("figure")
+    for column in ("per second", "p50 ms", "p90 ms", "p99 ms", "requests"):
+        out.add_column(column, justify="right")
+    for row in result["results"]:
+        lat = row["latency"]
+        out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
+                    fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}")
+    return out
