@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import random
 import signal
 import sys
-import time
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -195,46 +193,20 @@ def types(database_url: DatabaseOption = None) -> None:
 def demo(
     data_dir: Annotated[Path, typer.Option(help="Folder for the demo's SQLite file.")] =
         Path("tidings-demo"),
-    events: Annotated[int, typer.Option(min=1, help="Events to publish in this run.")] = 80,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    events: Annotated[int, typer.Option(min=0, help="Events published at start.")] = 60,
+    interval: Annotated[float, typer.Option(min=0.05, help="Seconds between events after.")
+                        ] = 2.0,
+    duration: Annotated[float | None, typer.Option(help="Stop after this many seconds.")
+                        ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (default: new each run).")] = None,
 ) -> None:
-    """Publish a small wiki's events on SQLite and show a few users' bundled inboxes."""
-    from tidings.demo import VIEWERS, build_world, wiki_types
-    from tidings.demo import events as event_stream
-    from tidings.engine import Tidings
+    """Run a small wiki on SQLite: the web inbox, live bundles, sign-in links. Ctrl-C stops."""
+    from tidings.demo.run import run
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    url = f"sqlite:///{(data_dir / 'tidings.db').resolve()}"
-    tidings = Tidings(Config.from_env(database_url=url), types=wiki_types())
-    tidings.migrate()
-    for event_type in wiki_types():
-        tidings.define_type(event_type)
-    rng = random.Random(seed)
-    build_world(tidings, random.Random(7))
-    console.print(f"[bold]tidings demo[/bold] — store {url}")
-    stream = event_stream(rng)
-    started = time.perf_counter()
-    with console.status("publishing wiki events…"):
-        for _ in range(events):
-            tidings.publish(next(stream))
-        delivered_before = tidings.counters.delivered
-        tidings.run_jobs()
-    took = time.perf_counter() - started
-    console.print(f"published {events} events, wrote "
-                  f"{tidings.counters.delivered - delivered_before} notifications in {took:.2f} s")
-    for user in VIEWERS:
-        count = tidings.unread_count(user)
-        table = Table(title=f"{user}'s inbox — {count.display} unread", title_justify="left")
-        table.add_column("", width=1)
-        table.add_column("notification")
-        table.add_column("section")
-        table.add_column("n", justify="right")
-        for item in tidings.notifications(user, limit=8).items:
-            table.add_row("•" if not item.read else "", item.title, item.section,
-                          str(item.count))
-        console.print(table)
-    console.print("Run it again to publish more; the world and inboxes carry on.")
-    tidings.close()
+    run(data_dir=data_dir, host=host, port=port, burst=events, interval=interval,
+        duration=duration, seed=seed, console=console)
 
 
 def _logging(json_logs: bool) -> None:

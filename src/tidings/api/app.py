@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from tidings.api import errors, routes_user
+from tidings.api import errors, routes_user, web
 from tidings.api import schemas as s
 from tidings.api.auth import Authenticator, Principal, authorize_user, require_server
 from tidings.api.errors import ApiError, respond
@@ -217,7 +218,8 @@ def build_ops_router() -> APIRouter:
 def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str | None,
                run_worker: bool = False, worker_concurrency: int = 1,
                rate_per_second: float = 1000.0, stream_interval: float = 0.5,
-               max_body_bytes: int = 4 * 1024 * 1024) -> FastAPI:
+               max_body_bytes: int = 4 * 1024 * 1024,
+               demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process."""
     metrics = Metrics()
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
@@ -245,6 +247,19 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
     app.include_router(build_ops_router())
     _install_middleware(app, state)
+    # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
+                       allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
+                       expose_headers=["X-Request-Id", "Retry-After"])
+    if demo_users is not None:
+        users = [{"user": user, "token": token} for user, token in demo_users]
+
+        @app.get("/demo/users", include_in_schema=False)
+        async def demo_sign_in() -> dict[str, Any]:
+            """The demo's user picker (only `tidings demo` serves this)."""
+            return {"items": users}
+
+    web.mount(app)
     return app
 
 

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from tidings.exceptions import (
     IdempotencyConflict,
@@ -72,6 +73,17 @@ def status_of(exc: TidingsError) -> int:
     return 500
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path. Starlette's own ``Allow`` names only the
+    first route that matched the path, but GET and POST of one path are separate routes."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "\x00"})
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
+
+
 def _field_path(location: Any) -> str:
     parts = [str(p) for p in location if p not in ("body", "query", "path", "header")]
     return ".".join(parts) or str(location[-1] if location else "request")
@@ -108,10 +120,13 @@ def install(app: FastAPI) -> None:
                        f"{first['field']}: {first['message']}", details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = STATUS_CODES.get(exc.status_code, "error")
         message = str(exc.detail) if exc.detail else code.replace("_", " ")
-        return respond(exc.status_code, code, message, headers=getattr(exc, "headers", None))
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
+        return respond(exc.status_code, code, message, headers=headers or None)
 
     @app.exception_handler(sa_exc.DBAPIError)
     async def store_error(_request: Request, exc: sa_exc.DBAPIError) -> JSONResponse:

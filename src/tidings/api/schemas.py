@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 UserId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")]
 TypeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 ObjectKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Channel = Literal["web", "email", "webhook"]
-SUBSCRIPTION_ID = Path(pattern=r"^[0-9]{1,18}$")
+# Ids are BIGINT row ids, never 0; 18 digits keep every value below 2**63.
+ROW_ID = r"^[1-9][0-9]{0,17}$"
+SUBSCRIPTION_ID = Path(pattern=ROW_ID)
+NotificationId = Annotated[str, StringConstraints(pattern=ROW_ID)]
 OTHER = Path(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")
 Section = Literal["alert", "message"]
 
@@ -28,8 +32,23 @@ def _web() -> list[Channel]:
     return ["web"]
 
 
+RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+
+
+def _rfc3339(value: Any) -> Any:
+    """Only RFC 3339 text is a timestamp (not a number, a date, or a time without offset)."""
+    if not isinstance(value, str) or not RFC3339.match(value):
+        raise ValueError("must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z")
+    return datetime.fromisoformat(value.upper())
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON's types as the schema says (0 is not false, "5" is not 5)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class EventIn(Strict):
@@ -96,7 +115,7 @@ class TypeIn(Strict):
 
 
 class TypeOut(TypeIn):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", strict=False)
     name: str
 
 
@@ -141,8 +160,7 @@ class MatchIn(Strict):
 
 
 class ReadIn(Strict):
-    ids: list[Annotated[str, StringConstraints(max_length=20)]] | None = Field(
-        None, max_length=1000)
+    ids: list[NotificationId] | None = Field(None, max_length=1000)
     all: bool | None = None
     types: list[TypeName] | None = None
     category: TypeName | None = None
@@ -151,11 +169,11 @@ class ReadIn(Strict):
 
 
 class UnreadIn(Strict):
-    ids: list[Annotated[str, StringConstraints(max_length=20)]] = Field(max_length=1000)
+    ids: list[NotificationId] = Field(max_length=1000)
 
 
 class SeenIn(Strict):
-    until: datetime | None = None
+    until: Timestamp | None = None
 
 
 class Updated(BaseModel):

@@ -1,0 +1,117 @@
+"""`tidings demo`: a wiki on SQLite, served with its web inbox, publishing events as you watch."""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tidings.config import Config
+from tidings.demo import USERS, VIEWERS, build_world, events, wiki_types
+from tidings.engine import Tidings
+
+TOKEN_TTL = 30 * 86400
+
+
+def _secrets(data_dir: Path) -> dict[str, str]:
+    """The demo's server key and token secret, kept so a second run resumes sign-ins."""
+    path = data_dir / "secrets.json"
+    if path.exists():
+        data: dict[str, str] = json.loads(path.read_text())
+        return data
+    data = {"api_key": secrets.token_urlsafe(24), "token_secret": secrets.token_urlsafe(32)}
+    path.write_text(json.dumps(data))
+    path.chmod(0o600)
+    return data
+
+
+def open_world(data_dir: Path) -> Tidings:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{(data_dir / 'tidings.db').resolve()}"
+    tidings = Tidings(Config.from_env(database_url=url), types=wiki_types())
+    tidings.migrate()
+    for event_type in wiki_types():
+        tidings.define_type(event_type)
+    build_world(tidings, random.Random(7))
+    return tidings
+
+
+def print_inboxes(console: Console, tidings: Tidings) -> None:
+    for user in VIEWERS:
+        count = tidings.unread_count(user)
+        table = Table(title=f"{user}'s inbox — {count.display} unread", title_justify="left")
+        table.add_column("", width=1)
+        table.add_column("notification")
+        table.add_column("section")
+        table.add_column("n", justify="right")
+        for item in tidings.notifications(user, limit=6).items:
+            table.add_row("•" if not item.read else "", item.title, item.section, str(item.count))
+        console.print(table)
+
+
+def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
+        duration: float | None, seed: int | None, console: Console) -> None:
+    """Publish a burst, serve the API and web inbox, and keep publishing until Ctrl-C."""
+    import uvicorn
+
+    from tidings.api.app import create_app
+    from tidings.api.auth import Authenticator
+
+    tidings = open_world(data_dir)
+    keys = _secrets(data_dir)
+    rng = random.Random(seed)
+    stream = events(rng)
+    with console.status("publishing wiki events…"):
+        for _ in range(burst):
+            tidings.publish(next(stream))
+        tidings.run_jobs()
+    print_inboxes(console, tidings)
+
+    auth = Authenticator((keys["api_key"],), keys["token_secret"])
+    tokens = [(user, auth.mint(user, TOKEN_TTL)[0]) for user in USERS]
+    app = create_app(tidings, api_keys=(keys["api_key"],), token_secret=keys["token_secret"],
+                     run_worker=True, stream_interval=0.5, demo_users=tokens)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           lifespan="on"))
+    stop = threading.Event()
+
+    def publish_forever() -> None:
+        while not stop.wait(interval * rng.uniform(0.5, 1.5)):
+            try:
+                tidings.publish(next(stream))
+            except Exception as exc:  # keep the demo going through a hiccup
+                console.print(f"[yellow]publish failed: {exc}[/yellow]")
+
+    def stop_after() -> None:
+        if duration is not None and not stop.wait(duration):
+            server.should_exit = True
+
+    base = f"http://{host}:{port}"
+    console.print(f"\n[bold]tidings demo[/bold] at [link={base}/]{base}/[/link] "
+                  f"(store {data_dir / 'tidings.db'})")
+    for user, token in tokens:
+        if user in VIEWERS:
+            console.print(f"  sign in as {user}: {base}/#token={token}", soft_wrap=True)
+    console.print(f"  API key: {keys['api_key']}   (e.g. curl -H 'Authorization: Bearer "
+                  f"{keys['api_key']}' {base}/v1/users/bob/notifications)", soft_wrap=True)
+    console.print(f"Publishing a wiki event every ~{interval:g} s. Ctrl-C stops; run it again "
+                  "to resume.")
+    threads = [threading.Thread(target=publish_forever, daemon=True),
+               threading.Thread(target=stop_after, daemon=True)]
+    for thread in threads:
+        thread.start()
+    started = time.monotonic()
+    try:
+        server.run()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5)
+        tidings.close()
+        console.print(f"demo stopped after {time.monotonic() - started:.0f} s")
