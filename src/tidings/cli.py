@@ -176,6 +176,26 @@ def jobs(database_url: DatabaseOption = None,
 
 
 @app.command()
+def bounce(
+    address: Annotated[str, typer.Argument(help="The address that bounced.")],
+    database_url: DatabaseOption = None,
+    reason: Annotated[str, typer.Option(help="Why (kept with the record).")] = "hard bounce",
+    clear: Annotated[bool, typer.Option("--clear", help="The address works again.")] = False,
+) -> None:
+    """Record a hard bounce: mail to ADDRESS stops (web delivery goes on); --clear undoes it."""
+    from tidings.engine import Tidings
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    if clear:
+        found = tidings.clear_bounce(address)
+        console.print(f"{address}: mail resumes" if found else f"{address} was not bounced")
+    else:
+        tidings.report_bounce(address, reason)
+        console.print(f"{address}: no more mail ({reason})")
+
+
+@app.command()
 def types(database_url: DatabaseOption = None) -> None:
     """List the declared event types."""
     from tidings.engine import Tidings

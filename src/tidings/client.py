@@ -35,6 +35,7 @@ from tidings.client_base import (
     Accepted,
     ApiError,
     BatchItem,
+    Bounce,
     ClientBase,
     EventTypeInfo,
     Follow,
@@ -48,6 +49,7 @@ from tidings.client_base import (
     TimelineEvent,
     Token,
     UnreadCount,
+    bounce_body,
     error_of,
     event_body,
     inbox_query,
@@ -129,6 +131,14 @@ class Client(ClientBase):
         if ttl_seconds is not None:
             body["ttl_seconds"] = ttl_seconds
         return cast(Token, self._call("POST", "/v1/tokens", body=body))
+
+    def report_bounce(self, address: str, *, reason: str | None = None) -> Bounce:
+        """A hard bounce: mail to ``address`` stops (web delivery goes on)."""
+        return cast(Bounce, self._call("POST", "/v1/bounces", body=bounce_body(address, reason)))
+
+    def clear_bounce(self, address: str) -> Bounce:
+        """``address`` works again: mail resumes."""
+        return cast(Bounce, self._call("DELETE", f"/v1/bounces/{quote(address, safe='@')}"))
 
     # a user's inbox
 
@@ -343,6 +353,14 @@ class AsyncClient(ClientBase):
             body["ttl_seconds"] = ttl_seconds
         return cast(Token, await self._call("POST", "/v1/tokens", body=body))
 
+    async def report_bounce(self, address: str, *, reason: str | None = None) -> Bounce:
+        body = bounce_body(address, reason)
+        return cast(Bounce, await self._call("POST", "/v1/bounces", body=body))
+
+    async def clear_bounce(self, address: str) -> Bounce:
+        path = f"/v1/bounces/{quote(address, safe='@')}"
+        return cast(Bounce, await self._call("DELETE", path))
+
     async def notifications(self, *, user: str | None = None,
                             types: Sequence[str] | None = None, category: str | None = None,
                             section: str | None = None, unread: bool | None = None,
@@ -490,6 +508,7 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "BatchItem",
+    "Bounce",
     "Client",
     "EventTypeInfo",
     "Follow",

@@ -136,6 +136,11 @@ class TimelineEvent(TypedDict):
     created_at: str
 
 
+class Bounce(TypedDict):
+    address: str
+    bounced: bool
+
+
 Preferences = dict[str, Any]
 SseEvent = tuple[str, Any]
 
@@ -201,6 +206,10 @@ def seen_body(until: datetime | str | None) -> dict[str, Any]:
     if until is None:
         return {}
     return {"until": until.isoformat() if isinstance(until, datetime) else until}
+
+
+def bounce_body(address: str, reason: str | None) -> dict[str, str]:
+    return {"address": address} if reason is None else {"address": address, "reason": reason}
 
 
 def retraction_body(type: str | None, actor: str | None, object: str | None) -> dict[str, str]:

@@ -49,6 +49,13 @@ class Config:
     api_keys: tuple[str, ...] = ()
     token_secret: str | None = None
     rate_limit: float = 1000.0
+    smtp_url: str | None = None
+    mail_from: str = "tidings <tidings@localhost>"
+    public_url: str = "http://127.0.0.1:8000"
+    email_window_seconds: float = 4 * 3600.0
+    email_daily_cap: int = 25
+    digest_skip_read: bool = True
+    webhook_secret: str | None = None
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     chunk_size: int = 5000
@@ -68,6 +75,14 @@ class Config:
             api_keys=_list(env, "TIDINGS_API_KEY"),
             token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,
             rate_limit=_float(env, "TIDINGS_RATE_LIMIT", cls.rate_limit),
+            smtp_url=env.get("TIDINGS_SMTP_URL") or None,
+            mail_from=env.get("TIDINGS_MAIL_FROM") or cls.mail_from,
+            public_url=(env.get("TIDINGS_PUBLIC_URL") or cls.public_url).rstrip("/"),
+            email_window_seconds=_float(env, "TIDINGS_EMAIL_WINDOW_SECONDS",
+                                        cls.email_window_seconds),
+            email_daily_cap=_int(env, "TIDINGS_EMAIL_DAILY_CAP", cls.email_daily_cap, 1),
+            digest_skip_read=env.get("TIDINGS_DIGEST_SKIP_READ", "1") not in ("0", "false"),
+            webhook_secret=env.get("TIDINGS_WEBHOOK_SECRET") or None,
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),

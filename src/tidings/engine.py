@@ -16,6 +16,7 @@ from sqlalchemy import Connection, delete, select
 from sqlalchemy import exc as sa_exc
 
 from tidings import fanout, retention
+from tidings.channels import email, webhook
 from tidings.clock import Clock, SystemClock, to_rfc3339
 from tidings.config import Config
 from tidings.domain.bundling import OTHERS_CAP, count_display
@@ -31,7 +32,14 @@ from tidings.jobs.worker import Handler, Worker
 from tidings.store.sql import events as event_store
 from tidings.store.sql import graph, inbox
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import event_types, follows, mutes, preferences, subscriptions
+from tidings.store.sql.schema import (
+    email_bounces,
+    event_types,
+    follows,
+    mutes,
+    preferences,
+    subscriptions,
+)
 
 MAX_LIMIT = 100
 
@@ -138,6 +146,10 @@ class Tidings:
             fanout.FANOUT_CHUNK: fanout.run_fanout_chunk,
             fanout.TRIM: fanout.run_trim,
             retention.RETENTION: retention.run_retention,
+            email.SEND: email.run_send,
+            email.BUNDLE: email.run_bundle,
+            email.DIGEST: email.run_digest,
+            webhook.WEBHOOK: webhook.run,
         }
         self.counters = _Counters()
         # observers of (metric name, value): the API turns them into Prometheus metrics
@@ -495,6 +507,34 @@ class Tidings:
         self.db.transact(work)
         return self.get_preferences(user)
 
+    def report_bounce(self, address: str, reason: str = "hard bounce") -> None:
+        """A hard bounce: no more mail to this address (web delivery goes on)."""
+        if not isinstance(address, str) or "@" not in address or len(address) > 254:
+            raise InvalidInput("address must be an email address", field="address")
+        now = self.clock.now_us()
+
+        def work(conn: Connection) -> None:
+            conn.execute(self.db.upsert(
+                email_bounces, ["address"],
+                {"address": address.strip().lower(), "reason": reason[:255], "bounced_at": now},
+                ["reason", "bounced_at"]))
+
+        self.db.transact(work)
+
+    def clear_bounce(self, address: str) -> bool:
+        def work(conn: Connection) -> int:
+            return conn.execute(delete(email_bounces).where(
+                email_bounces.c.address == address.strip().lower())).rowcount
+
+        return self.db.transact(work) > 0
+
+    def unsubscribe_email(self, user: str) -> None:
+        """One-click unsubscribe: email frequency becomes 'never'."""
+        current = self.get_preferences(user)
+        email_prefs = dict(current.get("email") or {})
+        email_prefs["frequency"] = "never"
+        self.set_preferences(user, {**current, "email": email_prefs})
+
     # -- timeline -------------------------------------------------------------------------------
 
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None) -> Page:
@@ -706,6 +746,7 @@ class Tidings:
                     return removed
                 event_store.mark_retracted(conn, batch, now)
                 removed += inbox.remove(conn, inbox.rows_for_events(conn, batch))
+                email.cancel(conn, batch)
                 after = max(batch)
 
         return self.db.transact(work)

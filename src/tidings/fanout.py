@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
+from tidings.channels import email, webhook
+from tidings.channels import preferences as channel_prefs
+from tidings.domain.types import EventType
 from tidings.jobs.queue import Job, JobSpec
 from tidings.store.sql import graph, inbox
 from tidings.store.sql.events import StoredEvent, get_event
@@ -130,14 +133,13 @@ def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, 
         return []
     muted = graph.muting_users(conn, candidates, event.actor, event.object)
     candidates = [u for u in candidates if u not in muted]
-    if _known(tidings, event.type):
-        event_type = tidings.types.get(event.type)
-        category, section, bundle = event_type.category, event_type.section, event_type.bundle
-    else:
-        category, section, bundle = "general", "alert", "none"
     now = at if at is not None else tidings.clock.now_us()
-    delivered = inbox.deliver(tidings.db, conn, event, category=category, section=section,
-                              bundle=bundle, users=candidates, now=now)
+    if not _known(tidings, event.type):  # a type since removed: the inbox only
+        delivered = inbox.deliver(tidings.db, conn, event, category="general", section="alert",
+                                  bundle="none", users=candidates, now=now)
+    else:
+        delivered = _deliver_by_channel(tidings, conn, event, tidings.types.get(event.type),
+                                        candidates, now, backfill=at is not None)
     if timeline:
         allowed = set(candidates)
         inbox.push_timeline(tidings.db, conn, event.id, [u for u in timeline if u in allowed],
@@ -148,6 +150,37 @@ def deliver(tidings: Tidings, conn: Connection, event: StoredEvent, users: Any, 
             JobSpec(TRIM, {"user": u}, unique_key=f"trim:{u}", priority=9) for u in checks
         ])
     tidings.metrics_delivered(len(delivered))
+    return delivered
+
+
+def _deliver_by_channel(tidings: Tidings, conn: Connection, event: StoredEvent,
+                        event_type: EventType, candidates: list[str], now: int, *,
+                        backfill: bool) -> list[str]:
+    """Inbox rows for users with the web channel on; mail and webhooks as preferences say."""
+    prefs = channel_prefs.load_many(conn, candidates)
+    addresses = [str(p["email"]["address"]) for p in prefs.values()
+                 if isinstance(p.get("email"), dict) and p["email"].get("address")]
+    bounced = channel_prefs.bounced(conn, addresses)
+    plans = {
+        user: channel_prefs.plan(prefs.get(user), event_type,
+                                 str((prefs.get(user, {}).get("email") or {}).get("address", ""))
+                                 .lower() in bounced)
+        for user in candidates
+    }
+    delivered = inbox.deliver(tidings.db, conn, event, category=event_type.category,
+                              section=event_type.section, bundle=event_type.bundle,
+                              users=[u for u in candidates if plans[u].web], now=now)
+    if backfill:
+        return delivered  # an imported event is history: no mail, no webhooks
+    reached = set(delivered) | {u for u in candidates if not plans[u].web}
+    outgoing = {u: plans[u] for u in sorted(reached)}
+    # no SMTP server configured: the email channel is off (likewise webhooks without a secret)
+    if tidings.config.smtp_url and any(plan.email for plan in outgoing.values()):
+        email.schedule(tidings, conn, event, inbox.hash_of(event, event_type.bundle),
+                       event_type.bundle != "none", event_type.priority, outgoing, prefs, now)
+    hooks = [webhook.spec(u, event.id, plan.webhook) for u, plan in outgoing.items()
+             if plan.webhook and tidings.config.webhook_secret]
+    tidings.queue.enqueue_many(conn, hooks)
     return delivered
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
@@ -34,6 +34,7 @@ request_log = logging.getLogger("tidings.http")
 
 State = Annotated[AppState, Depends(get_state)]
 USER_PATH = Path(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$", description="The application's user id.")
+UNSUBSCRIBE_TOKEN = Path(min_length=3, max_length=600, pattern=r"^[A-Za-z0-9_-]+\.[0-9a-f]+$")
 TYPE_PATH = Path(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 415, 422, 429,
@@ -131,9 +132,6 @@ def build_events_router() -> APIRouter:
     @router.post("/retractions", response_model=s.Removed)
     async def retract(body: s.RetractionIn, state: State, _caller: Server) -> dict[str, int]:
         """Remove the matching notifications from every inbox (a like withdrawn)."""
-        if body.type is None and body.actor is None and body.object is None:
-            raise ApiError(422, "give at least one of type, actor, object",
-                           details=[{"field": "type", "message": "empty retraction"}])
         removed = await run_in_threadpool(state.tidings.retract, type=body.type,
                                           actor=body.actor, object=body.object)
         return {"removed": removed}
@@ -183,6 +181,59 @@ def _pydantic_message(exc: ValueError) -> str:
         where = ".".join(str(p) for p in first.get("loc", ())) or "event"
         return f"{where}: {first.get('msg', 'invalid')}"
     return str(exc)
+
+
+def build_mail_router() -> APIRouter:
+    router = APIRouter(tags=["email"])
+
+    def unsubscribing(state: AppState, token: str) -> str:
+        from tidings.channels.email import check_unsubscribe_token, signing_secret
+
+        try:
+            user = check_unsubscribe_token(signing_secret(state.tidings), token)
+        except RuntimeError:
+            user = None
+        if user is None:
+            raise ApiError(404, "this unsubscribe link is not valid")
+        return user
+
+    @router.get("/v1/unsubscribe/{token}", response_class=HTMLResponse,
+                responses={404: {"model": s.ErrorResponse}})
+    async def unsubscribe_page(token: Annotated[str, UNSUBSCRIBE_TOKEN], state: State
+                               ) -> HTMLResponse:
+        """A page with an Unsubscribe button; opening the link changes nothing."""
+        user = unsubscribing(state, token)
+        return HTMLResponse(_unsubscribe_html(user, done=False))
+
+    @router.post("/v1/unsubscribe/{token}", response_class=HTMLResponse,
+                 responses={404: {"model": s.ErrorResponse}})
+    async def unsubscribe(token: Annotated[str, UNSUBSCRIBE_TOKEN], state: State
+                          ) -> HTMLResponse:
+        """One-click unsubscribe (RFC 8058): no more notification mail to this user."""
+        user = unsubscribing(state, token)
+        await run_in_threadpool(state.tidings.unsubscribe_email, user)
+        return HTMLResponse(_unsubscribe_html(user, done=True))
+
+    @router.post("/v1/bounces", response_model=s.Bounce, responses=ERRORS)
+    async def bounce(body: s.BounceIn, state: State, _caller: Server) -> dict[str, Any]:
+        """Report a hard bounce: mail to this address stops; web delivery goes on."""
+        await run_in_threadpool(state.tidings.report_bounce, body.address, body.reason)
+        return {"address": body.address.strip().lower(), "bounced": True}
+
+    @router.delete("/v1/bounces/{address}", response_model=s.Bounce, responses=ERRORS)
+    async def clear_bounce(address: Annotated[str, Path(max_length=254)], state: State,
+                           _caller: Server) -> dict[str, Any]:
+        """The address works again: mail resumes."""
+        await run_in_threadpool(state.tidings.clear_bounce, address)
+        return {"address": address.strip().lower(), "bounced": False}
+
+    return router
+
+
+def _unsubscribe_html(user: str, *, done: bool) -> str:
+    from tidings.channels.email import _templates
+
+    return _templates().get_template("unsubscribe.html").render(user=user, done=done)
 
 
 def build_ops_router() -> APIRouter:
@@ -245,6 +296,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(build_events_router())
     app.include_router(routes_user.build(path_user, "/v1/users/{user}", "users"))
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
+    app.include_router(build_mail_router())
     app.include_router(build_ops_router())
     _install_middleware(app, state)
     # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
@@ -293,7 +345,8 @@ def _install_middleware(app: FastAPI, state: AppState) -> None:
 async def _checked(request: Request, call_next: Callable[[Request], Awaitable[Response]],
                    state: AppState) -> Response:
     """413 for bodies over the limit, 415 for bodies that are not JSON."""
-    if request.method in ("POST", "PUT", "PATCH"):
+    if request.method in ("POST", "PUT", "PATCH") and \
+            not request.url.path.startswith("/v1/unsubscribe/"):
         length = request.headers.get("content-length")
         if length is not None:
             try:

@@ -85,7 +85,12 @@ def allowed_methods(request: Request) -> str:
 
 
 def _field_path(location: Any) -> str:
-    parts = [str(p) for p in location if p not in ("body", "query", "path", "header")]
+    parts: list[str] = []
+    for part in location:
+        # A tagged union (``ReadIn``) puts its tag, the key that chose the branch, before the
+        # branch's own errors: ("body", "ids", "ids", 0) names the field ids.0.
+        if part not in ("body", "query", "path", "header") and [str(part)] != parts[-1:]:
+            parts.append(str(part))
     return ".".join(parts) or str(location[-1] if location else "request")
 
 

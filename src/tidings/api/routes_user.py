@@ -24,7 +24,7 @@ CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200)]
 LocaleQuery = Annotated[str | None, Query(pattern=r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 422, 503)
+    code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 413, 415, 422, 503)
 }
 
 
@@ -64,26 +64,17 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
     @router.post("/notifications/read", response_model=s.Updated)
     async def mark_read(user: User, state: State, body: s.ReadIn) -> dict[str, int]:
         """Mark read by ids, all (optionally some types / a category / a section), or match."""
-        given = [body.ids is not None, bool(body.all), body.match is not None]
-        if sum(given) != 1:
-            raise ApiError(422, "give exactly one of ids, all (true) or match", details=[
-                {"field": "ids", "message": "exactly one of ids, all, match"}])
         t = state.tidings
-        if body.ids is not None:
+        if isinstance(body, s.ReadIds):
             updated = await run_in_threadpool(t.mark_read, user, body.ids)
-        elif body.all:
+        elif isinstance(body, s.ReadAll):
             updated = await run_in_threadpool(t.mark_all_read, user, types=body.types,
                                               category=body.category, section=body.section)
         else:
-            assert body.match is not None
-            if body.match.actor is None and body.match.type is None and \
-                    body.match.object is None:
-                raise ApiError(422, "match needs at least one of actor, type, object",
-                               details=[{"field": "match", "message": "empty match"}])
+            match = body.match
             updated = await run_in_threadpool(
-                lambda: t.mark_read_matching(user, actor=body.match.actor,  # type: ignore[union-attr]
-                                             type=body.match.type,  # type: ignore[union-attr]
-                                             object=body.match.object))  # type: ignore[union-attr]
+                lambda: t.mark_read_matching(user, actor=match.actor, type=match.type,
+                                             object=match.object))
         state.metrics.marked_read.inc(updated)
         return {"updated": updated}
 

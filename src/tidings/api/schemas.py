@@ -7,11 +7,23 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 
 UserId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")]
 TypeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
-ObjectKey = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+# 1-255 characters, no control characters (what ``check_object`` accepts)
+ObjectKey = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f]{1,255}$")]
+LocaleName = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(_[A-Z]{2})?$")]
 Channel = Literal["web", "email", "webhook"]
 # Ids are BIGINT row ids, never 0; 18 digits keep every value below 2**63.
 ROW_ID = r"^[1-9][0-9]{0,17}$"
@@ -44,6 +56,34 @@ def _rfc3339(value: Any) -> Any:
 
 
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+
+
+def _json_int(value: Any) -> Any:
+    """A JSON integer: 5 or 5.0 (JSON Schema's "integer"), never true, "5" or 5.5."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be an integer")
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_int)]
+
+
+def at_least_one(model: BaseModel, names: tuple[str, ...]) -> None:
+    """Raise unless one of ``names`` is given and not null."""
+    if all(getattr(model, name) is None for name in names):
+        raise ValueError(f"give at least one of {', '.join(names)}")
+
+
+def at_least_one_schema(*names: str) -> dict[str, Any]:
+    """JSON Schema for :func:`at_least_one`: some field of ``names`` is present as a string."""
+    return {"anyOf": [{"required": [name], "properties": {name: {"type": "string"}}}
+                      for name in names]}
+
+
+# Keys outside the pattern are refused, so the schema says so (pydantic leaves it open).
+CLOSED_KEYS: dict[str, Any] = {"additionalProperties": False}
 
 
 class Strict(BaseModel):
@@ -83,13 +123,30 @@ class BatchOut(BaseModel):
 
 
 class RetractionIn(Strict):
+    """At least one of the three, not null."""
+
+    model_config = ConfigDict(json_schema_extra=at_least_one_schema("type", "actor", "object"))
     type: TypeName | None = None
     actor: UserId | None = None
     object: ObjectKey | None = None
 
+    @model_validator(mode="after")
+    def _given(self) -> RetractionIn:
+        at_least_one(self, ("type", "actor", "object"))
+        return self
+
 
 class Removed(BaseModel):
     removed: int
+
+
+class LocaleTemplates(Strict):
+    title: str | None = None
+    bundled_title: str | None = None
+    body: str | None = None
+    html: str | None = None
+    email_body: str | None = None
+    link: str | None = None
 
 
 class TemplatesModel(Strict):
@@ -99,18 +156,20 @@ class TemplatesModel(Strict):
     html: str | None = None
     email_body: str | None = None
     link: str | None = None
-    locales: dict[str, dict[str, str]] = Field(default_factory=dict)
+    locales: dict[LocaleName, LocaleTemplates] = Field(
+        default_factory=dict, json_schema_extra=CLOSED_KEYS,
+        description="Per locale (`de`, `pt_BR`), the templates that differ in that language.")
 
 
 class TypeIn(Strict):
     category: TypeName = "general"
     section: Section = "alert"
-    priority: int = Field(5, ge=1, le=10)
+    priority: JsonInt = Field(5, ge=1, le=10)
     bundle: Literal["none", "object", "actor", "actor_object"] = "none"
     channels: list[Channel] = Field(default_factory=_web)
     audience: list[Audience] = Field(default_factory=_default_audience, min_length=1)
     templates: TemplatesModel = Field(default_factory=TemplatesModel)
-    retention_days: int | None = Field(None, ge=1)
+    retention_days: Annotated[int, Field(ge=1), BeforeValidator(_json_int)] | None = None
     mandatory: bool = False
 
 
@@ -154,18 +213,61 @@ class UnreadCountOut(BaseModel):
 
 
 class MatchIn(Strict):
+    """At least one of the three, not null."""
+
+    model_config = ConfigDict(json_schema_extra=at_least_one_schema("actor", "type", "object"))
     actor: UserId | None = None
     type: TypeName | None = None
     object: ObjectKey | None = None
 
+    @model_validator(mode="after")
+    def _given(self) -> MatchIn:
+        at_least_one(self, ("actor", "type", "object"))
+        return self
 
-class ReadIn(Strict):
-    ids: list[NotificationId] | None = Field(None, max_length=1000)
-    all: bool | None = None
+
+class ReadIds(Strict):
+    """Mark these notifications (and their bundles) read."""
+
+    ids: list[NotificationId] = Field(max_length=1000)
+
+
+class ReadAll(Strict):
+    """Mark everything read, or everything of some types, of a category or of a section."""
+
+    model_config = ConfigDict(json_schema_extra={"maxProperties": 2})
+    all: Literal[True]
     types: list[TypeName] | None = None
     category: TypeName | None = None
     section: Section | None = None
-    match: MatchIn | None = None
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> ReadAll:
+        if len(self.model_fields_set - {"all"}) > 1:
+            raise ValueError("give at most one of types, category, section")
+        return self
+
+
+class ReadMatch(Strict):
+    """Mark read what matches (Jiepang's 'from this user, of this type, on this object')."""
+
+    match: MatchIn
+
+
+def _read_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        given = [key for key in ("ids", "all", "match") if key in value]
+        return given[0] if len(given) == 1 else None
+    return value.__class__.__name__.removeprefix("Read").lower() or None
+
+
+ReadIn = Annotated[
+    Annotated[ReadIds, Tag("ids")] | Annotated[ReadAll, Tag("all")]
+    | Annotated[ReadMatch, Tag("match")],
+    Discriminator(_read_kind, custom_error_type="invalid_read",
+                  custom_error_message="give exactly one of ids, all (true) or match",
+                  custom_error_context={}),
+]
 
 
 class UnreadIn(Strict):
@@ -242,8 +344,9 @@ class EmailPreferences(Strict):
         max_length=254, pattern=r"^[^@\s\x00-\x1f]{1,64}@[A-Za-z0-9.-]{1,189}\.[A-Za-z]{2,63}$",
     )] | None = None
     frequency: Literal["immediate", "daily", "weekly", "never"] = "immediate"
-    timezone: Annotated[str, StringConstraints(max_length=64)] = "UTC"
-    digest_hour: int = Field(8, ge=0, le=23)
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
+        "UTC", description="An IANA time zone name (`Europe/Berlin`); others: 422.")
+    digest_hour: JsonInt = Field(8, ge=0, le=23)
 
 
 class Muted(Strict):
@@ -251,17 +354,36 @@ class Muted(Strict):
     objects: list[ObjectKey] = Field(default_factory=list, max_length=1000)
 
 
+class WebhookPreferences(Strict):
+    url: Annotated[str, StringConstraints(max_length=1024, pattern=r"^https?://[^\s]+$")
+                   ] | None = Field(None, description="POST target of the webhook channel.")
+
+
 class Preferences(Strict):
     email: EmailPreferences = Field(default_factory=lambda: EmailPreferences.model_validate({}))
-    channels: dict[TypeName, dict[Channel, bool]] = Field(default_factory=dict)
+    channels: dict[TypeName, dict[Channel, bool]] = Field(default_factory=dict,
+                                                          json_schema_extra=CLOSED_KEYS)
     muted: Muted = Field(default_factory=Muted)
     locale: Annotated[str, StringConstraints(pattern=r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
                       ] | None = None
+    webhook: WebhookPreferences = Field(
+        default_factory=lambda: WebhookPreferences.model_validate({}))
+
+
+class BounceIn(Strict):
+    address: Annotated[str, StringConstraints(min_length=3, max_length=254,
+                                              pattern=r"^[^@\s]+@[^@\s]+$")]
+    reason: Annotated[str, StringConstraints(max_length=255)] = "hard bounce"
+
+
+class Bounce(BaseModel):
+    address: str
+    bounced: bool
 
 
 class TokenIn(Strict):
     user: UserId
-    ttl_seconds: int = Field(3600, ge=60, le=30 * 86400)
+    ttl_seconds: JsonInt = Field(3600, ge=60, le=30 * 86400)
 
 
 class TokenOut(BaseModel):

@@ -150,7 +150,7 @@ def deliver(db: Database, conn: Connection, event: StoredEvent, *, category: str
             query = (
                 select(n.user_id, n.display_hash, n.created_at, n.fresh_at, n.read_at, n.type,
                        n.category, n.section, n.event_id)
-                .where(n.user_id.in_(part), n.bundle_hash == _hash_of(event, bundle),
+                .where(n.user_id.in_(part), n.bundle_hash == hash_of(event, bundle),
                        n.bundle_base == true())
                 .order_by(n.user_id)
             )
@@ -166,7 +166,7 @@ def deliver(db: Database, conn: Connection, event: StoredEvent, *, category: str
     fresh = [u for u in candidates if u not in existing]
     if not fresh:
         return []
-    bhash = _hash_of(event, bundle)
+    bhash = hash_of(event, bundle)
     markers = load_markers_many(conn, [u for u in fresh if u in bases]) if bases else {}
     rows: list[dict[str, Any]] = []
     demote: list[tuple[str, str]] = []
@@ -196,7 +196,7 @@ def deliver(db: Database, conn: Connection, event: StoredEvent, *, category: str
     return [r["user_id"] for r in rows]
 
 
-def _hash_of(event: StoredEvent, bundle: str) -> str:
+def hash_of(event: StoredEvent, bundle: str) -> str:
     from tidings.domain.bundling import bundle_hash
 
     return bundle_hash(bundle, event.type, event.actor, event.object, event.id)

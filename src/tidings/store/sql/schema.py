@@ -210,3 +210,73 @@ job_failures = Table(
     Index(None, "failed_at"),
     **MYSQL,
 )
+
+# Mail waiting to be sent: one row per (user, event). ``kind`` is 'bundle' (inside an immediate
+# bundling window) or 'digest' (daily / weekly, or immediate mail over the daily cap).
+email_batch = Table(
+    "email_batch",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("priority", SmallInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("user_id", "event_id"),
+    Index(None, "user_id", "kind", "bundle_hash"),
+    Index(None, "event_id"),
+    **MYSQL,
+)
+
+# Echo's echo_email_bundle_status: when a bundle's last mail went out.
+email_bundle_status = Table(
+    "email_bundle_status",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("last_email_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "bundle_hash"),
+    **MYSQL,
+)
+
+# Every mail handed to the SMTP server, by its Message-ID (a repeat is recognisable).
+email_log = Table(
+    "email_log",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("message_id", String(255), nullable=False),
+    Column("user_id", String(USER), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("address", String(255), nullable=False),
+    Column("subject", String(255), nullable=False),
+    Column("sent_at", BigInteger, nullable=False),
+    Index(None, "user_id", "sent_at"),
+    Index(None, "message_id"),
+    **MYSQL,
+)
+
+email_bounces = Table(
+    "email_bounces",
+    metadata,
+    Column("address", String(255), primary_key=True),
+    Column("reason", String(255), nullable=False),
+    Column("bounced_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("url", String(1024), nullable=False),
+    Column("status", Integer),
+    Column("attempt", Integer, nullable=False),
+    Column("error", String(1024)),
+    Column("at", BigInteger, nullable=False),
+    Index(None, "user_id", "at"),
+    **MYSQL,
+)
+

@@ -1,0 +1,1 @@
+"""Delivery beyond the inbox: preferences per category and channel, email, webhooks."""
