@@ -23,7 +23,8 @@ from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
 
 CHROMIUM = os.environ.get("TIDINGS_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(os.environ.get("TIDINGS_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("TIDINGS_ARTIFACTS")
+                 or Path(__file__).parent.parent / "test-artifacts")
 KEY = "web-test-key"
 SECRET = "web-test-secret-of-thirty-two-bytes!"
 TYPES = [

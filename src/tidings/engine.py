@@ -115,10 +115,10 @@ def _event_ids(ids: Iterable[str | int]) -> list[int]:
         try:
             number = int(value)
         except (TypeError, ValueError):
-            raise InvalidInput(f"notification id {value!r} is not a valid id",
+            raise InvalidInput(f"ids: {value!r} is not a valid notification id",
                                field="ids") from None
         if number <= 0 or number >= 2**63:
-            raise InvalidInput(f"notification id {value!r} is not a valid id", field="ids")
+            raise InvalidInput(f"ids: {value!r} is not a valid notification id", field="ids")
         result.append(number)
     return result
 
@@ -331,7 +331,7 @@ class Tidings:
             raise InvalidInput("channels must be a non-empty list", field="channels")
         for channel in channels:
             if channel not in ("web", "email", "webhook"):
-                raise InvalidInput(f"unknown channel {channel!r}", field="channels")
+                raise InvalidInput(f"channels: unknown channel {channel!r}", field="channels")
         now = self.clock.now_us()
         joined = ",".join(sorted(set(channels)))
 
@@ -381,7 +381,7 @@ class Tidings:
         check_user_id(user)
         check_user_id(other, "other")
         if user == other:
-            raise InvalidInput("a user cannot follow themselves", field="other")
+            raise InvalidInput("other: a user cannot follow themselves", field="other")
         now = self.clock.now_us()
 
         def work(conn: Connection) -> bool:

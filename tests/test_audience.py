@@ -1,0 +1,295 @@
+"""Who hears of an event: recipients, subscribers and followers as the type says, minus the actor,
+mutes and the event's exclude list; the chunked fan-out; subscriptions and follows themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from engines import jobs_by_func, open_tidings, recipients_of, table_counts, table_rows
+from tidings.engine import Follow, Tidings
+from tidings.exceptions import NotFound
+from tidings.jobs.queue import JobSpec
+from tidings.jobs.worker import Worker
+
+
+@pytest.fixture
+def t(store_url: str) -> Iterator[Tidings]:
+    with open_tidings(store_url) as tidings:
+        yield tidings
+
+
+def _users(t: Tidings, page_items: list[Follow]) -> list[str]:
+    return [f.user for f in page_items]
+
+
+# -- sources ----------------------------------------------------------------------------------
+
+def test_subscribers_match_type_or_star_and_object_or_star(t: Tidings) -> None:
+    t.subscribe("bob", "edit", "page:Rome")
+    t.subscribe("carol", "*", "page:Rome")
+    t.subscribe("dave", "edit", "*")
+    t.subscribe("erin", "*", "*")
+    t.subscribe("frank", "mention", "page:Rome")  # another type
+    t.subscribe("gina", "edit", "page:Paris")  # another object
+    t.subscribe("hal", "page-linked", "*")
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome"})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["bob", "carol", "dave", "erin"]
+
+
+def test_an_event_without_object_reaches_only_object_wildcard_subscribers(t: Tidings) -> None:
+    t.subscribe("bob", "edit", "page:Rome")
+    t.subscribe("dave", "edit", "*")
+
+    event = t.publish({"type": "edit", "actor": "alice"})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["dave"]
+
+
+def test_followers_hear_of_types_whose_audience_names_them(t: Tidings) -> None:
+    t.follow("bob", "alice")
+    t.follow("carol", "alice")
+    t.follow("dave", "zoe")
+    t.subscribe("erin", "*", "*")
+
+    post = t.publish({"type": "post", "actor": "alice", "object": "blog:1",
+                      "recipients": ["frank"]})  # post's audience is followers only
+    edit = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                      "recipients": ["frank"]})
+    mention = t.publish({"type": "mention", "actor": "alice", "object": "page:Rome",
+                         "recipients": ["frank"]})  # recipients only
+    t.run_jobs()
+
+    assert recipients_of(t, post.id) == ["bob", "carol"]
+    assert recipients_of(t, edit.id) == ["bob", "carol", "erin", "frank"]
+    assert recipients_of(t, mention.id) == ["frank"]
+
+
+def test_the_actor_is_never_told_of_their_own_act(t: Tidings) -> None:
+    t.subscribe("alice", "*", "*")
+    t.follow("bob", "alice")
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                       "recipients": ["alice", "bob"]})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["bob"]
+
+
+def test_mutes_of_actors_and_objects_are_respected(t: Tidings) -> None:
+    for user in ("bob", "carol", "dave", "erin"):
+        t.subscribe(user, "*", "*")
+    t.mute("bob", actor="alice")
+    t.mute("carol", object="page:Rome")
+    t.mute("dave", actor="zoe", object="page:Paris")
+
+    rome = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                      "recipients": ["bob", "carol"]})  # a mute beats an explicit recipient too
+    paris = t.publish({"type": "edit", "actor": "zoe", "object": "page:Paris"})
+    t.run_jobs()
+
+    assert recipients_of(t, rome.id) == ["dave", "erin"]
+    assert recipients_of(t, paris.id) == ["bob", "carol", "erin"]
+    assert t.muted("dave") == {"actors": ["zoe"], "objects": ["page:Paris"]}
+    assert t.muted("erin") == {"actors": [], "objects": []}
+
+
+def test_unmute_lets_later_events_through(t: Tidings) -> None:
+    t.subscribe("bob", "*", "*")
+    t.mute("bob", actor="alice", object="page:Rome")
+    t.unmute("bob", actor="alice")
+    assert t.muted("bob") == {"actors": [], "objects": ["page:Rome"]}
+    t.unmute("bob", object="page:Rome")
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome"})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["bob"]
+
+
+def test_the_events_exclude_list_removes_users_from_every_source(t: Tidings) -> None:
+    t.subscribe("bob", "*", "*")
+    t.follow("carol", "alice")
+    t.follow("dave", "alice")
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                       "recipients": ["erin", "frank"], "exclude": ["bob", "carol", "erin"]})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["dave", "frank"]
+
+
+def test_a_user_in_several_sources_is_told_once(t: Tidings) -> None:
+    t.subscribe("bob", "edit", "page:Rome")
+    t.subscribe("bob", "*", "*")
+    t.follow("bob", "alice")
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                       "recipients": ["bob", "bob"]})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["bob"]
+    assert t.counters.delivered == 1
+
+
+# -- the chunked path -------------------------------------------------------------------------
+
+def _big_audience(t: Tidings) -> None:
+    """Nine subscribers (some twice), seven followers, overlapping; mutes and the actor."""
+    t.subscribe("alice", "*", "*")
+    for i, (type_, obj) in enumerate([("edit", "page:Rome"), ("*", "page:Rome"),
+                                      ("edit", "*"), ("*", "*")] * 2, start=1):
+        t.subscribe(f"u{i:02d}", type_, obj)
+    t.subscribe("u02", "*", "*")
+    t.subscribe("u13", "mention", "page:Rome")
+    for i in range(5, 12):
+        t.follow(f"u{i:02d}", "alice")
+    t.mute("u04", actor="alice")
+    t.mute("u09", object="page:Rome")
+
+
+EXPECTED = ["u01", "u02", "u03", "u05", "u06", "u08", "u10", "u11", "u12"]
+BIG_EVENT = {"type": "edit", "actor": "alice", "object": "page:Rome",
+             "recipients": ["u03", "u10", "u12", "alice"], "exclude": ["u07"]}
+
+
+def test_the_fast_path_delivers_in_the_fanout_job_itself(t: Tidings) -> None:
+    _big_audience(t)
+
+    event = t.publish(BIG_EVENT)
+    Worker(t).run_once()  # the fan-out job alone
+
+    assert recipients_of(t, event.id) == EXPECTED
+    assert "fanout_chunk" not in jobs_by_func(t)
+    assert t.counters.delivered == len(EXPECTED)
+
+
+def test_the_chunked_path_gives_the_same_audience_once_each(store_url: str) -> None:
+    with open_tidings(store_url, chunk_size=3) as t:
+        _big_audience(t)
+        event = t.publish(BIG_EVENT)
+
+        Worker(t).run_once()  # the fan-out job: replaced by chunk jobs, delivers nothing itself
+        queued = jobs_by_func(t)
+        assert set(queued) == {"fanout_chunk"}
+        assert queued["fanout_chunk"] >= 5  # subscribers and followers each need several
+        assert table_counts(t)["notifications"] == 0
+
+        t.run_jobs()
+
+        assert recipients_of(t, event.id) == EXPECTED
+        assert t.counters.delivered == len(EXPECTED)
+        assert table_counts(t)["jobs"] == 0
+
+
+def test_chunked_and_fast_paths_agree_on_the_same_store(store_url: str) -> None:
+    with open_tidings(store_url) as fast, open_tidings(store_url, chunk_size=2) as chunked:
+        _big_audience(fast)
+        one = fast.publish(BIG_EVENT)
+        fast.run_jobs()
+        two = chunked.publish(BIG_EVENT)
+        chunked.run_jobs()
+
+        assert recipients_of(fast, one.id) == EXPECTED
+        assert recipients_of(chunked, two.id) == EXPECTED
+
+
+# -- one notification per (user, event) -------------------------------------------------------
+
+@pytest.mark.parametrize("chunk_size", [5000, 3])
+def test_running_a_fanout_twice_writes_nothing_twice(store_url: str, chunk_size: int) -> None:
+    with open_tidings(store_url, chunk_size=chunk_size) as t:
+        _big_audience(t)
+        event = t.publish(BIG_EVENT)
+        linked = t.publish({"type": "page-linked", "actor": "zoe", "object": "page:Rome",
+                            "recipients": ["u01", "u12"]})
+        t.run_jobs()
+        before = table_rows(t, "notifications")
+        delivered = t.counters.delivered
+
+        # The same job arguments again, under unique keys the queue has not seen.
+        t.db.transact(lambda conn: t.queue.enqueue_many(conn, [
+            JobSpec("fanout", {"event_id": int(event.id)}, unique_key="again:1"),
+            JobSpec("fanout", {"event_id": int(linked.id)}, unique_key="again:2"),
+        ]))
+        t.run_jobs()
+
+        assert table_rows(t, "notifications") == before
+        assert t.counters.delivered == delivered
+        assert recipients_of(t, event.id) == EXPECTED
+
+
+# -- subscriptions and follows ----------------------------------------------------------------
+
+def test_subscriptions_are_added_listed_by_page_and_removed(t: Tidings) -> None:
+    first = t.subscribe("bob", "edit", "page:Rome", channels=["web", "email"])
+    again = t.subscribe("bob", "edit", "page:Rome", channels=["web"])  # same key: updated
+    second = t.subscribe("bob", "*", "page:Paris")
+    third = t.subscribe("bob", "mention", "*")
+    t.subscribe("carol", "*", "*")
+
+    assert again.id == first.id
+    assert again.channels == ("web",)
+    assert (second.type, second.object) == ("*", "page:Paris")
+    page1 = t.subscriptions("bob", limit=2)
+    assert [s.id for s in page1.items] == [first.id, second.id]
+    assert page1.next_cursor is not None
+    page2 = t.subscriptions("bob", limit=2, cursor=page1.next_cursor)
+    assert [(s.id, s.user, s.type, s.object) for s in page2.items] == [
+        (third.id, "bob", "mention", "*")]
+    assert page2.next_cursor is None
+
+    t.unsubscribe("bob", second.id)
+    assert [s.id for s in t.subscriptions("bob").items] == [first.id, third.id]
+    with pytest.raises(NotFound):
+        t.unsubscribe("bob", second.id)
+    with pytest.raises(NotFound):
+        t.unsubscribe("carol", first.id)  # not carol's
+
+
+def test_an_unsubscribed_user_hears_no_more(t: Tidings) -> None:
+    sub = t.subscribe("bob", "edit", "page:Rome")
+    t.unsubscribe("bob", sub.id)
+
+    event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome"})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == []
+
+
+def test_follows_are_added_listed_by_page_and_removed(t: Tidings) -> None:
+    assert t.follow("bob", "dave") is True
+    assert t.follow("bob", "alice") is True
+    assert t.follow("bob", "carol") is True
+    assert t.follow("bob", "alice") is False
+    assert t.follow("erin", "alice") is True
+
+    page1 = t.following("bob", limit=2)
+    assert _users(t, page1.items) == ["alice", "carol"]
+    assert page1.next_cursor is not None
+    page2 = t.following("bob", limit=2, cursor=page1.next_cursor)
+    assert _users(t, page2.items) == ["dave"]
+    assert page2.next_cursor is None
+    assert _users(t, t.followers("alice").items) == ["bob", "erin"]
+    assert _users(t, t.followers("bob").items) == []
+
+    assert t.unfollow("bob", "alice") is True
+    assert t.unfollow("bob", "alice") is False
+    assert _users(t, t.followers("alice").items) == ["erin"]
+    assert _users(t, t.following("bob").items) == ["carol", "dave"]
+
+
+def test_an_unfollowed_actor_is_heard_no_more(t: Tidings) -> None:
+    t.follow("bob", "alice")
+    t.follow("carol", "alice")
+    t.unfollow("bob", "alice")
+
+    event = t.publish({"type": "post", "actor": "alice", "object": "blog:1"})
+    t.run_jobs()
+
+    assert recipients_of(t, event.id) == ["carol"]

@@ -1,0 +1,273 @@
+"""The job queue (TheSchwartz semantics) and the worker's handling of leases and failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+
+from engines import enqueue, jobs_by_func, open_tidings, table_counts, table_rows
+from tidings.clock import FrozenClock
+from tidings.engine import Tidings
+from tidings.jobs.queue import SECOND, Job, JobSpec
+from tidings.jobs.worker import Worker
+from tidings.store.sql import graph
+
+LEASE = 30.0
+BACKOFF = 2.0
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
+    with open_tidings(store_url, clock=clock, lease_seconds=LEASE, job_max_attempts=3,
+                      job_backoff_seconds=BACKOFF) as tidings:
+        yield tidings
+
+
+def _boom(tidings: Tidings, conn: Connection, job: Job) -> None:
+    raise ValueError(f"boom on attempt {job.attempts}")
+
+
+def _add_user(tidings: Tidings, conn: Connection, job: Job) -> None:
+    """A handler with a visible side effect: it registers the user named in its args."""
+    graph.add_user(tidings.db, conn, job.args["user"], tidings.clock.now_us())
+
+
+def _add_carol(tidings: Tidings, conn: Connection, job: Job) -> None:
+    graph.add_user(tidings.db, conn, "carol", tidings.clock.now_us())
+
+
+def _claimed(jobs: list[Job]) -> list[tuple[str, dict[str, Any]]]:
+    return [(job.func, job.args) for job in jobs]
+
+
+def test_a_unique_key_already_queued_makes_enqueue_a_no_op(t: Tidings) -> None:
+    enqueue(t, JobSpec("probe", {"n": 1}, unique_key="probe:x"))
+    enqueue(t, JobSpec("probe", {"n": 2}, unique_key="probe:x"),
+            JobSpec("probe", {"n": 3}, unique_key="probe:y"))
+    enqueue(t, JobSpec("probe", {"n": 4}), JobSpec("probe", {"n": 4}))  # no key: never merged
+
+    assert sorted(json.loads(r["args"])["n"] for r in table_rows(t, "jobs")) == [1, 3, 4, 4]
+
+
+def test_a_unique_key_is_free_again_once_its_job_completed(t: Tidings) -> None:
+    t.handlers["add_user"] = _add_user
+    enqueue(t, JobSpec("add_user", {"user": "bob"}, unique_key="u"))
+    assert t.run_jobs() == 1
+
+    enqueue(t, JobSpec("add_user", {"user": "carol"}, unique_key="u"))
+
+    assert _claimed(t.queue.claim(5)) == [("add_user", {"user": "carol"})]
+
+
+def test_run_after_holds_a_job_back_until_its_time(t: Tidings, clock: FrozenClock) -> None:
+    later = clock.now_us() + 10 * SECOND
+    enqueue(t, JobSpec("probe", {"n": 1}, run_after=later))
+
+    assert t.queue.claim(5) == []
+    assert t.queue.stats() == {"queued": 1, "runnable": 0, "running": 0, "failed": 0}
+    assert t.queue.next_run_after() == later
+
+    clock.advance(10)
+    assert _claimed(t.queue.claim(5)) == [("probe", {"n": 1})]
+
+
+def test_claims_take_the_highest_priority_first(t: Tidings, clock: FrozenClock) -> None:
+    enqueue(t, JobSpec("probe", {"n": "low"}, priority=9))
+    enqueue(t, JobSpec("probe", {"n": "mid"}, priority=5))
+    enqueue(t, JobSpec("probe", {"n": "top-1"}, priority=1))
+    enqueue(t, JobSpec("probe", {"n": "top-2"}, priority=1))
+
+    first = t.queue.claim(1)
+    rest = t.queue.claim(10)
+
+    assert [j.args["n"] for j in first] == ["top-1"]
+    assert [j.args["n"] for j in rest] == ["top-2", "mid", "low"]
+
+
+def test_a_claim_can_be_limited_to_some_functions(t: Tidings) -> None:
+    enqueue(t, JobSpec("a", {}, priority=1), JobSpec("b", {}, priority=9))
+
+    assert _claimed(t.queue.claim(5, funcs=["b"])) == [("b", {})]
+    assert _claimed(t.queue.claim(5, funcs=["b"])) == []
+
+
+def test_a_crashed_workers_job_is_taken_again_when_its_lease_runs_out(
+        t: Tidings, clock: FrozenClock) -> None:
+    enqueue(t, JobSpec("probe", {"n": 1}))
+    (first,) = t.queue.claim(5)
+    # The worker holding it dies here; until the lease ends nobody else may take it.
+    assert t.queue.claim(5) == []
+    assert t.queue.stats()["running"] == 1
+
+    clock.advance(LEASE - 1)
+    assert t.queue.claim(5) == []
+    clock.advance(2)
+    (second,) = t.queue.claim(5)
+
+    assert second.id == first.id
+    assert (first.attempts, second.attempts) == (1, 2)
+    assert second.token != first.token
+    (row,) = table_rows(t, "jobs")
+    assert row["grabbed_until"] == second.token
+
+
+def test_a_failure_is_logged_and_retried_with_backoff(t: Tidings, clock: FrozenClock) -> None:
+    t.handlers["boom"] = _boom
+    enqueue(t, JobSpec("boom", {"n": 1}))
+
+    assert t.run_jobs() == 1
+    (failure,) = t.queue.failures()
+    assert (failure.func, failure.args, failure.attempt, failure.final) == (
+        "boom", {"n": 1}, 1, False)
+    assert "ValueError: boom on attempt 1" in failure.error
+    (row,) = table_rows(t, "jobs")
+    assert row["run_after"] - failure.failed_at == int(BACKOFF * SECOND)
+    assert row["grabbed_until"] == 0
+    assert t.run_jobs() == 0  # not before the backoff ends
+
+    clock.advance(BACKOFF)
+    assert t.run_jobs() == 1
+    second = t.queue.failures()[0]
+    assert (second.attempt, second.final) == (2, False)
+    (row,) = table_rows(t, "jobs")
+    assert row["run_after"] - second.failed_at == int(2 * BACKOFF * SECOND)  # doubled
+    clock.advance(BACKOFF)
+    assert t.run_jobs() == 0
+    assert t.queue.stats()["failed"] == 0
+
+
+def test_the_last_attempt_fails_for_good(t: Tidings, clock: FrozenClock) -> None:
+    t.handlers["boom"] = _boom
+    enqueue(t, JobSpec("boom", {"n": 1}, unique_key="boom"))
+
+    for _ in range(3):
+        assert t.run_jobs() == 1
+        clock.advance(3600)
+
+    assert t.run_jobs() == 0
+    assert table_counts(t)["jobs"] == 0
+    assert [(f.attempt, f.final) for f in t.queue.failures()] == [
+        (3, True), (2, False), (1, False)]
+    assert [f.attempt for f in t.queue.failures(final_only=True)] == [3]
+    assert t.queue.stats() == {"queued": 0, "runnable": 0, "running": 0, "failed": 1}
+
+
+def test_a_job_without_a_handler_fails(t: Tidings) -> None:
+    enqueue(t, JobSpec("nobody-handles-this", {}))
+
+    t.run_jobs()
+
+    (failure,) = t.queue.failures()
+    assert "nobody-handles-this" in failure.error
+    assert failure.final is False
+
+
+def test_replace_with_swaps_one_job_for_several(t: Tidings) -> None:
+    enqueue(t, JobSpec("parent", {}))
+    (job,) = t.queue.claim(1)
+
+    done = t.db.transact(lambda conn: t.queue.replace_with(
+        conn, job, [JobSpec("child", {"n": 1}), JobSpec("child", {"n": 2})]))
+
+    assert done is True
+    assert sorted((r["func"], r["args"]) for r in table_rows(t, "jobs")) == [
+        ("child", '{"n":1}'), ("child", '{"n":2}')]
+
+
+def test_replace_with_is_atomic(t: Tidings) -> None:
+    enqueue(t, JobSpec("parent", {}))
+    (job,) = t.queue.claim(1)
+
+    def work(conn: Connection) -> None:
+        t.queue.replace_with(conn, job, [JobSpec("child", {"n": 1})])
+        raise RuntimeError("crash after replace_with")
+
+    with pytest.raises(RuntimeError):
+        t.db.transact(work)
+
+    assert jobs_by_func(t) == {"parent": 1}
+
+
+def test_replace_with_after_the_lease_was_lost_enqueues_nothing(
+        t: Tidings, clock: FrozenClock) -> None:
+    enqueue(t, JobSpec("parent", {}))
+    (stale,) = t.queue.claim(1)
+    clock.advance(LEASE + 1)
+    (fresh,) = t.queue.claim(1)
+
+    done = t.db.transact(lambda conn: t.queue.replace_with(conn, stale, [JobSpec("child", {})]))
+
+    assert done is False
+    assert jobs_by_func(t) == {"parent": 1}
+    (row,) = table_rows(t, "jobs")
+    assert row["grabbed_until"] == fresh.token
+
+
+def test_a_job_whose_lease_was_lost_writes_nothing(t: Tidings, clock: FrozenClock) -> None:
+    t.handlers["add_user"] = _add_user
+    enqueue(t, JobSpec("add_user", {"user": "bob"}))
+    (stale,) = t.queue.claim(1)
+    clock.advance(LEASE + 1)
+    (fresh,) = t.queue.claim(1)
+    worker = Worker(t)
+
+    assert worker.run_job(stale) is False  # its writes roll back
+    assert table_counts(t)["users"] == 0
+    assert table_counts(t)["jobs"] == 1
+
+    assert worker.run_job(fresh) is True
+    assert [r["user_id"] for r in table_rows(t, "users")] == ["bob"]
+    assert table_counts(t)["jobs"] == 0
+
+
+def test_a_job_completed_under_another_lease_writes_nothing(
+        t: Tidings, clock: FrozenClock) -> None:
+    t.handlers["add_user"] = _add_user
+    enqueue(t, JobSpec("add_user", {"user": "bob"}))
+    (stale,) = t.queue.claim(1)
+    clock.advance(LEASE + 1)
+    (fresh,) = t.queue.claim(1)
+    worker = Worker(t)
+    assert worker.run_job(fresh) is True
+    users_before = table_rows(t, "users")
+
+    # Had the stale run gone ahead, it would register another user.
+    t.handlers["add_user"] = _add_carol
+    assert worker.run_job(stale) is False
+
+    assert table_rows(t, "users") == users_before
+    assert table_counts(t)["jobs"] == 0
+    assert t.queue.failures() == []  # a lost lease is not a failure
+
+
+def test_a_lost_lease_on_a_fanout_delivers_nothing(t: Tidings, clock: FrozenClock) -> None:
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
+    (stale,) = t.queue.claim(1)
+    clock.advance(LEASE + 1)
+    (fresh,) = t.queue.claim(1)
+    worker = Worker(t)
+
+    assert worker.run_job(stale) is False
+    assert table_counts(t)["notifications"] == 0
+    assert worker.run_job(fresh) is True
+    assert [r["user_id"] for r in table_rows(t, "notifications")] == ["bob"]
+
+
+def test_release_gives_a_job_back_without_counting_the_attempt(t: Tidings) -> None:
+    enqueue(t, JobSpec("probe", {}))
+    (job,) = t.queue.claim(1)
+
+    t.queue.release(job)
+    (again,) = t.queue.claim(1)
+
+    assert again.id == job.id
+    assert again.attempts == 1

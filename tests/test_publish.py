@@ -1,0 +1,163 @@
+"""publish: the event and its fan-out job in one transaction; idempotency keys; bulk publish."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from engines import inbox_of, jobs_by_func, open_tidings, table_counts, table_rows
+from tidings.domain.events import Event
+from tidings.engine import Published, Tidings
+from tidings.exceptions import IdempotencyConflict, InvalidInput
+
+
+@pytest.fixture
+def t(store_url: str) -> Iterator[Tidings]:
+    with open_tidings(store_url) as tidings:
+        yield tidings
+
+
+def test_publish_stores_the_event_and_enqueues_its_fanout(t: Tidings) -> None:
+    result = t.publish({"type": "mention", "actor": "alice", "object": "page:Rome",
+                        "recipients": ["bob"], "payload": {"line": 3}})
+
+    assert result.created is True
+    assert result.status == "accepted"
+    (event,) = table_rows(t, "events")
+    assert str(event["id"]) == result.id
+    assert (event["type"], event["actor"], event["object"]) == ("mention", "alice", "page:Rome")
+    assert json.loads(event["payload"]) == {"line": 3}
+    assert json.loads(event["recipients"]) == ["bob"]
+    (job,) = table_rows(t, "jobs")
+    assert job["func"] == "fanout"
+    assert json.loads(job["args"]) == {"event_id": int(result.id)}
+    assert job["unique_key"] == f"fanout:{result.id}"
+    assert job["priority"] == 2  # the type's priority
+    assert table_counts(t)["notifications"] == 0  # nothing delivered before the job runs
+
+    t.run_jobs()
+    assert inbox_of(t, "bob") == [("mention", "alice", "page:Rome")]
+    assert table_counts(t)["jobs"] == 0
+
+
+def test_publish_accepts_an_event_object(t: Tidings) -> None:
+    result = t.publish(Event(type="mention", actor="alice", recipients=["bob", "carol"]))
+    t.run_jobs()
+
+    assert t.get_event(result.id).recipients == ["bob", "carol"]
+    assert inbox_of(t, "bob") == [("mention", "alice", None)]
+    assert inbox_of(t, "carol") == [("mention", "alice", None)]
+
+
+def test_event_and_job_are_one_transaction(t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(conn: object, specs: object) -> None:
+        raise RuntimeError("queue down")
+
+    monkeypatch.setattr(t.queue, "enqueue_many", broken)
+    with pytest.raises(RuntimeError, match="queue down"):
+        t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
+
+    assert table_counts(t)["events"] == 0
+    assert table_counts(t)["jobs"] == 0
+
+
+def test_same_key_same_body_returns_the_first_event_and_creates_nothing(t: Tidings) -> None:
+    event = {"type": "mention", "actor": "alice", "recipients": ["bob"],
+             "payload": {"a": 1}, "idempotency_key": "mention:1"}
+    first = t.publish(event)
+    again = t.publish(dict(event))  # before the fan-out ran
+
+    assert again == Published(first.id, created=False)
+    assert jobs_by_func(t) == {"fanout": 1}
+
+    t.run_jobs()
+    third = t.publish(dict(event))  # after the fan-out ran
+    t.run_jobs()
+
+    assert third == Published(first.id, created=False)
+    counts = table_counts(t)
+    assert counts["events"] == 1
+    assert counts["jobs"] == 0
+    assert counts["notifications"] == 1
+    assert inbox_of(t, "bob") == [("mention", "alice", None)]
+    assert t.counters.delivered == 1
+
+
+def test_same_key_different_body_is_a_conflict(t: Tidings) -> None:
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+               "idempotency_key": "k"})
+    before = table_counts(t)
+
+    with pytest.raises(IdempotencyConflict, match="'k'"):
+        t.publish({"type": "mention", "actor": "alice", "recipients": ["carol"],
+                   "idempotency_key": "k"})
+    with pytest.raises(IdempotencyConflict):
+        t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+                   "payload": {"x": 1}, "idempotency_key": "k"})
+
+    assert table_counts(t) == before
+
+
+def test_events_without_a_key_are_never_deduplicated(t: Tidings) -> None:
+    event = {"type": "mention", "actor": "alice", "recipients": ["bob"]}
+    first, second = t.publish(event), t.publish(event)
+    t.run_jobs()
+
+    assert first.id != second.id
+    assert first.created and second.created
+    assert inbox_of(t, "bob") == [("mention", "alice", None)] * 2
+
+
+def test_publish_many_creates_every_event_in_order(t: Tidings) -> None:
+    results = t.publish_many([
+        {"type": "mention", "actor": "alice", "recipients": ["bob"], "object": "page:A"},
+        {"type": "mention", "actor": "carol", "recipients": ["bob"], "object": "page:B"},
+        Event(type="message", actor="dave", object="talk:bob", recipients=["bob"]),
+    ])
+
+    assert [r.created for r in results] == [True, True, True]
+    assert [int(r.id) for r in results] == sorted(int(r.id) for r in results)
+    assert jobs_by_func(t) == {"fanout": 3}
+    t.run_jobs()
+    assert inbox_of(t, "bob") == [
+        ("message", "dave", "talk:bob"),
+        ("mention", "carol", "page:B"),
+        ("mention", "alice", "page:A"),
+    ]
+
+
+def test_publish_many_mixes_new_and_replayed_events(t: Tidings) -> None:
+    first = t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+                       "idempotency_key": "one"})
+
+    results = t.publish_many([
+        {"type": "mention", "actor": "alice", "recipients": ["bob"], "idempotency_key": "one"},
+        {"type": "mention", "actor": "alice", "recipients": ["bob"], "idempotency_key": "two"},
+    ])
+
+    assert results[0] == Published(first.id, created=False)
+    assert results[1].created is True
+    assert table_counts(t)["events"] == 2
+    assert jobs_by_func(t) == {"fanout": 2}
+
+
+def test_publish_many_is_all_or_nothing(t: Tidings) -> None:
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+               "idempotency_key": "taken"})
+    before = table_counts(t)
+
+    with pytest.raises(IdempotencyConflict):
+        t.publish_many([
+            {"type": "mention", "actor": "alice", "recipients": ["bob"]},
+            {"type": "mention", "actor": "eve", "recipients": ["bob"], "idempotency_key": "taken"},
+        ])
+    with pytest.raises(InvalidInput) as repeated:
+        t.publish_many([
+            {"type": "mention", "recipients": ["bob"], "idempotency_key": "dup"},
+            {"type": "mention", "recipients": ["bob"], "idempotency_key": "dup"},
+        ])
+
+    assert repeated.value.field == "idempotency_key"
+    assert table_counts(t) == before

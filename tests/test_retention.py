@@ -1,0 +1,141 @@
+"""Retention: a per-user inbox cap kept by the trim job, and an age limit kept by the
+retention job; neither is enforced on a read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from engines import TYPES, enqueue, inbox_of, open_tidings, table_counts, table_rows
+from tidings import fanout
+from tidings.clock import FrozenClock
+from tidings.domain.types import EventType
+from tidings.engine import Tidings, UnreadCount
+from tidings.jobs.queue import JobSpec
+
+DAY = 86_400
+CAP = 3
+LONG_LIVED = EventType(name="long-lived", retention_days=3, audience=("recipients",))
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+def t(store_url: str, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tidings]:
+    monkeypatch.setattr(fanout, "TRIM_SAMPLE", 0.0)  # trims only when a test asks for one
+    with open_tidings(store_url, clock=clock, inbox_cap=CAP, retention_days=1,
+                      types=(*TYPES, LONG_LIVED)) as tidings:
+        yield tidings
+
+
+def _mentions(t: Tidings, user: str, objects: list[str]) -> list[str]:
+    ids = []
+    for obj in objects:
+        ids.append(t.publish({"type": "mention", "actor": "alice", "object": obj,
+                              "recipients": [user]}).id)
+        t.run_jobs()
+    return ids
+
+
+def _trim(t: Tidings, user: str) -> None:
+    enqueue(t, JobSpec(fanout.TRIM, {"user": user}, unique_key=f"trim:{user}", priority=9))
+
+
+# -- the inbox cap ---------------------------------------------------------------------------
+
+def test_the_cap_is_enforced_by_the_trim_job_not_on_read(t: Tidings) -> None:
+    ids = _mentions(t, "bob", ["page:1", "page:2", "page:3", "page:4", "page:5"])
+    _mentions(t, "carol", ["page:1", "page:2", "page:3", "page:4"])
+
+    assert len(inbox_of(t, "bob")) == 5  # over the cap, until the job runs
+    assert t.unread_count("bob") == UnreadCount(5, "5")
+    _trim(t, "bob")
+    assert len(inbox_of(t, "bob")) == 5
+    t.run_jobs()
+
+    assert [n.id for n in t.notifications("bob").items] == [ids[4], ids[3], ids[2]]
+    assert t.unread_count("bob") == UnreadCount(CAP, str(CAP))
+    assert len(inbox_of(t, "carol")) == 4  # only bob was trimmed
+    assert table_counts(t)["events"] == 9  # the events themselves stay
+
+
+def test_a_trim_under_the_cap_removes_nothing(t: Tidings) -> None:
+    _mentions(t, "bob", ["page:1", "page:2"])
+    _trim(t, "bob")
+    t.run_jobs()
+
+    assert len(inbox_of(t, "bob")) == 2
+
+
+def test_deliveries_schedule_trims(t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fanout, "TRIM_SAMPLE", 1.0)  # every delivery checks the cap
+
+    t.publish_many([{"type": "mention", "actor": "alice", "object": f"page:{i}",
+                     "recipients": ["bob", "carol"]} for i in range(6)])
+    t.run_jobs()
+
+    assert len(inbox_of(t, "bob")) == CAP
+    assert len(inbox_of(t, "carol")) == CAP
+    assert table_counts(t)["jobs"] == 0
+
+
+def test_trimming_a_bundle_keeps_its_newest_members(t: Tidings) -> None:
+    for actor in ("a", "b", "c", "d", "e"):
+        t.publish({"type": "page-linked", "actor": actor, "object": "page:X",
+                   "recipients": ["bob"]})
+        t.run_jobs()
+    _trim(t, "bob")
+    t.run_jobs()
+
+    (item,) = t.notifications("bob").items
+    assert (item.actor, item.count, item.actors) == ("e", 3, ["e", "d", "c"])
+    assert t.unread_count("bob") == UnreadCount(1, "1")
+
+
+# -- the age limit -----------------------------------------------------------------------------
+
+def test_the_retention_job_removes_events_past_their_age(t: Tidings, clock: FrozenClock) -> None:
+    old = _mentions(t, "bob", ["page:old"])[0]
+    long = t.publish({"type": "long-lived", "actor": "alice", "recipients": ["bob"]}).id
+    t.run_jobs()
+    clock.advance(DAY - 60)
+    young = _mentions(t, "bob", ["page:young"])[0]
+    clock.advance(120)  # the first mention is now a day and a minute old
+
+    assert len(inbox_of(t, "bob")) == 3  # not on read
+    t.schedule_maintenance()
+    t.run_jobs()
+
+    assert [n.id for n in t.notifications("bob").items] == [young, long]
+    assert sorted(str(e["id"]) for e in table_rows(t, "events")) == sorted([long, young])
+    assert old not in {str(r["event_id"]) for r in table_rows(t, "notifications")}
+
+    clock.advance(DAY)
+    t.schedule_maintenance()
+    t.run_jobs()
+    assert [n.id for n in t.notifications("bob").items] == [long]  # its type keeps it 3 days
+
+    clock.advance(DAY + 60)
+    t.schedule_maintenance()
+    t.run_jobs()
+    assert inbox_of(t, "bob") == []
+    assert table_counts(t)["events"] == 0
+    assert table_counts(t)["jobs"] == 0
+
+
+def test_retention_keeps_counts_right(t: Tidings, clock: FrozenClock) -> None:
+    _mentions(t, "bob", ["page:1", "page:2"])
+    clock.advance(2 * DAY)
+    _mentions(t, "bob", ["page:3"])
+
+    t.schedule_maintenance()
+    t.schedule_maintenance()  # one retention job at a time (unique key)
+    assert table_counts(t)["jobs"] == 1
+    t.run_jobs()
+
+    assert t.unread_count("bob") == UnreadCount(1, "1")
+    assert inbox_of(t, "bob") == [("mention", "alice", "page:3")]

@@ -1,0 +1,230 @@
+"""Event types as data: from a TOML file or a library call, validated with errors that name the
+field; an unknown type is a clear error. The first half is pure; the second runs on every
+backend, because declared types are stored so that every process sees them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engines import inbox_of, open_tidings, table_counts
+from tidings.clock import FrozenClock
+from tidings.config import Config
+from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
+from tidings.engine import Tidings
+from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
+
+WIKI = """
+[types.page-linked]
+category = "page-linked"
+section = "alert"
+priority = 5
+bundle = "object"
+audience = ["recipients", "object_subscribers"]
+channels = ["web", "email"]
+retention_days = 30
+[types.page-linked.templates]
+title = "{{ object_title }} was linked by {{ actors_text }}"
+bundled_title = "{{ object_title }} was linked by {{ actors_text }} (bundled)"
+
+[types.user-talk]
+category = "talk"
+section = "message"
+priority = 1
+audience = ["recipients"]
+mandatory = true
+[types.user-talk.templates]
+title = "{{ actor }} left a message on {{ object_title }}"
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "types.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- pure: declaring and validating ------------------------------------------------------------
+
+def test_a_toml_file_declares_types(tmp_path: Path) -> None:
+    linked, talk = load_types_file(_write(tmp_path, WIKI))
+
+    assert linked == EventType(
+        name="page-linked", category="page-linked", section="alert", priority=5,
+        bundle="object", channels=("web", "email"),
+        audience=("recipients", "object_subscribers"), retention_days=30,
+        templates=Templates(
+            title="{{ object_title }} was linked by {{ actors_text }}",
+            bundled_title="{{ object_title }} was linked by {{ actors_text }} (bundled)"),
+    )
+    assert (talk.name, talk.category, talk.section, talk.priority, talk.audience,
+            talk.mandatory, talk.bundle, talk.channels) == (
+        "user-talk", "talk", "message", 1, ("recipients",), True, "none", ("web",))
+
+
+def test_a_type_survives_a_round_trip_through_a_dict(tmp_path: Path) -> None:
+    for event_type in load_types_file(_write(tmp_path, WIKI)):
+        data = event_type.to_dict()
+        data.pop("name")
+
+        assert EventType.from_dict(event_type.name, data) == event_type
+
+
+BAD_TABLES: list[tuple[dict[str, Any], str]] = [
+    ({"colour": "red"}, "colour"),
+    ({"section": "sidebar"}, "section"),
+    ({"section": 3}, "section"),
+    ({"category": "has space"}, "category"),
+    ({"priority": 0}, "priority"),
+    ({"priority": 11}, "priority"),
+    ({"priority": "high"}, "priority"),
+    ({"priority": True}, "priority"),
+    ({"bundle": "page"}, "bundle"),
+    ({"audience": ["everyone"]}, "audience"),
+    ({"audience": []}, "audience"),
+    ({"audience": "recipients"}, "audience"),
+    ({"channels": ["pigeon"]}, "channels"),
+    ({"channels": [1]}, "channels"),
+    ({"retention_days": 0}, "retention_days"),
+    ({"retention_days": True}, "retention_days"),
+    ({"mandatory": "yes"}, "mandatory"),
+    ({"templates": "hello"}, "templates"),
+    ({"templates": {"subject": "x"}}, "templates.subject"),
+    ({"templates": {"title": 5}}, "templates.title"),
+]
+
+
+@pytest.mark.parametrize(("table", "field"), BAD_TABLES, ids=[f for _, f in BAD_TABLES])
+def test_a_bad_declaration_names_the_field(table: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidEventType) as error:
+        EventType.from_dict("bad-type", table)
+
+    assert error.value.field == field
+    assert "'bad-type'" in str(error.value)
+    assert field.split(".")[-1].rstrip("s") in str(error.value)
+
+
+@pytest.mark.parametrize(("table", "field"), BAD_TABLES, ids=[f for _, f in BAD_TABLES])
+def test_a_bad_types_file_names_the_type_and_field(tmp_path: Path, table: dict[str, Any],
+                                                   field: str) -> None:
+    lines = [f"{key} = {json.dumps(value)}" for key, value in table.items()
+             if not isinstance(value, dict)]
+    templates = {k: v for k, v in table.items() if isinstance(v, dict)}
+    text = "[types.bad-type]\n" + "\n".join(lines) + "\n"
+    for key, sub in templates.items():
+        text += f"[types.bad-type.{key}]\n" + "".join(
+            f"{k} = {json.dumps(v)}\n" for k, v in sub.items())
+    path = _write(tmp_path, text)
+
+    with pytest.raises(ConfigError) as error:
+        load_types_file(path)
+
+    message = str(error.value)
+    assert message.startswith("TIDINGS_TYPES_FILE")
+    assert "'bad-type'" in message
+    assert field.split(".")[-1].rstrip("s") in message
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    (None, "does not exist"),
+    ("[types.x\n", "not valid TOML"),
+    ("[other]\na = 1\n", "[types.NAME]"),
+    ("types = 3\n", "[types.NAME]"),
+    ("[types]\nx = 3\n", "[types.x] must be a table"),
+])
+def test_a_broken_types_file_says_what_is_wrong(tmp_path: Path, text: str | None,
+                                                names: str) -> None:
+    path = tmp_path / "missing.toml" if text is None else _write(tmp_path, text)
+
+    with pytest.raises(ConfigError, match=r"TIDINGS_TYPES_FILE") as error:
+        load_types_file(path)
+
+    assert names in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["", "*", "has space", "x" * 65, "ünï"])
+def test_a_bad_type_name_is_refused(name: str) -> None:
+    with pytest.raises(InvalidEventType) as error:
+        EventType(name=name)
+
+    assert error.value.field == "name"
+
+
+def test_an_unknown_type_is_a_clear_error() -> None:
+    registry = TypeRegistry([EventType(name="mention"), EventType(name="edit")])
+
+    with pytest.raises(UnknownEventType) as error:
+        registry.get("mentoin")
+
+    assert error.value.field == "type"
+    assert str(error.value) == (
+        "unknown event type 'mentoin'; declare it first (known: edit, mention)")
+    assert "mention" in registry
+    assert [t.name for t in registry] == ["edit", "mention"]
+
+
+# -- on every backend: types reach the engine and every process --------------------------------
+
+def test_types_from_the_file_in_config_are_used(store_url: str, tmp_path: Path) -> None:
+    config = Config(database_url=store_url, types_file=str(_write(tmp_path, WIKI)))
+    with Tidings(config, clock=FrozenClock()) as t:
+        t.load_types()
+        t.publish({"type": "user-talk", "actor": "alice", "object": "talk:bob",
+                   "recipients": ["bob"]})
+        t.run_jobs()
+
+        (item,) = t.notifications("bob").items
+        assert (item.category, item.section, item.title) == (
+            "talk", "message", "alice left a message on bob")
+        assert [t.name for t in t.types] == ["page-linked", "user-talk"]
+
+
+def test_a_bad_types_file_stops_start_up(store_url: str, tmp_path: Path) -> None:
+    path = _write(tmp_path, '[types.x]\nsection = "sidebar"\n')
+
+    with pytest.raises(ConfigError, match="section"):
+        Tidings(Config(database_url=store_url, types_file=str(path)))
+
+
+def test_a_type_declared_in_code_is_seen_by_every_process(store_url: str) -> None:
+    with open_tidings(store_url, types=()) as one, open_tidings(store_url, types=()) as two:
+        one.define_type(EventType(name="badge", category="awards", audience=("recipients",),
+                                  templates=Templates(title="{{ actor }} gave you a badge")))
+
+        two.publish({"type": "badge", "actor": "alice", "recipients": ["bob"]})  # looked up
+        two.run_jobs()
+
+        (item,) = two.notifications("bob").items
+        assert (item.type, item.category, item.title) == (
+            "badge", "awards", "alice gave you a badge")
+        assert two.get_type("badge") == one.get_type("badge")
+
+
+def test_redeclaring_a_type_replaces_it_everywhere(store_url: str) -> None:
+    with open_tidings(store_url, types=()) as one, open_tidings(store_url, types=()) as two:
+        one.define_type(EventType(name="badge", category="awards", audience=("recipients",)))
+        two.load_types()
+        one.define_type(EventType(name="badge", category="prizes", section="message",
+                                  audience=("recipients",)))
+
+        two.load_types()
+        two.publish({"type": "badge", "actor": "alice", "recipients": ["bob"]})
+        two.run_jobs()
+
+        (item,) = two.notifications("bob").items
+        assert (item.category, item.section) == ("prizes", "message")
+        assert table_counts(two)["event_types"] == 1
+
+
+def test_an_unknown_type_is_refused_on_every_backend(store_url: str) -> None:
+    with open_tidings(store_url) as t:
+        with pytest.raises(UnknownEventType, match="'badge'"):
+            t.publish({"type": "badge", "recipients": ["bob"]})
+        with pytest.raises(UnknownEventType):
+            t.subscribe("bob", "badge", "*")
+
+        assert table_counts(t)["events"] == 0
+        assert inbox_of(t, "bob") == []
