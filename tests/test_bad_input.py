@@ -205,7 +205,7 @@ def test_bad_read_state_requests_are_refused(seeded: Tidings) -> None:
     t = seeded
     _raises(t, InvalidInput, "ids", lambda: t.mark_read("bob", ["abc"]), names="'abc'")
     _raises(t, InvalidInput, "ids", lambda: t.mark_read("bob", "1"))
-    _raises(t, InvalidInput, "ids", lambda: t.mark_unread("bob", [0]), names="id 0")
+    _raises(t, InvalidInput, "ids", lambda: t.mark_unread("bob", [0]), names="ids: 0")
     _raises(t, InvalidInput, "ids", lambda: t.mark_read("bob", [2**63]), names="id")
     _raises(t, InvalidInput, "ids", lambda: t.mark_read("bob", ["1"] * 1001))
     _raises(t, InvalidInput, "match", lambda: t.mark_read_matching("bob"))
