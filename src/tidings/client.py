@@ -30,13 +30,13 @@ from urllib.parse import quote
 import anyio
 import httpx
 
+from tidings import client_base as _base
 from tidings.client_base import (
     DEFAULT_TIMEOUT,
     Accepted,
     ApiError,
     BatchItem,
     Bounce,
-    ClientBase,
     EventTypeInfo,
     Follow,
     FollowState,
@@ -44,29 +44,16 @@ from tidings.client_base import (
     Page,
     Preferences,
     SseEvent,
-    SseParser,
     Subscription,
     TimelineEvent,
     Token,
     UnreadCount,
-    bounce_body,
-    error_of,
-    event_body,
-    inbox_query,
-    parse_answer,
-    query,
-    read_body,
-    retraction_body,
-    seen_body,
-    shut_at_deadline,
-    stream_timeout,
-    user_path,
 )
 
 # -- the synchronous client -------------------------------------------------------------------
 
 
-class Client(ClientBase):
+class Client(_base.ClientBase):
     """A synchronous client. ``token`` is a server key or a user token.
 
     Use it as a context manager, or call :meth:`close`. ``transport`` is for tests
@@ -92,7 +79,7 @@ class Client(ClientBase):
 
     def _call(self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
               body: Any = None) -> Any:
-        return parse_answer(self._http.request(method, path, params=params, json=body))
+        return _base.parse_answer(self._http.request(method, path, params=params, json=body))
 
     # events and types (server key)
 
@@ -101,7 +88,7 @@ class Client(ClientBase):
                 payload: Mapping[str, Any] | None = None,
                 idempotency_key: str | None = None) -> Accepted:
         """Publish one event; the answer means it is durable."""
-        body = event_body(type, actor, object, recipients, exclude, payload, idempotency_key)
+        body = _base.event_body(type, actor, object, recipients, exclude, payload, idempotency_key)
         return cast(Accepted, self._call("POST", "/v1/events", body=body))
 
     def publish_batch(self, events: Sequence[Mapping[str, Any]]) -> list[BatchItem]:
@@ -112,7 +99,8 @@ class Client(ClientBase):
     def retract(self, *, type: str | None = None, actor: str | None = None,
                 object: str | None = None) -> int:
         """Remove matching notifications from every inbox; returns how many."""
-        answer = self._call("POST", "/v1/retractions", body=retraction_body(type, actor, object))
+        body = _base.retraction_body(type, actor, object)
+        answer = self._call("POST", "/v1/retractions", body=body)
         return cast(int, answer["removed"])
 
     def types(self) -> list[EventTypeInfo]:
@@ -134,7 +122,8 @@ class Client(ClientBase):
 
     def report_bounce(self, address: str, *, reason: str | None = None) -> Bounce:
         """A hard bounce: mail to ``address`` stops (web delivery goes on)."""
-        return cast(Bounce, self._call("POST", "/v1/bounces", body=bounce_body(address, reason)))
+        body = _base.bounce_body(address, reason)
+        return cast(Bounce, self._call("POST", "/v1/bounces", body=body))
 
     def clear_bounce(self, address: str) -> Bounce:
         """``address`` works again: mail resumes."""
@@ -148,10 +137,10 @@ class Client(ClientBase):
                       cursor: str | None = None, locale: str | None = None
                       ) -> Page[Notification]:
         """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``."""
-        params = inbox_query(types, category, section, unread=unread, limit=limit,
+        params = _base.inbox_query(types, category, section, unread=unread, limit=limit,
                                cursor=cursor, locale=locale)
         return cast(Page[Notification],
-                    self._call("GET", user_path(user, "/notifications"), params=params))
+                    self._call("GET", _base.user_path(user, "/notifications"), params=params))
 
     def iter_notifications(self, *, user: str | None = None, types: Sequence[str] | None = None,
                            category: str | None = None, section: str | None = None,
@@ -170,8 +159,8 @@ class Client(ClientBase):
 
     def unread_count(self, *, user: str | None = None, types: Sequence[str] | None = None,
                      category: str | None = None, section: str | None = None) -> UnreadCount:
-        params = inbox_query(types, category, section)
-        path = user_path(user, "/notifications/unread-count")
+        params = _base.inbox_query(types, category, section)
+        path = _base.user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, self._call("GET", path, params=params))
 
     def mark_read(self, *, user: str | None = None, ids: Sequence[str] | None = None,
@@ -179,18 +168,18 @@ class Client(ClientBase):
                   types: Sequence[str] | None = None, category: str | None = None,
                   section: str | None = None) -> int:
         """Mark read by ``ids``, ``all=True`` (maybe narrowed) or ``match``; returns how many."""
-        body = read_body(ids, all, match, types, category, section)
-        answer = self._call("POST", user_path(user, "/notifications/read"), body=body)
+        body = _base.read_body(ids, all, match, types, category, section)
+        answer = self._call("POST", _base.user_path(user, "/notifications/read"), body=body)
         return cast(int, answer["updated"])
 
     def mark_unread(self, ids: Sequence[str], *, user: str | None = None) -> int:
-        path = user_path(user, "/notifications/unread")
+        path = _base.user_path(user, "/notifications/unread")
         return cast(int, self._call("POST", path, body={"ids": list(ids)})["updated"])
 
     def mark_seen(self, *, user: str | None = None, until: datetime | str | None = None) -> str:
         """Move the seen watermark (to now, or ``until``); returns where it is now."""
-        path = user_path(user, "/notifications/seen")
-        return cast(str, self._call("POST", path, body=seen_body(until))["seen_until"])
+        path = _base.user_path(user, "/notifications/seen")
+        return cast(str, self._call("POST", path, body=_base.seen_body(until))["seen_until"])
 
     def stream(self, *, user: str | None = None, locale: str | None = None,
                timeout: float | None = None) -> Iterator[SseEvent]:
@@ -198,15 +187,15 @@ class Client(ClientBase):
         ``("notification", item)``. With ``timeout``, iteration ends after that many seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        path = user_path(user, "/stream")
-        with self._http.stream("GET", path, params=query(locale=locale),
+        path = _base.user_path(user, "/stream")
+        with self._http.stream("GET", path, params=_base.query(locale=locale),
                                headers={"Accept": "text/event-stream"},
-                               timeout=stream_timeout(timeout)) as response:
+                               timeout=_base.stream_timeout(timeout)) as response:
             if not response.is_success:
                 response.read()
-                raise error_of(response)
-            timer = shut_at_deadline(response, timeout) if timeout is not None else None
-            parser = SseParser()
+                raise _base.error_of(response)
+            timer = _base.shut_at_deadline(response, timeout) if timeout is not None else None
+            parser = _base.SseParser()
             try:
                 for line in response.iter_lines():
                     if deadline is not None and time.monotonic() >= deadline:
@@ -225,53 +214,56 @@ class Client(ClientBase):
 
     def subscriptions(self, *, user: str | None = None, limit: int | None = None,
                       cursor: str | None = None) -> Page[Subscription]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[Subscription],
-                    self._call("GET", user_path(user, "/subscriptions"), params=params))
+                    self._call("GET", _base.user_path(user, "/subscriptions"), params=params))
 
     def add_subscription(self, *, user: str | None = None, type: str = "*", object: str = "*",
                          channels: Sequence[str] = ("web",)) -> str:
         """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``); returns the id."""
         body = {"type": type, "object": object, "channels": list(channels)}
-        return cast(str, self._call("POST", user_path(user, "/subscriptions"), body=body)["id"])
+        answer = self._call("POST", _base.user_path(user, "/subscriptions"), body=body)
+        return cast(str, answer["id"])
 
     def delete_subscription(self, subscription_id: str, *, user: str | None = None) -> None:
-        self._call("DELETE", user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}"))
+        path = _base.user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
+        self._call("DELETE", path)
 
     def follow(self, other: str, *, user: str | None = None) -> FollowState:
-        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        path = _base.user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, self._call("PUT", path))
 
     def unfollow(self, other: str, *, user: str | None = None) -> FollowState:
-        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        path = _base.user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, self._call("DELETE", path))
 
     def following(self, *, user: str | None = None, limit: int | None = None,
                   cursor: str | None = None) -> Page[Follow]:
         """The users this user follows."""
-        params = query(limit=limit, cursor=cursor)
-        return cast(Page[Follow], self._call("GET", user_path(user, "/follows"), params=params))
+        params = _base.query(limit=limit, cursor=cursor)
+        path = _base.user_path(user, "/follows")
+        return cast(Page[Follow], self._call("GET", path, params=params))
 
     def followers(self, *, user: str | None = None, limit: int | None = None,
                   cursor: str | None = None) -> Page[Follow]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[Follow],
-                    self._call("GET", user_path(user, "/followers"), params=params))
+                    self._call("GET", _base.user_path(user, "/followers"), params=params))
 
     def timeline(self, *, user: str | None = None, limit: int | None = None,
                  cursor: str | None = None) -> Page[TimelineEvent]:
         """Events of the users followed, newest first."""
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[TimelineEvent],
-                    self._call("GET", user_path(user, "/timeline"), params=params))
+                    self._call("GET", _base.user_path(user, "/timeline"), params=params))
 
     def get_preferences(self, *, user: str | None = None) -> Preferences:
-        return cast(Preferences, self._call("GET", user_path(user, "/preferences")))
+        return cast(Preferences, self._call("GET", _base.user_path(user, "/preferences")))
 
     def put_preferences(self, preferences: Mapping[str, Any], *, user: str | None = None
                         ) -> Preferences:
         """Replace the preferences (``email``, ``channels``, ``muted``, ``locale``)."""
-        path = user_path(user, "/preferences")
+        path = _base.user_path(user, "/preferences")
         return cast(Preferences, self._call("PUT", path, body=dict(preferences)))
 
     # operations
@@ -287,14 +279,14 @@ class Client(ClientBase):
         """The Prometheus text."""
         response = self._http.get("/metrics", headers={"Accept": "text/plain"})
         if not response.is_success:
-            raise error_of(response)
+            raise _base.error_of(response)
         return response.text
 
 
 # -- the asynchronous client ------------------------------------------------------------------
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(_base.ClientBase):
     """The asynchronous twin of :class:`Client` (same methods, awaited; ``stream`` is an
     async iterator: close it with ``contextlib.aclosing`` when leaving it early)."""
 
@@ -317,14 +309,14 @@ class AsyncClient(ClientBase):
 
     async def _call(self, method: str, path: str, *,
                     params: Mapping[str, str | int] | None = None, body: Any = None) -> Any:
-        return parse_answer(await self._http.request(method, path, params=params, json=body))
+        return _base.parse_answer(await self._http.request(method, path, params=params, json=body))
 
     async def publish(self, type: str, *, actor: str | None = None, object: str | None = None,
                       recipients: Sequence[str] | None = None,
                       exclude: Sequence[str] | None = None,
                       payload: Mapping[str, Any] | None = None,
                       idempotency_key: str | None = None) -> Accepted:
-        body = event_body(type, actor, object, recipients, exclude, payload, idempotency_key)
+        body = _base.event_body(type, actor, object, recipients, exclude, payload, idempotency_key)
         return cast(Accepted, await self._call("POST", "/v1/events", body=body))
 
     async def publish_batch(self, events: Sequence[Mapping[str, Any]]) -> list[BatchItem]:
@@ -334,7 +326,7 @@ class AsyncClient(ClientBase):
 
     async def retract(self, *, type: str | None = None, actor: str | None = None,
                       object: str | None = None) -> int:
-        body = retraction_body(type, actor, object)
+        body = _base.retraction_body(type, actor, object)
         return cast(int, (await self._call("POST", "/v1/retractions", body=body))["removed"])
 
     async def types(self) -> list[EventTypeInfo]:
@@ -354,7 +346,7 @@ class AsyncClient(ClientBase):
         return cast(Token, await self._call("POST", "/v1/tokens", body=body))
 
     async def report_bounce(self, address: str, *, reason: str | None = None) -> Bounce:
-        body = bounce_body(address, reason)
+        body = _base.bounce_body(address, reason)
         return cast(Bounce, await self._call("POST", "/v1/bounces", body=body))
 
     async def clear_bounce(self, address: str) -> Bounce:
@@ -366,10 +358,10 @@ class AsyncClient(ClientBase):
                             section: str | None = None, unread: bool | None = None,
                             limit: int | None = None, cursor: str | None = None,
                             locale: str | None = None) -> Page[Notification]:
-        params = inbox_query(types, category, section, unread=unread, limit=limit,
+        params = _base.inbox_query(types, category, section, unread=unread, limit=limit,
                                cursor=cursor, locale=locale)
         return cast(Page[Notification],
-                    await self._call("GET", user_path(user, "/notifications"), params=params))
+                    await self._call("GET", _base.user_path(user, "/notifications"), params=params))
 
     async def iter_notifications(self, *, user: str | None = None,
                                  types: Sequence[str] | None = None,
@@ -390,40 +382,41 @@ class AsyncClient(ClientBase):
     async def unread_count(self, *, user: str | None = None,
                            types: Sequence[str] | None = None, category: str | None = None,
                            section: str | None = None) -> UnreadCount:
-        params = inbox_query(types, category, section)
-        path = user_path(user, "/notifications/unread-count")
+        params = _base.inbox_query(types, category, section)
+        path = _base.user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, await self._call("GET", path, params=params))
 
     async def mark_read(self, *, user: str | None = None, ids: Sequence[str] | None = None,
                         all: bool = False, match: Mapping[str, str] | None = None,
                         types: Sequence[str] | None = None, category: str | None = None,
                         section: str | None = None) -> int:
-        body = read_body(ids, all, match, types, category, section)
-        answer = await self._call("POST", user_path(user, "/notifications/read"), body=body)
+        body = _base.read_body(ids, all, match, types, category, section)
+        answer = await self._call("POST", _base.user_path(user, "/notifications/read"), body=body)
         return cast(int, answer["updated"])
 
     async def mark_unread(self, ids: Sequence[str], *, user: str | None = None) -> int:
-        path = user_path(user, "/notifications/unread")
+        path = _base.user_path(user, "/notifications/unread")
         return cast(int, (await self._call("POST", path, body={"ids": list(ids)}))["updated"])
 
     async def mark_seen(self, *, user: str | None = None,
                         until: datetime | str | None = None) -> str:
-        path = user_path(user, "/notifications/seen")
-        return cast(str, (await self._call("POST", path, body=seen_body(until)))["seen_until"])
+        path = _base.user_path(user, "/notifications/seen")
+        answer = await self._call("POST", path, body=_base.seen_body(until))
+        return cast(str, answer["seen_until"])
 
     async def stream(self, *, user: str | None = None, locale: str | None = None,
                      timeout: float | None = None) -> AsyncIterator[SseEvent]:
         """See :meth:`Client.stream`."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        path = user_path(user, "/stream")
-        async with self._http.stream("GET", path, params=query(locale=locale),
+        path = _base.user_path(user, "/stream")
+        async with self._http.stream("GET", path, params=_base.query(locale=locale),
                                      headers={"Accept": "text/event-stream"},
-                                     timeout=stream_timeout(timeout)) as response:
+                                     timeout=_base.stream_timeout(timeout)) as response:
             if not response.is_success:
                 await response.aread()
-                raise error_of(response)
+                raise _base.error_of(response)
             lines = response.aiter_lines()
-            parser = SseParser()
+            parser = _base.SseParser()
             while True:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -441,53 +434,53 @@ class AsyncClient(ClientBase):
 
     async def subscriptions(self, *, user: str | None = None, limit: int | None = None,
                             cursor: str | None = None) -> Page[Subscription]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[Subscription],
-                    await self._call("GET", user_path(user, "/subscriptions"), params=params))
+                    await self._call("GET", _base.user_path(user, "/subscriptions"), params=params))
 
     async def add_subscription(self, *, user: str | None = None, type: str = "*",
                                object: str = "*", channels: Sequence[str] = ("web",)) -> str:
         body = {"type": type, "object": object, "channels": list(channels)}
-        answer = await self._call("POST", user_path(user, "/subscriptions"), body=body)
+        answer = await self._call("POST", _base.user_path(user, "/subscriptions"), body=body)
         return cast(str, answer["id"])
 
     async def delete_subscription(self, subscription_id: str, *,
                                   user: str | None = None) -> None:
-        path = user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
+        path = _base.user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
         await self._call("DELETE", path)
 
     async def follow(self, other: str, *, user: str | None = None) -> FollowState:
-        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        path = _base.user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, await self._call("PUT", path))
 
     async def unfollow(self, other: str, *, user: str | None = None) -> FollowState:
-        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        path = _base.user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, await self._call("DELETE", path))
 
     async def following(self, *, user: str | None = None, limit: int | None = None,
                         cursor: str | None = None) -> Page[Follow]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[Follow],
-                    await self._call("GET", user_path(user, "/follows"), params=params))
+                    await self._call("GET", _base.user_path(user, "/follows"), params=params))
 
     async def followers(self, *, user: str | None = None, limit: int | None = None,
                         cursor: str | None = None) -> Page[Follow]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[Follow],
-                    await self._call("GET", user_path(user, "/followers"), params=params))
+                    await self._call("GET", _base.user_path(user, "/followers"), params=params))
 
     async def timeline(self, *, user: str | None = None, limit: int | None = None,
                        cursor: str | None = None) -> Page[TimelineEvent]:
-        params = query(limit=limit, cursor=cursor)
+        params = _base.query(limit=limit, cursor=cursor)
         return cast(Page[TimelineEvent],
-                    await self._call("GET", user_path(user, "/timeline"), params=params))
+                    await self._call("GET", _base.user_path(user, "/timeline"), params=params))
 
     async def get_preferences(self, *, user: str | None = None) -> Preferences:
-        return cast(Preferences, await self._call("GET", user_path(user, "/preferences")))
+        return cast(Preferences, await self._call("GET", _base.user_path(user, "/preferences")))
 
     async def put_preferences(self, preferences: Mapping[str, Any], *,
                               user: str | None = None) -> Preferences:
-        path = user_path(user, "/preferences")
+        path = _base.user_path(user, "/preferences")
         return cast(Preferences, await self._call("PUT", path, body=dict(preferences)))
 
     async def healthz(self) -> dict[str, str]:
@@ -499,7 +492,7 @@ class AsyncClient(ClientBase):
     async def metrics(self) -> str:
         response = await self._http.get("/metrics", headers={"Accept": "text/plain"})
         if not response.is_success:
-            raise error_of(response)
+            raise _base.error_of(response)
         return response.text
 
 

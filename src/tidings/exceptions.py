@@ -15,7 +15,9 @@ The tree::
     ├── IdempotencyConflict         same idempotency key, different body
     ├── StoreUnavailable            a backend cannot be reached (maps to 503)
     ├── SchemaOutOfDate             the database needs ``tidings migrate``
-    └── JobError                    a job handler failed (retried by the worker)
+    ├── JobError                    a job handler failed (retried by the worker)
+    └── ApiError                    the HTTP API answered an error (``tidings.client_base``,
+                                    raised by :mod:`tidings.client`)
 
 Each :class:`InvalidInput` names the offending ``field`` so an API can point at it.
 """

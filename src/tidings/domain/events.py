@@ -103,7 +103,9 @@ def validate_event(event: Event, limits: Limits) -> str:
     if not isinstance(event.payload, Mapping):
         raise InvalidInput("payload must be a JSON object", field="payload")
     try:
-        text = json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False)
+        # NaN and Infinity are not JSON: stored, they would reach clients as invalid JSON
+        text = json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"payload is not JSON-serialisable: {exc}", field="payload") from None
     size = len(text.encode())

@@ -1,0 +1,125 @@
+"""The Python client on its own, against ``httpx.MockTransport``: how it spells requests, reads
+errors and parses Server-Sent Events. ``test_api.py`` drives it against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+import tidings.client
+from tidings.client import ApiError, AsyncClient, Client
+from tidings.client_base import SseParser, user_path
+from tidings.exceptions import TidingsError
+
+EVERYTHING = {"items": [], "next_cursor": None, "updated": 1, "id": "1", "status": "accepted"}
+
+
+def mock(answer: httpx.Response | None = None) -> tuple[list[httpx.Request], httpx.MockTransport]:
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answer if answer is not None else httpx.Response(200, json=EVERYTHING)
+
+    return seen, httpx.MockTransport(handle)
+
+
+def test_user_none_means_me_and_ids_are_escaped() -> None:
+    assert user_path(None, "/timeline") == "/v1/me/timeline"
+    assert user_path("bob", "/timeline") == "/v1/users/bob/timeline"
+    assert user_path("..", "") == "/v1/users/%2E%2E"
+    assert user_path("a/b", "") == "/v1/users/a%2Fb"
+    assert user_path("x:y@z.org", "") == "/v1/users/x%3Ay%40z.org"
+
+
+def test_requests_carry_the_token_and_the_documented_spelling() -> None:
+    seen, transport = mock()
+    with Client("http://tidings.test/", "tok", transport=transport) as client:
+        client.notifications(user="bob", types=["a", "b"], unread=False, limit=5)
+        client.mark_read(match={"actor": "alice"})
+        client.mark_read(all=True, section="alert")
+        client.publish("mention", actor="alice", recipients=("bob",))
+    listing, by_match, all_read, publish = seen
+    assert listing.headers["authorization"] == "Bearer tok"
+    assert listing.url.path == "/v1/users/bob/notifications"
+    assert dict(listing.url.params) == {"types": "a,b", "unread": "false", "limit": "5"}
+    assert (by_match.url.path, json.loads(by_match.content)) == (
+        "/v1/me/notifications/read", {"match": {"actor": "alice"}})
+    assert json.loads(all_read.content) == {"all": True, "section": "alert"}
+    assert json.loads(publish.content) == {"type": "mention", "actor": "alice",
+                                           "recipients": ["bob"]}
+
+
+def test_errors_raise_api_error_with_the_body_and_retry_after() -> None:
+    body = {"error": {"code": "rate_limited", "message": "slow down",
+                      "details": [{"field": "type", "message": "x"}]}}
+    _, transport = mock(httpx.Response(429, json=body, headers={"Retry-After": "3",
+                                                                "X-Request-Id": "r1"}))
+    with Client("http://tidings.test", "k", transport=transport) as client, \
+            pytest.raises(ApiError) as caught:
+        client.publish("mention")
+    error = caught.value
+    assert isinstance(error, TidingsError)
+    assert (error.status, error.code, error.message) == (429, "rate_limited", "slow down")
+    assert error.details == [{"field": "type", "message": "x"}]
+    assert (error.retry_after, error.request_id) == (3.0, "r1")
+    assert str(error) == "429 rate_limited: slow down"
+
+
+def test_an_error_that_is_not_the_api_shape_still_raises() -> None:
+    _, transport = mock(httpx.Response(502, text="<html>bad gateway</html>"))
+    with Client("http://tidings.test", "k", transport=transport) as client, \
+            pytest.raises(ApiError) as caught:
+        client.healthz()
+    assert (caught.value.status, caught.value.code) == (502, "http_502")
+    assert "bad gateway" in caught.value.message
+
+
+def test_sse_frames_become_event_data_pairs() -> None:
+    parser = SseParser()
+    lines = ["retry: 2000", "", ": keepalive", "", "event: unread", 'data: {"count": 1,',
+             'data: "display": "1"}', "", "data: plain text", "", "event: empty", ""]
+    frames = [frame for line in lines if (frame := parser.feed(line)) is not None]
+    assert frames == [("unread", {"count": 1, "display": "1"}), ("message", "plain text")]
+
+
+def test_stream_reads_events_over_a_mock_transport() -> None:
+    text = 'event: unread\ndata: {"count": 0, "display": "0"}\n\n'
+    _, transport = mock(httpx.Response(200, text=text,
+                                       headers={"content-type": "text/event-stream"}))
+    with Client("http://tidings.test", "k", transport=transport) as client:
+        assert list(client.stream(timeout=5)) == [("unread", {"count": 0, "display": "0"})]
+
+
+def test_async_client_has_the_same_methods() -> None:
+    public = {name for name in dir(Client) if not name.startswith("_")} - {"close"}
+    assert public == {name for name in dir(AsyncClient) if not name.startswith("_")} - {
+        "aclose"}
+
+    async def run() -> Any:
+        seen: list[httpx.Request] = []
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            return httpx.Response(200, json={"count": 2, "display": "2"})
+
+        async with AsyncClient("http://tidings.test", "k",
+                               transport=httpx.MockTransport(handle)) as client:
+            answer = await client.unread_count(user="bob", section="message")
+        return answer, seen[0]
+
+    answer, request = asyncio.run(run())
+    assert answer == {"count": 2, "display": "2"}
+    assert request.url.path == "/v1/users/bob/notifications/unread-count"
+    assert dict(request.url.params) == {"section": "message"}
+
+
+def test_all_names_are_exported() -> None:
+    public = {name for name, value in vars(tidings.client).items()
+              if not name.startswith("_") and isinstance(value, type)
+              and value.__module__.startswith("tidings.client")}
+    assert public == set(tidings.client.__all__) - {"Preferences", "SseEvent"}
