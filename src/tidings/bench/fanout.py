@@ -49,6 +49,7 @@ class FanoutSettings:
     store: str | None
     subscribers: tuple[int, ...]
     workers: tuple[int, ...]
+    scale: float = 1.0
     rounds: int = 3
     chunk_size: int = 5000
     poll: float = 0.01
@@ -122,7 +123,8 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
             procs.check_alive()
         if time.monotonic() > deadline:
             raise BenchFailure(f"fan-out to {subscribers:,} not done after {settings.timeout} s")
-        time.sleep(0.002)
+        # Within 1 % of the elapsed time, without the poll itself taking the workers' CPU.
+        time.sleep(min(0.02, max(0.002, (time.perf_counter() - started) / 100)))
     seconds = time.perf_counter() - started
     progress.update(task, completed=subscribers)
     with t.db.read() as conn:
@@ -140,8 +142,11 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with BenchStore(settings.store) as store:
         workers = settings.workers
-        if store.backend == "sqlite":
-            workers = (1,)  # one writer at a time: more processes would only queue on the lock
+        notes: list[str] = []
+        if store.backend == "sqlite" and workers != (1,):
+            # One writer at a time: more processes would only queue on the lock.
+            workers = (1,)
+            notes.append("SQLite has one writer: ran with 1 worker process only")
         t = Tidings(Config(database_url=store.url, chunk_size=settings.chunk_size), pool_size=2)
         try:
             overall = progress.add_task("fan-out runs", total=len(settings.subscribers)
@@ -174,6 +179,7 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
         "settings": {**{k: v for k, v in asdict(settings).items() if k != "store"},
                      "workers": list(workers)},
         "environment": environment(),
+        "notes": notes,
         "results": results,
     }
 

@@ -22,6 +22,7 @@ users, and ``mark_all_read`` of distinct users, after which their read markers a
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -58,7 +59,7 @@ class InboxSettings:
     store: str | None
     scale: float = 0.01
     rounds: int = 3
-    ops: int = 1000
+    ops: int = 300
     seed: int = 1
 
 
@@ -113,6 +114,7 @@ def bench_types() -> list[EventType]:
 
 def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str, Any]:
     """Publish events until ``target`` notifications are due, deliver them, read 30 %."""
+    started = time.perf_counter()
     task = progress.add_task("registering users", total=len(world.users))
     for user in world.users:
         t.add_user(user, read_up_to=0)
@@ -161,7 +163,8 @@ def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str,
     if rows != due:
         raise BenchFailure(f"{rows:,} notifications delivered, {due:,} due")
     return {"users": len(world.users), "events": events, "notifications": rows,
-            "bundles": bases, "read_share": round(read / rows, 3) if rows else 0.0}
+            "bundles": bases, "read_share": round(read / rows, 3) if rows else 0.0,
+            "load_seconds": round(time.perf_counter() - started, 2)}
 
 
 def save_markers(t: Tidings) -> list[dict[str, Any]]:
@@ -238,6 +241,7 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
         "backend": backend,
         "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
         "environment": environment(),
+        "notes": [],
         "data": data,
         "results": figures,
     }

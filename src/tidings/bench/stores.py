@@ -27,7 +27,7 @@ from tidings.store.sql.schema import metadata
 
 def redacted(url: str) -> str:
     """``url`` with any password masked, for tables and JSON."""
-    return make_url(normalise_url(url)).render_as_string(hide_password=True)
+    return make_url(url).render_as_string(hide_password=True)
 
 
 class BenchStore:
@@ -84,9 +84,8 @@ class BenchStore:
                 self._admin(f"CREATE DATABASE {quoted}{extra}")
             except DBAPIError as exc:
                 first = str(exc.orig).strip().splitlines()[0] if str(exc.orig) else "error"
-                raise ConfigError(
-                    f"--store: cannot create a database on {redacted(self._admin_url)} "
-                    f"(the bench needs CREATE DATABASE): {first}") from None
+                raise ConfigError(f"--store: cannot create a database on "
+                                  f"{redacted(self.requested)}: {first}") from None
         self._created = True
         upgrade(self.url)
 
@@ -128,6 +127,8 @@ class BenchStore:
 
     def empty_tables(self, db: Database, *, keep: Collection[str] = ()) -> None:
         """Delete every row of every tidings table except those in ``keep``."""
+        if make_url(db.url).database != make_url(normalise_url(self.url)).database:
+            raise ValueError(f"{redacted(db.url)} is not this bench's store")
         with db.read() as conn:
             present = set(inspect(conn).get_table_names())
         names = [t.name for t in reversed(metadata.sorted_tables)

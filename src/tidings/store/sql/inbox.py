@@ -14,13 +14,16 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     and_,
+    bindparam,
     delete,
     false,
     func,
+    literal,
     or_,
     select,
     true,
     tuple_,
+    union_all,
     update,
 )
 
@@ -161,8 +164,12 @@ def deliver(db: Database, conn: Connection, event: StoredEvent, *, category: str
                 if newest is None or (row.created_at, row.event_id) > (
                         newest.created_at, newest.event_id):
                     bases[row.user_id] = row
+        # The chunk's ids go in as literals: a prepared statement's generic plan on PostgreSQL
+        # filters rows with an unhashed IN list, which made each chunk of a big fan-out cost
+        # (rows of the event so far) x (chunk size) comparisons.
         existing.update(r[0] for r in conn.execute(
-            select(n.user_id).where(n.event_id == event.id, n.user_id.in_(part))))
+            select(n.user_id).where(n.event_id == event.id, n.user_id.in_(
+                bindparam("chunk_users", part, expanding=True, literal_execute=True)))))
     fresh = [u for u in candidates if u not in existing]
     if not fresh:
         return []
@@ -350,18 +357,31 @@ def list_base_rows(conn: Connection, user: str, filters: Filters, markers: Marke
 
 
 def group_info(conn: Connection, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
-    """Member count and newest distinct actors per display group, read with a LIMIT."""
+    """Member count and newest distinct actors per display group: each group's newest
+    ``ACTOR_SCAN`` members through the display index, all groups in one round trip."""
+    if not groups:
+        return {}
+    parts = []
+    for group in dict.fromkeys(groups):
+        newest = (
+            select(n.actor, n.created_at, n.event_id)
+            .where(n.user_id == user, n.display_hash == group)
+            .order_by(n.created_at.desc(), n.event_id.desc()).limit(ACTOR_SCAN).subquery()
+        )
+        parts.append(select(literal(group).label("grp"), newest.c.actor, newest.c.created_at,
+                            newest.c.event_id))
+    rows = conn.execute(union_all(*parts) if len(parts) > 1 else parts[0]).all()
+    by_group: dict[str, list[Any]] = {}
+    for row in rows:
+        by_group.setdefault(row.grp, []).append(row)
     info: dict[str, GroupInfo] = {}
-    for group in groups:
-        rows = conn.execute(
-            select(n.actor).where(n.user_id == user, n.display_hash == group)
-            .order_by(n.created_at.desc(), n.event_id.desc()).limit(ACTOR_SCAN)
-        ).all()
+    for group, members in by_group.items():
+        members.sort(key=lambda r: (r.created_at, r.event_id), reverse=True)
         actors: list[str] = []
-        for row in rows:
-            if row.actor is not None and row.actor not in actors:
-                actors.append(row.actor)
-        info[group] = GroupInfo(count=len(rows), actors=actors, distinct_actors=len(actors))
+        for member in members:
+            if member.actor is not None and member.actor not in actors:
+                actors.append(member.actor)
+        info[group] = GroupInfo(count=len(members), actors=actors, distinct_actors=len(actors))
     return info
 
 

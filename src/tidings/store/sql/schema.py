@@ -152,7 +152,8 @@ notifications = Table(
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at"),
     Index(None, "user_id", "bundle_hash", "bundle_base"),
     Index(None, "user_id", "display_hash", "created_at"),
-    Index(None, "event_id"),
+    # (event, user): "who already has this event?" in fan-out, and retraction, by index only
+    Index(None, "event_id", "user_id"),
     **MYSQL,
 )
 
