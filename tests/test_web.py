@@ -63,6 +63,7 @@ class Site:
         self.tidings = tidings
         self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"})
         self.auth = Authenticator((KEY,), SECRET)
+        self.contexts: list[Any] = []
 
     def token(self, user: str) -> str:
         return self.auth.mint(user, 3600)[0]
@@ -81,7 +82,10 @@ def site(sqlite_stores: SqliteStores) -> Iterator[Site]:
     app = create_app(tidings, api_keys=(KEY,), token_secret=SECRET, run_worker=True,
                      stream_interval=0.2)
     with LiveServer(app) as server:
-        yield Site(server.url, tidings)
+        site = Site(server.url, tidings)
+        yield site
+        for context in site.contexts:  # close the pages' streams before the server stops
+            context.close()
     tidings.close()
     sqlite_stores.drop(url)
 
@@ -93,6 +97,7 @@ def shot(page: Any, name: str) -> None:
 
 def open_inbox(browser: Any, site: Site, user: str, *, width: int = 1024) -> Any:
     context = browser.new_context(viewport={"width": width, "height": 800})
+    site.contexts.append(context)
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))

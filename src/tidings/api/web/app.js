@@ -197,10 +197,11 @@
 
   // -- preferences ----------------------------------------------------------------------------
   async function showPreferences() {
+    // load first, then show the form: nothing typed can be overwritten by a late answer
+    const [prefs, types] = await Promise.all([api("/v1/me/preferences"), api("/v1/types")]);
     mount("preferences");
     const form = document.getElementById("prefs");
     const status = document.getElementById("prefs-status");
-    const [prefs, types] = await Promise.all([api("/v1/me/preferences"), api("/v1/types")]);
     const $ = (id) => document.getElementById(id);
     $("email").value = prefs.email.address || "";
     $("frequency").value = prefs.email.frequency;
