@@ -82,6 +82,10 @@ class Database:
                 kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4"}
                 kwargs["isolation_level"] = "READ COMMITTED"
         self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.backend == "postgresql":
+            # executemany as multi-row INSERT … VALUES statements (pymysql rewrites its own),
+            # not one statement per row
+            self.engine.dialect.use_insertmanyvalues_wo_returning = True
         if self.backend == "sqlite":
             self._set_up_sqlite()
 
