@@ -18,12 +18,10 @@ from sqlalchemy import (
     delete,
     false,
     func,
-    literal,
     or_,
     select,
     true,
     tuple_,
-    union_all,
     update,
 )
 
@@ -356,27 +354,33 @@ def list_base_rows(conn: Connection, user: str, filters: Filters, markers: Marke
     return [InboxRow(**row._mapping) for row in conn.execute(query)]
 
 
+def _group_members_query() -> Any:
+    """The newest ``ACTOR_SCAN`` members of each of a user's display groups, in one statement
+    built once (so its compiled form is cached): a window over the display index."""
+    ranked = select(
+        n.display_hash, n.actor, n.created_at, n.event_id,
+        func.row_number().over(partition_by=n.display_hash,
+                               order_by=(n.created_at.desc(), n.event_id.desc())).label("rank"),
+    ).where(n.user_id == bindparam("user"),
+            n.display_hash.in_(bindparam("groups", expanding=True))).subquery()
+    return select(ranked.c.display_hash, ranked.c.actor, ranked.c.rank).where(
+        ranked.c.rank <= ACTOR_SCAN)
+
+
+GROUP_MEMBERS = _group_members_query()
+
+
 def group_info(conn: Connection, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
-    """Member count and newest distinct actors per display group: each group's newest
-    ``ACTOR_SCAN`` members through the display index, all groups in one round trip."""
+    """Member count (up to ``ACTOR_SCAN``) and newest distinct actors per display group."""
     if not groups:
         return {}
-    parts = []
-    for group in dict.fromkeys(groups):
-        newest = (
-            select(n.actor, n.created_at, n.event_id)
-            .where(n.user_id == user, n.display_hash == group)
-            .order_by(n.created_at.desc(), n.event_id.desc()).limit(ACTOR_SCAN).subquery()
-        )
-        parts.append(select(literal(group).label("grp"), newest.c.actor, newest.c.created_at,
-                            newest.c.event_id))
-    rows = conn.execute(union_all(*parts) if len(parts) > 1 else parts[0]).all()
+    rows = conn.execute(GROUP_MEMBERS, {"user": user, "groups": list(dict.fromkeys(groups))})
     by_group: dict[str, list[Any]] = {}
     for row in rows:
-        by_group.setdefault(row.grp, []).append(row)
+        by_group.setdefault(row.display_hash, []).append(row)
     info: dict[str, GroupInfo] = {}
     for group, members in by_group.items():
-        members.sort(key=lambda r: (r.created_at, r.event_id), reverse=True)
+        members.sort(key=lambda r: r.rank)
         actors: list[str] = []
         for member in members:
             if member.actor is not None and member.actor not in actors:
