@@ -236,8 +236,12 @@ def _logging(json_logs: bool) -> None:
 
         class JsonFormatter(logging.Formatter):
             def format(self, record: logging.LogRecord) -> str:
-                return json.dumps({"time": self.formatTime(record), "level": record.levelname,
-                                   "logger": record.name, "message": record.getMessage()})
+                entry = {"time": self.formatTime(record), "level": record.levelname,
+                         "logger": record.name, "message": record.getMessage()}
+                request_id = getattr(record, "request_id", None)
+                if request_id is not None:
+                    entry["request_id"] = request_id
+                return json.dumps(entry)
 
         handler.setFormatter(JsonFormatter())
     else:

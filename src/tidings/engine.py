@@ -152,6 +152,7 @@ class Tidings:
             webhook.WEBHOOK: webhook.run,
         }
         self.counters = _Counters()
+        self.queue.on_enqueue = lambda count: self.observe("job_queued", count)
         # observers of (metric name, value): the API turns them into Prometheus metrics
         self.listeners: list[Callable[[str, float], None]] = []
 

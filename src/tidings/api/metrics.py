@@ -20,6 +20,8 @@ class Metrics:
             "tidings_fanout_duration_seconds", "Time a fan-out job (or chunk) took",
             registry=self.registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+        self.emails_sent = Counter(
+            "tidings_emails_sent", "Mails handed to the SMTP server", registry=self.registry)
         self.marked_read = Counter(
             "tidings_notifications_read", "Display groups marked read", registry=self.registry)
         self.marked_seen = Counter(

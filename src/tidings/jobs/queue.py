@@ -11,7 +11,7 @@ number of machines share one queue; SQLite has a single writer and needs nothing
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,8 @@ class JobQueue:
         self.max_attempts = max_attempts
         self.backoff_us = int(backoff_seconds * SECOND)
         self.max_backoff_us = int(max_backoff_seconds * SECOND)
+        # told how many jobs each enqueue added (metrics); set by the engine
+        self.on_enqueue: Callable[[int], None] | None = None
 
     # -- enqueue ------------------------------------------------------------------------------
 
@@ -99,6 +101,8 @@ class JobQueue:
             self.db.insert_many(conn, jobs, plain)
         if keyed:
             self.db.insert_many(conn, jobs, keyed, ignore=True)
+        if self.on_enqueue is not None:
+            self.on_enqueue(len(rows))
 
     # -- claim --------------------------------------------------------------------------------
 
