@@ -183,6 +183,14 @@ def _pydantic_message(exc: ValueError) -> str:
     return str(exc)
 
 
+# The page is HTML, but a bad link answers with the JSON error (a "model" here would be
+# published as text/html, the route's own media type).
+BAD_LINK: dict[int | str, dict[str, Any]] = {404: {
+    "description": "Not a valid unsubscribe link.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+}}
+
+
 def build_mail_router() -> APIRouter:
     router = APIRouter(tags=["email"])
 
@@ -198,7 +206,7 @@ def build_mail_router() -> APIRouter:
         return user
 
     @router.get("/v1/unsubscribe/{token}", response_class=HTMLResponse,
-                responses={404: {"model": s.ErrorResponse}})
+                responses=BAD_LINK)
     async def unsubscribe_page(token: Annotated[str, UNSUBSCRIBE_TOKEN], state: State
                                ) -> HTMLResponse:
         """A page with an Unsubscribe button; opening the link changes nothing."""
@@ -206,7 +214,7 @@ def build_mail_router() -> APIRouter:
         return HTMLResponse(_unsubscribe_html(user, done=False))
 
     @router.post("/v1/unsubscribe/{token}", response_class=HTMLResponse,
-                 responses={404: {"model": s.ErrorResponse}})
+                 responses=BAD_LINK)
     async def unsubscribe(token: Annotated[str, UNSUBSCRIBE_TOKEN], state: State
                           ) -> HTMLResponse:
         """One-click unsubscribe (RFC 8058): no more notification mail to this user."""
@@ -320,6 +328,8 @@ def _observe(metrics: Metrics, name: str, value: float) -> None:
         metrics.notifications_written.inc(value)
     elif name == "fanout_seconds":
         metrics.fanout_seconds.observe(value)
+    elif name == "emails_sent":
+        metrics.emails_sent.inc(value)
     elif name.startswith("job_"):
         metrics.jobs.labels(name[4:]).inc(value)
 

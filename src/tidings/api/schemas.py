@@ -31,6 +31,12 @@ SUBSCRIPTION_ID = Path(pattern=ROW_ID)
 NotificationId = Annotated[str, StringConstraints(pattern=ROW_ID)]
 OTHER = Path(pattern=r"^[A-Za-z0-9_.:@-]{1,255}$")
 Section = Literal["alert", "message"]
+# Control characters and spaces, spelt out: ``\s`` differs between the server's regex engine
+# (Rust: Unicode White_Space, U+0085 too) and JSON Schema's (ECMA-262: U+FEFF too, U+0085
+# not), so a pattern with ``\s`` would publish another rule than the one it checks.
+INVISIBLE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+VISIBLE = rf"[^{INVISIBLE}]"
+NOT_AT = rf"[^@{INVISIBLE}]"
 
 
 Audience = Literal["recipients", "object_subscribers", "actor_followers"]
@@ -341,7 +347,7 @@ class TimelinePage(BaseModel):
 
 class EmailPreferences(Strict):
     address: Annotated[str, StringConstraints(
-        max_length=254, pattern=r"^[^@\s\x00-\x1f]{1,64}@[A-Za-z0-9.-]{1,189}\.[A-Za-z]{2,63}$",
+        max_length=254, pattern=rf"^{NOT_AT}{{1,64}}@[A-Za-z0-9.-]{{1,189}}\.[A-Za-z]{{2,63}}$",
     )] | None = None
     frequency: Literal["immediate", "daily", "weekly", "never"] = "immediate"
     timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
@@ -355,7 +361,7 @@ class Muted(Strict):
 
 
 class WebhookPreferences(Strict):
-    url: Annotated[str, StringConstraints(max_length=1024, pattern=r"^https?://[^\s]+$")
+    url: Annotated[str, StringConstraints(max_length=1024, pattern=rf"^https?://{VISIBLE}+$")
                    ] | None = Field(None, description="POST target of the webhook channel.")
 
 
@@ -372,7 +378,7 @@ class Preferences(Strict):
 
 class BounceIn(Strict):
     address: Annotated[str, StringConstraints(min_length=3, max_length=254,
-                                              pattern=r"^[^@\s]+@[^@\s]+$")]
+                                              pattern=rf"^{NOT_AT}+@{NOT_AT}+$")]
     reason: Annotated[str, StringConstraints(max_length=255)] = "hard bounce"
 
 

@@ -11,11 +11,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tidings.bench import BenchFailure
 from tidings.bench import fanout as fanout_workload
+from tidings.bench import http as http_workload
 from tidings.bench import inbox as inbox_workload
 from tidings.bench.report import write_json
 from tidings.config import Config
@@ -56,9 +58,11 @@ def _run(work: Callable[[S, Progress], dict[str, Any]], settings: S,
         with progress:
             result = work(settings, progress)
     except BenchFailure as exc:
-        err.print(f"[red]bench failed:[/red] {exc}")
+        err.print(f"[red]bench failed:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from None
     console.print(table(result))
+    for note in result.get("notes", []):
+        err.print(f"note: {note}")
     if json_file is not None:
         write_json(json_file, result)
         err.print(f"wrote {json_file}")
@@ -83,7 +87,7 @@ def fanout(
     """W3: one event to N followers; deliveries/s and time until every inbox row is written."""
     settings = fanout_workload.FanoutSettings(
         store=store, subscribers=_counts(subscribers, "--subscribers", scale),
-        workers=_counts(workers, "--workers"), rounds=rounds,
+        workers=_counts(workers, "--workers"), scale=scale, rounds=rounds,
         chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll)
     _run(fanout_workload.run, settings, fanout_workload.table, json_file)
 
@@ -94,7 +98,7 @@ def inbox(
     scale: Annotated[float, typer.Option(
         min=0.0001, help="1.0 = 10,000 users and 1,000,000 notifications.")] = 0.01,
     rounds: RoundsOption = 3,
-    ops: Annotated[int, typer.Option(min=1, help="Requests per figure per round.")] = 1000,
+    ops: Annotated[int, typer.Option(min=1, help="Requests per figure per round.")] = 300,
     seed: Annotated[int, typer.Option(help="Random seed for the data and the requests.")] = 1,
     json_file: JsonOption = None,
 ) -> None:
@@ -102,3 +106,27 @@ def inbox(
     settings = inbox_workload.InboxSettings(store=store, scale=scale, rounds=rounds, ops=ops,
                                             seed=seed)
     _run(inbox_workload.run, settings, inbox_workload.table, json_file)
+
+
+@bench_app.command()
+def http(
+    store: StoreOption = None,
+    scale: Annotated[float, typer.Option(
+        min=0.0001, help="The W2 data set: 1.0 = 10,000 users and 1,000,000 notifications."
+    )] = 0.01,
+    seconds: Annotated[float, typer.Option(
+        min=0.1, max=600, help="Seconds each figure is timed, per round.")] = 3.0,
+    rounds: RoundsOption = 3,
+    concurrency: Annotated[int, typer.Option(
+        min=1, max=1024, help="Connections the load generator keeps busy.")] = 8,
+    processes: Annotated[int, typer.Option(
+        min=1, max=64, help="Server processes (`tidings serve --workers`).")] = 2,
+    seed: Annotated[int, typer.Option(help="Random seed for the data and the requests.")] = 1,
+    json_file: JsonOption = None,
+) -> None:
+    """W4: unread counts, first pages and publishing per second through `tidings serve` on
+    loopback (a separate worker process fans out)."""
+    settings = http_workload.HttpSettings(store=store, scale=scale, seconds=seconds,
+                                          rounds=rounds, concurrency=concurrency,
+                                          processes=processes, seed=seed)
+    _run(http_workload.run, settings, http_workload.table, json_file)

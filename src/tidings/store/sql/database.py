@@ -74,12 +74,18 @@ class Database:
             kwargs["max_overflow"] = pool_size * 2
             kwargs["pool_recycle"] = 1800
             if self.backend == "postgresql":
-                kwargs["connect_args"] = {"connect_timeout": 5}
+                # a store that stops answering (packets dropped, not refused) must become a
+                # 503, not a hang: TCP keepalives and a statement timeout bound the wait
+                kwargs["connect_args"] = {
+                    "connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10,
+                    "keepalives_interval": 5, "keepalives_count": 3,
+                    "options": "-c statement_timeout=120000"}
                 # psycopg 3 forgets an INSERT's rowcount once SQLAlchemy closes the cursor, so
                 # "was this row new?" (INSERT … ON CONFLICT DO NOTHING) would always say no.
                 kwargs["execution_options"] = {"preserve_rowcount": True}
             else:
-                kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4"}
+                kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4",
+                                          "read_timeout": 120, "write_timeout": 120}
                 kwargs["isolation_level"] = "READ COMMITTED"
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.backend == "postgresql":

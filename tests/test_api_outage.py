@@ -1,0 +1,260 @@
+"""A store outage through a real server: 503 with ``Retry-After`` while PostgreSQL is away (never
+a 500), recovery without a restart once it is back, and no event that got a 202 lost.
+
+The app talks to PostgreSQL through :class:`TcpProxy`, a loopback TCP relay the test can cut:
+:meth:`TcpProxy.stop` closes its port and resets every relayed connection (what the app sees
+when the database crashes or restarts), :meth:`TcpProxy.start` opens the same port again.
+Clients keep publishing and reading throughout, as real ones would: a publisher retries each
+event after a 503 with the same ``idempotency_key``, so every event is eventually accepted once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+from engines import TYPES
+from servers import serve, wait_for
+from stores import PostgresStores
+from tidings.api.app import create_app
+from tidings.config import Config
+from tidings.engine import Tidings
+from tidings.store.sql.schema import events, notifications
+
+SERVER_KEY = "outage-test-key"
+AUTH = {"Authorization": f"Bearer {SERVER_KEY}"}
+USERS = [f"user{i}" for i in range(7)]
+HEALTHY_SECONDS = 1.5
+OUTAGE_SECONDS = 3.0
+RECOVERY_TIMEOUT = 30.0
+
+
+class TcpProxy:
+    """Relays connections from a loopback port to ``upstream``; can be cut and restored."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port: int = probe.getsockname()[1]
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._running = threading.Event()
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        listener.settimeout(0.05)
+        self._listener = listener
+        self._running.set()
+        threading.Thread(target=self._accept, args=(listener,), daemon=True,
+                         name="proxy-accept").start()
+
+    def stop(self) -> None:
+        """Refuse new connections and reset the open ones."""
+        self._running.clear()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            cut, self._sockets = self._sockets, set()
+        for sock in cut:
+            # shutdown, not just close: a pump thread blocked in recv() keeps a closed socket
+            # open (and its peer waiting forever); shutdown wakes it and tells the peer at once.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._running.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            for sock in (client, server):
+                sock.settimeout(None)
+            with self._lock:
+                if not self._running.is_set():  # stopped while this one was being accepted
+                    client.close()
+                    server.close()
+                    return
+                self._sockets |= {client, server}
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+
+@dataclass
+class Traffic:
+    """What the clients saw: every status (with its Retry-After) and the events accepted."""
+
+    answers: list[tuple[str, int, str | None]] = field(default_factory=list)
+    accepted: dict[int, str] = field(default_factory=dict)  # event number -> id
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, what: str, response: httpx.Response) -> None:
+        with self.lock:
+            self.answers.append((what, response.status_code,
+                                 response.headers.get("retry-after")))
+
+    def statuses(self) -> set[int]:
+        with self.lock:
+            return {status for _, status, _ in self.answers}
+
+
+def publisher(base_url: str, traffic: Traffic, stop: threading.Event) -> None:
+    """Publish events one after another; after a 503, send the same event again."""
+    with httpx.Client(base_url=base_url, headers=AUTH, timeout=30) as client:
+        number = 0
+        while not stop.is_set():
+            body = {"type": "mention", "actor": "alice", "recipients": [USERS[number % 7]],
+                    "payload": {"n": number}, "idempotency_key": f"outage-{number}"}
+            response = client.post("/v1/events", json=body)
+            traffic.record("publish", response)
+            if response.status_code == 202:
+                with traffic.lock:
+                    traffic.accepted[number] = response.json()["id"]
+                number += 1
+            else:
+                time.sleep(0.05)
+
+
+def reader(base_url: str, traffic: Traffic, stop: threading.Event) -> None:
+    rng = random.Random(5)
+    with httpx.Client(base_url=base_url, headers=AUTH, timeout=30) as client:
+        while not stop.is_set():
+            user = rng.choice(USERS)
+            for path in (f"/v1/users/{user}/notifications/unread-count",
+                         f"/v1/users/{user}/notifications?limit=5"):
+                traffic.record("read", client.get(path))
+            time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def clients(base_url: str, traffic: Traffic) -> Iterator[None]:
+    stop = threading.Event()
+    threads = [threading.Thread(target=work, args=(base_url, traffic, stop), daemon=True)
+               for work in (publisher, reader)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+
+
+def assert_unavailable(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    assert int(response.headers["retry-after"]) > 0
+    assert response.json()["error"]["code"] in ("unavailable", "store_unavailable")
+
+
+@pytest.fixture
+def store_url(postgresql_stores: PostgresStores) -> Iterator[str]:
+    url = postgresql_stores.clone()
+    yield url
+    postgresql_stores.drop(url)
+
+
+def test_outage_gives_503_then_recovers_and_loses_nothing(store_url: str) -> None:
+    real = make_url(store_url)
+    proxy = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
+    proxy.start()
+    through_proxy = real.set(host="127.0.0.1", port=proxy.port).render_as_string(
+        hide_password=False)
+    # A short job lease: a fan-out cut off mid-run is taken up again soon after recovery.
+    config = Config(database_url=through_proxy, lease_seconds=2.0, job_backoff_seconds=0.2)
+    traffic = Traffic()
+    with contextlib.ExitStack() as stack:
+        stack.callback(proxy.stop)
+        tidings = stack.enter_context(Tidings(config, types=TYPES))
+        app = create_app(tidings, api_keys=(SERVER_KEY,), token_secret=None, run_worker=True,
+                         rate_per_second=1_000_000)
+        base_url = stack.enter_context(serve(app))
+        http = stack.enter_context(httpx.Client(base_url=base_url, headers=AUTH, timeout=30))
+
+        with clients(base_url, traffic):
+            time.sleep(HEALTHY_SECONDS)
+            assert traffic.statuses() == {200, 202}, traffic.answers[-5:]
+            before = len(traffic.accepted)
+
+            proxy.stop()
+            for request in (
+                lambda: http.get("/readyz"),
+                lambda: http.post("/v1/events", json={"type": "mention", "actor": "alice",
+                                                      "recipients": ["user1"]}),
+                lambda: http.get("/v1/users/user1/notifications"),
+                lambda: http.get("/v1/users/user1/notifications/unread-count"),
+                lambda: http.post("/v1/users/user1/notifications/read", json={"all": True}),
+            ):
+                assert_unavailable(request())
+            assert http.get("/healthz").status_code == 200  # the process itself is fine
+            time.sleep(OUTAGE_SECONDS)
+            during = len(traffic.accepted)
+
+            proxy.start()
+            ready = wait_for(lambda: http.get("/readyz").status_code == 200, RECOVERY_TIMEOUT,
+                             every=0.1)
+            assert ready, "the server did not recover by itself"
+            assert http.get("/v1/users/user1/notifications").status_code == 200
+            assert wait_for(lambda: len(traffic.accepted) > during + 20, RECOVERY_TIMEOUT)
+
+        assert http.get("/v1/users/user1/notifications/unread-count").status_code == 200
+        # The server's own worker fans out every accepted event, those cut off mid-run too.
+        with Tidings(Config(database_url=store_url), types=TYPES) as look:
+            accepted = {int(event_id) for event_id in traffic.accepted.values()}
+            assert len(accepted) == len(traffic.accepted)  # one event per idempotency key
+            done = wait_for(lambda: fanned_out(look, accepted) == dict.fromkeys(accepted, 1),
+                            RECOVERY_TIMEOUT, every=0.2)
+            assert done, {k: v for k, v in fanned_out(look, accepted).items() if v != 1}
+            with look.db.read() as conn:
+                stored = set(conn.execute(select(events.c.id)).scalars())
+            assert accepted <= stored
+
+    # Every answer was a success, or a 503 with Retry-After; the clients saw the outage.
+    statuses = traffic.statuses()
+    assert statuses <= {200, 202, 503}, sorted(statuses)
+    assert 503 in statuses, "the clients never saw the outage"
+    assert all(after for _, status, after in traffic.answers if status == 503)
+    assert before > 0 and len(traffic.accepted) > during
+
+
+def fanned_out(tidings: Tidings, event_ids: set[int]) -> dict[int, int]:
+    """Inbox rows per event (mention: one recipient each, so 1 when fanned out)."""
+    with tidings.db.read() as conn:
+        rows = dict(conn.execute(
+            select(notifications.c.event_id, func.count())
+            .where(notifications.c.event_id.in_(event_ids))
+            .group_by(notifications.c.event_id)).all())
+    return {event_id: rows.get(event_id, 0) for event_id in event_ids}
