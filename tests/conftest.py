@@ -33,7 +33,10 @@ from collections.abc import Iterator
 import pytest
 
 from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
+from engines import open_tidings
 from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
+from tidings.clock import FrozenClock
+from tidings.engine import Tidings
 
 SQL_BACKENDS = ["sqlite", "postgresql", "mysql"]
 
@@ -89,3 +92,16 @@ def empty_store_url(sql_stores: SqlStores) -> Iterator[str]:
     url = sql_stores.empty()
     yield url
     sql_stores.drop(url)
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    """A clock the test moves by hand."""
+    return FrozenClock()
+
+
+@pytest.fixture
+def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
+    """An engine on ``store_url`` with the types of ``engines.py`` and ``clock``."""
+    with open_tidings(store_url, clock=clock) as tidings:
+        yield tidings

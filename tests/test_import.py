@@ -4,13 +4,12 @@ up Gazelle's way (read up to their join date; users who come later start read up
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from engines import all_items, open_tidings, table_counts, table_rows
-from tidings.clock import FrozenClock, parse_rfc3339
+from engines import all_items, table_counts, table_rows
+from tidings.clock import parse_rfc3339
 from tidings.engine import Tidings, UnreadCount
 from tidings.exceptions import InvalidInput
 from tidings.importer import import_lines
@@ -39,17 +38,6 @@ RECORDS: list[dict[str, Any]] = [
 
 def _lines(records: list[dict[str, Any]]) -> list[str]:
     return [json.dumps(r) for r in records]
-
-
-@pytest.fixture
-def clock() -> FrozenClock:
-    return FrozenClock()
-
-
-@pytest.fixture
-def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
-    with open_tidings(store_url, clock=clock) as tidings:
-        yield tidings
 
 
 @pytest.fixture

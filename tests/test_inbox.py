@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from engines import all_items, inbox_of, open_tidings, table_rows
-from tidings.clock import FrozenClock, to_rfc3339
+from engines import all_items, inbox_of, table_rows
+from tidings.clock import to_rfc3339
 from tidings.engine import Tidings, UnreadCount
-
-
-@pytest.fixture
-def clock() -> FrozenClock:
-    return FrozenClock()
-
-
-@pytest.fixture
-def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
-    with open_tidings(store_url, clock=clock) as tidings:
-        yield tidings
 
 
 def _mentions(t: Tidings, user: str, count: int, actor: str = "alice") -> list[str]:

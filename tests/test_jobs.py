@@ -21,11 +21,6 @@ BACKOFF = 2.0
 
 
 @pytest.fixture
-def clock() -> FrozenClock:
-    return FrozenClock()
-
-
-@pytest.fixture
 def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
     with open_tidings(store_url, clock=clock, lease_seconds=LEASE, job_max_attempts=3,
                       job_backoff_seconds=BACKOFF) as tidings:

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from engines import all_items, open_tidings, table_rows
-from tidings.clock import FrozenClock
+from engines import all_items, table_rows
 from tidings.engine import Tidings, UnreadCount
-
-
-@pytest.fixture
-def clock() -> FrozenClock:
-    return FrozenClock()
-
-
-@pytest.fixture
-def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
-    with open_tidings(store_url, clock=clock) as tidings:
-        yield tidings
 
 
 def _publish(t: Tidings, *events: dict[str, object]) -> list[str]:

@@ -20,11 +20,6 @@ LONG_LIVED = EventType(name="long-lived", retention_days=3, audience=("recipient
 
 
 @pytest.fixture
-def clock() -> FrozenClock:
-    return FrozenClock()
-
-
-@pytest.fixture
 def t(store_url: str, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tidings]:
     monkeypatch.setattr(fanout, "TRIM_SAMPLE", 0.0)  # trims only when a test asks for one
     with open_tidings(store_url, clock=clock, inbox_cap=CAP, retention_days=1,

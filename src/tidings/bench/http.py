@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import secrets
 import signal
@@ -43,7 +42,7 @@ from tidings.bench import BenchFailure
 from tidings.bench.inbox import World, bench_types, load, sizes
 from tidings.bench.loadgen import Load, Request, run_load
 from tidings.bench.measure import Latencies, median
-from tidings.bench.processes import SRC, WorkerProcesses
+from tidings.bench.processes import WorkerProcesses, child_env
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, redacted
 from tidings.config import Config
@@ -99,14 +98,8 @@ class Server:
         self.stop()
 
     def start(self) -> None:
-        path = os.environ.get("PYTHONPATH")
-        env = {
-            **os.environ,
-            "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
-            "TIDINGS_DATABASE_URL": self.url,
-            "TIDINGS_API_KEY": self.api_key,
-            "TIDINGS_RATE_LIMIT": "1000000000",  # measure the server, not its rate limit
-        }
+        # measure the server, not its rate limit
+        env = child_env(self.url, TIDINGS_API_KEY=self.api_key, TIDINGS_RATE_LIMIT="1000000000")
         with self._log.open("wb") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "tidings.cli", "serve", "--host", "127.0.0.1",

@@ -21,6 +21,14 @@ READY = "worker started"
 SRC = str(Path(tidings.__file__).resolve().parents[1])
 
 
+def child_env(url: str, **settings: str) -> dict[str, str]:
+    """The environment of a `tidings` child process on ``url``: the same tidings as this
+    process (installed or not), plus ``settings``."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
+            "TIDINGS_DATABASE_URL": url, **settings}
+
+
 class WorkerProcesses:
     """``count`` worker processes on ``url``; a context manager that stops them on exit."""
 
@@ -46,14 +54,7 @@ class WorkerProcesses:
         self.stop()
 
     def start(self) -> None:
-        path = os.environ.get("PYTHONPATH")
-        env = {
-            **os.environ,
-            # The same tidings as this process, installed or not.
-            "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
-            "TIDINGS_DATABASE_URL": self.url,
-            "TIDINGS_CHUNK_SIZE": str(self.chunk_size),
-        }
+        env = child_env(self.url, TIDINGS_CHUNK_SIZE=str(self.chunk_size))
         for i in range(self.count):
             with (self._logs / f"worker-{i}.log").open("wb") as log:
                 self._procs.append(subprocess.Popen(
