@@ -39,7 +39,7 @@ from rich.table import Table
 from sqlalchemy import func, select
 
 from tidings.bench import BenchFailure
-from tidings.bench.inbox import World, bench_types, load, sizes
+from tidings.bench.inbox import World, open_loaded
 from tidings.bench.loadgen import Load, Request, run_load
 from tidings.bench.measure import Latencies, median
 from tidings.bench.processes import WorkerProcesses, child_env
@@ -183,20 +183,14 @@ def drain(t: Tidings, workers: WorkerProcesses) -> float:
 
 
 def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
-    users, target = sizes(settings.scale)
     rng = random.Random(settings.seed)
     key = secrets.token_urlsafe(24)
     warm = min(2.0, max(0.5, settings.seconds / 2))
     loads: dict[str, list[Load]] = {UNREAD: [], PAGE: [], PUBLISH: []}
     drained: list[float] = []
     with BenchStore(settings.store) as store:
-        t = Tidings(Config(database_url=store.url), types=bench_types(), pool_size=2)
+        t, world, data = open_loaded(store, settings.scale, rng, progress)
         try:
-            for event_type in bench_types():
-                t.define_type(event_type)
-            world = World(users, rng)
-            data = load(t, world, target, progress)
-            store.analyze(t.db)
             task = progress.add_task("starting tidings serve and a worker", total=None)
             with Server(store.url, settings.processes, key) as server, \
                     WorkerProcesses(store.url, 1, chunk_size=Config.from_env().chunk_size,

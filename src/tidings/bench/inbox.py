@@ -207,17 +207,25 @@ def one_round(t: Tidings, users: list[str], ops: int, rng: random.Random,
     return timed
 
 
+def open_loaded(store: BenchStore, scale: float, rng: random.Random,
+                progress: Progress) -> tuple[Tidings, World, Any]:
+    """An engine on the bench store with the W2 data set loaded and analysed (the caller
+    closes the engine)."""
+    users, target = sizes(scale)
+    t = Tidings(Config(database_url=store.url), types=bench_types(), pool_size=2)
+    for event_type in bench_types():
+        t.define_type(event_type)
+    world = World(users, rng)
+    data = load(t, world, target, progress)
+    store.analyze(t.db)
+    return t, world, data
+
+
 def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
-    users, target = sizes(settings.scale)
     rng = random.Random(settings.seed)
     with BenchStore(settings.store) as store:
-        t = Tidings(Config(database_url=store.url), types=bench_types(), pool_size=2)
+        t, world, data = open_loaded(store, settings.scale, rng, progress)
         try:
-            for event_type in bench_types():
-                t.define_type(event_type)
-            world = World(users, rng)
-            data = load(t, world, target, progress)
-            store.analyze(t.db)
             one_round(t, world.users, min(100, settings.ops), rng, progress, "warming up")
             rounds = [one_round(t, world.users, settings.ops, rng, progress,
                                 f"round {r + 1} of {settings.rounds}")
