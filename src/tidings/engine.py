@@ -179,6 +179,18 @@ class Tidings:
 
         check_schema_current(self.db)
 
+    def ping(self) -> None:
+        """Raise :class:`StoreUnavailable` unless the store and its job queue answer."""
+        self.db.ping()
+        self.queue.next_run_after()
+
+    def user_of_unsubscribe_token(self, token: str) -> str | None:
+        """The user an unsubscribe link was made for, or None if the link is not valid."""
+        try:
+            return email.check_unsubscribe_token(email.signing_secret(self), token)
+        except RuntimeError:
+            return None
+
     def close(self) -> None:
         self.db.dispose()
 
@@ -259,6 +271,10 @@ class Tidings:
         event_type = self.get_type(event.type)
         payload_json = validate_event(event, self.limits)
         return event, payload_json, event_type
+
+    def validate_event(self, event: Event | Mapping[str, Any]) -> Event:
+        """Check an event as publish would (type known, fields and limits), storing nothing."""
+        return self._prepare(event)[0]
 
     def publish(self, event: Event | Mapping[str, Any]) -> Published:
         """Store the event and enqueue its fan-out in one transaction; durable on return."""

@@ -107,7 +107,7 @@ def build_events_router() -> APIRouter:
         for index, raw in enumerate(body.events):
             try:
                 event = s.EventIn.model_validate(raw)
-                state.tidings._prepare(event.model_dump(exclude_unset=True))
+                state.tidings.validate_event(event.model_dump(exclude_unset=True))
                 valid.append((index, event.model_dump(exclude_unset=True)))
             except TidingsError as exc:
                 items.append(_item_error(index, exc.code, str(exc), getattr(exc, "field", None)))
@@ -195,12 +195,7 @@ def build_mail_router() -> APIRouter:
     router = APIRouter(tags=["email"])
 
     def unsubscribing(state: AppState, token: str) -> str:
-        from tidings.channels.email import check_unsubscribe_token, signing_secret
-
-        try:
-            user = check_unsubscribe_token(signing_secret(state.tidings), token)
-        except RuntimeError:
-            user = None
+        user = state.tidings.user_of_unsubscribe_token(token)
         if user is None:
             raise ApiError(404, "this unsubscribe link is not valid")
         return user
@@ -257,8 +252,7 @@ def build_ops_router() -> APIRouter:
     async def readyz(state: State) -> Any:
         """The store and the queue are reachable."""
         try:
-            await run_in_threadpool(state.tidings.db.ping)
-            await run_in_threadpool(state.tidings.queue.next_run_after)
+            await run_in_threadpool(state.tidings.ping)
         except Exception as exc:
             return respond(503, "unavailable", f"store not reachable: {type(exc).__name__}",
                            headers={"Retry-After": errors.RETRY_AFTER_SECONDS})
