@@ -1,0 +1,224 @@
+"""The value types every layer shares: what the stores hand back and what readers receive.
+
+They hold plain data (ints are microseconds since the epoch, ids are ints) and no behaviour
+beyond small conversions, so a store of any kind can build them and any layer can read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An accepted event as stored: the source of truth every inbox row points at."""
+
+    id: int
+    type: str
+    actor: str | None
+    object: str | None
+    payload: dict[str, Any]
+    recipients: list[str]
+    exclude: list[str]
+    idempotency_key: str | None
+    body_hash: str
+    created_at: int
+    retracted_at: int | None
+
+
+@dataclass(frozen=True)
+class Published:
+    """What publish returns: the event's id and whether this call created it."""
+
+    id: str
+    created: bool
+    status: str = "accepted"
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """(user, type or ``*``, object or ``*``) and the channels it asks for."""
+
+    id: int
+    user: str
+    type: str
+    object: str
+    channels: tuple[str, ...]
+    created_at: int
+
+
+@dataclass(frozen=True)
+class Follow:
+    """One edge of the follow graph, seen from the user listing it."""
+
+    user: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What an inbox read or count is restricted to."""
+
+    types: tuple[str, ...] | None = None
+    category: str | None = None
+    section: str | None = None
+    unread: bool | None = None
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """A base row (the newest member of a display group) as an inbox list reads it."""
+
+    event_id: int
+    user_id: str
+    created_at: int
+    fresh_at: int
+    type: str
+    category: str
+    section: str
+    actor: str | None
+    object: str | None
+    bundle_hash: str
+    display_hash: str
+    read_at: int | None
+    payload: str  # the event's payload as stored JSON text; parsed only for listed items
+
+
+@dataclass(frozen=True)
+class BundleBase:
+    """The newest base row of one user's bundle: what the join-or-start decision looks at."""
+
+    user_id: str
+    event_id: int
+    display_hash: str
+    created_at: int
+    fresh_at: int
+    read_at: int | None
+    type: str
+    category: str
+    section: str
+
+
+@dataclass(frozen=True)
+class NewNotification:
+    """One notification row to write (unique per (user, event))."""
+
+    user_id: str
+    event_id: int
+    created_at: int
+    type: str
+    category: str
+    section: str
+    actor: str | None
+    object: str | None
+    bundle_hash: str
+    display_hash: str
+
+
+@dataclass(frozen=True)
+class NotificationKey:
+    """Enough of a stored notification to delete it and repair its display group."""
+
+    user_id: str
+    event_id: int
+    display_hash: str
+    bundle_base: bool
+
+
+@dataclass(frozen=True)
+class ReadState:
+    """One stored notification's own read columns, judged against the user's watermarks."""
+
+    event_id: int
+    read_at: int | None
+    fresh_at: int
+    type: str
+    category: str
+    section: str
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A display group's member count (capped by the scan) and its newest distinct actors."""
+
+    count: int
+    actors: list[str]
+    distinct_actors: int
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One event in a user's timeline."""
+
+    id: int
+    type: str
+    actor: str | None
+    object: str | None
+    payload: dict[str, Any]
+    created_at: int
+
+
+@dataclass(frozen=True)
+class MailBatchRow:
+    """A notification waiting for mail: in a bundling window (``bundle``) or a digest."""
+
+    user_id: str
+    event_id: int
+    kind: str  # "bundle" | "digest"
+    bundle_hash: str
+    priority: int
+    created_at: int
+    id: int = 0  # set by the store once written
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One listed inbox item: a single notification or a bundle shown by its newest member."""
+
+    id: str
+    type: str
+    category: str
+    section: str
+    object: str | None
+    actor: str | None
+    actors: list[str]
+    count: int
+    others: int
+    title: str
+    body: str | None
+    link: str | None
+    html: str
+    created_at: str
+    read: bool
+    seen: bool
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list and the cursor of the next (None on the last page)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class UnreadCount:
+    """Unread display groups, capped: ``display`` reads '99+' from the cap on."""
+
+    count: int
+    display: str
+
+
+@dataclass
+class Counters:
+    """What this process delivered and how its jobs ended (for tests and metrics)."""
+
+    delivered: int = 0
+    jobs: dict[str, int] = field(default_factory=dict)
