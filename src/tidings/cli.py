@@ -118,7 +118,7 @@ def worker(
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logging.getLogger("tidings.worker").info(
-        "worker started: %s, concurrency %s", tidings.db.backend, concurrency)
+        "worker started: %s, concurrency %s", tidings.store.backend, concurrency)
     runner.run_forever()
     tidings.close()
 
