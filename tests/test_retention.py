@@ -135,3 +135,16 @@ def test_retention_keeps_counts_right(t: Tidings, clock: FrozenClock) -> None:
 
     assert t.unread_count("bob") == UnreadCount(1, "1")
     assert inbox_of(t, "bob") == [("mention", "alice", "page:3")]
+
+
+def test_retention_forgets_old_bundle_locks(t: Tidings, clock: FrozenClock) -> None:
+    for actor in ("alice", "carol"):
+        t.publish({"type": "page-linked", "actor": actor, "object": "page:X",
+                   "recipients": ["bob", "dave"]})
+        t.run_jobs()
+    locks = len(table_rows(t, "bundle_locks"))
+    assert locks == (0 if t.store.backend == "sqlite" else 2)  # one per (user, bundle)
+    clock.advance(2 * DAY)
+    t.schedule_maintenance()
+    t.run_jobs()
+    assert table_rows(t, "bundle_locks") == []

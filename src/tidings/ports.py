@@ -19,6 +19,9 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
   that did its work removes it only if the lease is still the claimant's (else the whole unit is
   rolled back by the caller). A worker that dies leaves the lease to expire and the job runs
   again: handlers must be safe to repeat.
+- **One decider per bundle.** ``InboxStore.bundle_bases`` serialises the units that decide
+  for the same (user, bundle hash): the second waits for the first to end and then sees its
+  rows, so concurrent fan-outs of one bundle make one display group, as a single one would.
 - **Watermarks only move forward.** ``InboxStore.set_marker`` never moves a mark back.
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
@@ -150,8 +153,12 @@ class InboxStore(Protocol):
         """Move a watermark forward to ``until`` (never back)."""
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
-        """Per user, the newest base row of this bundle. Stores with row locks lock them, so
-        two units deciding to join the same group are serialised."""
+        """Per user, the newest base row of this bundle.
+
+        Serialises deciders: the unit that calls it holds the right to decide for these
+        (user, bundle) pairs until it ends. Another unit asking for any of the same pairs waits
+        until then and sees what the first one wrote, so two concurrent units never both start
+        a display group of one user's bundle (see "Delivery promises")."""
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         """Those of ``users`` who already hold a notification of this event."""
@@ -195,6 +202,10 @@ class InboxStore(Protocol):
 
     def trim(self, user: str, cap: int) -> int:
         """Delete a user's oldest notifications beyond ``cap``; return rows deleted."""
+
+    def forget_bundle_locks(self, before: int, limit: int) -> int:
+        """Drop up to ``limit`` items of the state that serialises :meth:`bundle_bases`
+        made before ``before`` (a store that keeps none returns 0); return how many went."""
 
 
 class TimelineStore(Protocol):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+
+from tidings.domain.views import BundleBase
 
 UNREAD_CAP = 100
 OTHERS_CAP = 99
@@ -38,13 +41,26 @@ def count_display(count: int, cap: int = UNREAD_CAP) -> str:
 ACTOR_SCAN = 500  # Echo's LIMIT for "X and N others": enough to find 99+ distinct actors
 
 
-def join_or_start(bundle: str, event_id: int, base_group: str | None,
-                  base_unread: bool) -> tuple[str, bool]:
+@dataclass(frozen=True)
+class Placement:
+    """Where a new notification goes: its display group, whether it joins that group (the old
+    base steps down) and the date it is stored with."""
+
+    group: str
+    joins: bool
+    created_at: int
+
+
+def join_or_start(bundle: str, event_id: int, at: int, base: BundleBase | None,
+                  base_unread: bool) -> Placement:
     """Echo's rule: which display group a new notification goes into.
 
-    It joins the newest group of its bundle while that group is unread (returning the group
-    and True: the old base must step down); otherwise it starts a group of its own.
+    It joins the newest group of its bundle while that group is unread; otherwise it starts a
+    group of its own. A live notification is dated ``at`` (its delivery) but never before the
+    bundle's newest base: a unit that took its time and then waited for another one deciding
+    for the same bundle still lands on top, so the base stays the group's newest member.
     """
-    if base_group is not None and base_unread:
-        return base_group, True
-    return display_hash(bundle, event_id), False
+    created = at if base is None else max(at, base.created_at + 1)
+    if base is not None and base_unread:
+        return Placement(base.display_hash, True, created)
+    return Placement(display_hash(bundle, event_id), False, created)

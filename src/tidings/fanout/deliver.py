@@ -42,14 +42,13 @@ def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bund
         base = bases.get(user)
         unread = base is not None and markers.get(user, Markers()).is_unread(
             base.read_at, base.fresh_at, base.type, base.category, base.section)
-        group, joins = join_or_start(bhash, event.id, base.display_hash if base else None,
-                                     unread)
-        if joins:
-            demote.append((user, group))
+        place = join_or_start(bhash, event.id, now, base, unread)
+        if place.joins:
+            demote.append((user, place.group))
         rows.append(NewNotification(
-            user_id=user, event_id=event.id, created_at=now, type=event.type,
+            user_id=user, event_id=event.id, created_at=place.created_at, type=event.type,
             category=category, section=section, actor=event.actor, object=event.object,
-            bundle_hash=bhash, display_hash=group))
+            bundle_hash=bhash, display_hash=place.group))
     tx.inbox.demote(demote)
     tx.inbox.insert(rows)
     return [r.user_id for r in rows]

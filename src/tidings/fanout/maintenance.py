@@ -20,7 +20,8 @@ def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
 
 
 def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
-    """Remove notifications of events older than their type's (or the default) retention."""
+    """Remove notifications of events older than their type's (or the default) retention,
+    and bundle locks made over a day ago (fan-out makes them again when it needs them)."""
     now = ctx.clock.now_us()
     default_days = ctx.config.retention_days
     by_days: dict[int, list[str]] = {}
@@ -34,8 +35,10 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
                                          before=now - days * DAY_US, limit=RETENTION_BATCH)
     expired += tx.events.expired_ids(types=None, other_than=declared,
                                      before=now - default_days * DAY_US, limit=RETENTION_BATCH)
-    if not expired:
-        return None
-    tx.inbox.remove(tx.inbox.keys_for_events(expired))
-    tx.events.delete(expired)
-    return [retention_spec()] if len(expired) >= RETENTION_BATCH else None
+    # fan-out's bundle locks are only needed while units contend: a day is plenty
+    forgotten = tx.inbox.forget_bundle_locks(now - DAY_US, RETENTION_BATCH)
+    if expired:
+        tx.inbox.remove(tx.inbox.keys_for_events(expired))
+        tx.events.delete(expired)
+    more = len(expired) >= RETENTION_BATCH or forgotten >= RETENTION_BATCH
+    return [retention_spec()] if more else None

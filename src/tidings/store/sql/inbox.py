@@ -25,6 +25,7 @@ from sqlalchemy import (
     update,
 )
 
+from tidings.clock import Clock
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
@@ -36,7 +37,7 @@ from tidings.domain.views import (
     NotificationKey,
     ReadState,
 )
-from tidings.store.sql import readmarkers
+from tidings.store.sql import bundlelocks, readmarkers
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import events, notifications
 
@@ -79,9 +80,10 @@ GROUP_MEMBERS = _group_members_query()
 class SqlInbox:
     """The ``notifications`` and ``read_markers`` tables within one transaction."""
 
-    def __init__(self, db: Database, conn: Connection) -> None:
+    def __init__(self, db: Database, conn: Connection, clock: Clock) -> None:
         self.db = db
         self.conn = conn
+        self.clock = clock
 
     # -- watermarks -----------------------------------------------------------------------
 
@@ -97,6 +99,7 @@ class SqlInbox:
     # -- writes -----------------------------------------------------------------------------
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
+        bundlelocks.lock(self.db, self.conn, users, bundle_hash, self.clock.now_us())
         bases: dict[str, BundleBase] = {}
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
@@ -172,6 +175,9 @@ class SqlInbox:
                                   .where(n.user_id == user, n.event_id == newest.event_id)
                                   .values(bundle_base=True))
         return removed
+
+    def forget_bundle_locks(self, before: int, limit: int) -> int:
+        return bundlelocks.forget(self.conn, before, limit)
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(

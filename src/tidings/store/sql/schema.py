@@ -157,6 +157,21 @@ notifications = Table(
     **MYSQL,
 )
 
+# One row per (user, bundle) that fan-out has decided for: a unit locks its rows, in key order,
+# before it reads the bundle's newest base, so two units never both start a display group for
+# the same user and bundle (there is no base row to lock when a group starts). Rows are only
+# locks: the retention job forgets those older than a day.
+bundle_locks = Table(
+    "bundle_locks",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "bundle_hash"),
+    Index(None, "created_at"),
+    **MYSQL,
+)
+
 # The push model's mailboxes: one row per (follower, event) of the actors a user follows.
 timelines = Table(
     "timelines",

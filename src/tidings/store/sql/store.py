@@ -32,7 +32,7 @@ class SqlTx:
         self.conn = conn
         self.events = SqlEvents(conn)
         self.graph = SqlGraph(db, conn)
-        self.inbox = SqlInbox(db, conn)
+        self.inbox = SqlInbox(db, conn, store.clock)
         self.timeline = SqlTimeline(db, conn)
         self.settings = SqlSettings(db, conn)
         self.mail = SqlMail(db, conn)

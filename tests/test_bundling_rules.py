@@ -1,0 +1,38 @@
+"""The pure bundling rules (``tidings.domain.bundling``): which group a notification joins,
+and the date it is stored with."""
+
+from __future__ import annotations
+
+from tidings.domain.bundling import display_hash, join_or_start
+from tidings.domain.views import BundleBase
+
+BUNDLE = "b" * 32
+
+
+def base(event_id: int, created_at: int, group: str = "g" * 32) -> BundleBase:
+    return BundleBase(user_id="bob", event_id=event_id, display_hash=group,
+                      created_at=created_at, fresh_at=created_at, read_at=None, type="link",
+                      category="link", section="alert")
+
+
+def test_the_first_of_a_bundle_starts_a_group_dated_at_delivery() -> None:
+    place = join_or_start(BUNDLE, 7, 1_000, None, False)
+    assert (place.group, place.joins, place.created_at) == (display_hash(BUNDLE, 7), False, 1_000)
+
+
+def test_a_live_notification_joins_an_unread_group_and_becomes_its_base() -> None:
+    place = join_or_start(BUNDLE, 8, 2_000, base(7, 1_000), True)
+    assert (place.group, place.joins, place.created_at) == ("g" * 32, True, 2_000)
+
+
+def test_a_read_group_is_not_joined() -> None:
+    place = join_or_start(BUNDLE, 8, 2_000, base(7, 1_000), False)
+    assert (place.group, place.joins) == (display_hash(BUNDLE, 8), False)
+
+
+def test_a_live_notification_dated_before_the_base_lands_just_after_it() -> None:
+    # delivered by a unit that took its time before waiting for the one that wrote the base
+    joined = join_or_start(BUNDLE, 8, 900, base(9, 1_000), True)
+    assert (joined.joins, joined.created_at) == (True, 1_001)
+    started = join_or_start(BUNDLE, 8, 900, base(9, 1_000), False)
+    assert (started.joins, started.created_at) == (False, 1_001)
