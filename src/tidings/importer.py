@@ -12,8 +12,9 @@ One record a line, each with a ``kind``::
     {"kind": "read", "user": "bob", "until": "2024-03-01T00:00:00Z"}
 
 Imported users without a read marker are caught up Gazelle's way: read up to their join date
-(or up to the import if none is given). Users who appear after the import start as
-"read up to now" (:meth:`Tidings.add_user`).
+(or up to the import if none is given). A user reached by an imported event is registered by
+its delivery and keeps it unread; users who appear after the import and were never sent
+anything start as "read up to now" (:meth:`Tidings.add_user`).
 """
 
 from __future__ import annotations

@@ -77,6 +77,9 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     else:
         delivered = _by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
                                 channels, now, backfill=at is not None)
+    # Users met here are known from now on, so their first subscribe or follow does not mark
+    # what they were just sent read ("read up to now" is for users tidings never saw).
+    tx.graph.add_users(delivered, now)
     if timeline:
         allowed = set(candidates)
         tx.timeline.push(event.id, [u for u in timeline if u in allowed], now)
