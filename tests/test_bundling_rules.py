@@ -36,3 +36,20 @@ def test_a_live_notification_dated_before_the_base_lands_just_after_it() -> None
     assert (joined.joins, joined.created_at) == (True, 1_001)
     started = join_or_start(BUNDLE, 8, 900, base(9, 1_000), False)
     assert (started.joins, started.created_at) == (False, 1_001)
+
+
+def test_a_backfilled_notification_never_demotes_a_newer_base() -> None:
+    place = join_or_start(BUNDLE, 3, 500, base(9, 1_000), True, backfill=True)
+    assert (place.group, place.joins, place.created_at) == (display_hash(BUNDLE, 3), False, 500)
+
+
+def test_a_backfilled_notification_joins_an_older_unread_group_and_keeps_its_date() -> None:
+    place = join_or_start(BUNDLE, 12, 1_500, base(9, 1_000), True, backfill=True)
+    assert (place.group, place.joins, place.created_at) == ("g" * 32, True, 1_500)
+    read = join_or_start(BUNDLE, 12, 1_500, base(9, 1_000), False, backfill=True)
+    assert (read.group, read.joins) == (display_hash(BUNDLE, 12), False)
+
+
+def test_a_backfilled_notification_dated_like_the_base_goes_by_event_id() -> None:
+    assert join_or_start(BUNDLE, 12, 1_000, base(9, 1_000), True, backfill=True).joins
+    assert not join_or_start(BUNDLE, 8, 1_000, base(9, 1_000), True, backfill=True).joins

@@ -156,8 +156,10 @@ class InboxStore(Protocol):
     def set_marker(self, user: str, scope: str, until: int) -> None:
         """Move a watermark forward to ``until`` (never back)."""
 
-    def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
-        """Per user, the newest base row of this bundle.
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
+                     before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
+        """Per user, the newest base row of this bundle; with ``before`` (a back-filled
+        notification's (created_at, event id)), the newest one strictly before that position.
 
         Serialises deciders: the unit that calls it holds the right to decide for these
         (user, bundle) pairs until it ends. Another unit asking for any of the same pairs waits

@@ -52,14 +52,24 @@ class Placement:
 
 
 def join_or_start(bundle: str, event_id: int, at: int, base: BundleBase | None,
-                  base_unread: bool) -> Placement:
+                  base_unread: bool, *, backfill: bool = False) -> Placement:
     """Echo's rule: which display group a new notification goes into.
 
     It joins the newest group of its bundle while that group is unread; otherwise it starts a
     group of its own. A live notification is dated ``at`` (its delivery) but never before the
     bundle's newest base: a unit that took its time and then waited for another one deciding
     for the same bundle still lands on top, so the base stays the group's newest member.
+
+    A back-filled notification (imported history, dated ``at`` in the past) keeps its date and
+    must not hijack a live bundle: it only joins a group whose base is older than itself (so
+    it becomes that group's newest member), and never demotes a newer base. Give it the newest
+    base *before* it (``InboxStore.bundle_bases(before=…)``).
     """
+    if backfill:
+        older = base is not None and (base.created_at, base.event_id) < (at, event_id)
+        if base is not None and older and base_unread:
+            return Placement(base.display_hash, True, at)
+        return Placement(display_hash(bundle, event_id), False, at)
     created = at if base is None else max(at, base.created_at + 1)
     if base is not None and base_unread:
         return Placement(base.display_hash, True, created)

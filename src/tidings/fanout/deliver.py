@@ -19,18 +19,21 @@ TRIM_SAMPLE = 0.02  # share of deliveries that check the recipient's inbox cap
 
 
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
-                users: Iterable[str], now: int) -> list[str]:
+                users: Iterable[str], now: int, backfill: bool = False) -> list[str]:
     """Write one notification per user for ``event``; return the users newly notified.
 
     Idempotent: users who already have this event are skipped. A bundled notification joins
     the newest display group of its bundle hash while that group is unread, else starts one
-    (:func:`tidings.domain.bundling.join_or_start`).
+    (:func:`tidings.domain.bundling.join_or_start`); a back-filled one (dated ``now`` in the
+    past) only looks at groups older than itself.
     """
     candidates = sorted(set(users))
     if not candidates:
         return []
     bhash = bundle_hash(bundle, event.type, event.actor, event.object, event.id)
-    bases = tx.inbox.bundle_bases(candidates, bhash) if bundle != "none" else {}
+    before = (now, event.id) if backfill else None
+    bases = (tx.inbox.bundle_bases(candidates, bhash, before=before) if bundle != "none"
+             else {})
     existing = tx.inbox.delivered(event.id, candidates)
     fresh = [u for u in candidates if u not in existing]
     if not fresh:
@@ -42,7 +45,7 @@ def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bund
         base = bases.get(user)
         unread = base is not None and markers.get(user, Markers()).is_unread(
             base.read_at, base.fresh_at, base.type, base.category, base.section)
-        place = join_or_start(bhash, event.id, now, base, unread)
+        place = join_or_start(bhash, event.id, now, base, unread, backfill=backfill)
         if place.joins:
             demote.append((user, place.group))
         rows.append(NewNotification(
@@ -105,7 +108,8 @@ def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTy
     }
     delivered = write_inbox(tx, event, category=event_type.category,
                             section=event_type.section, bundle=event_type.bundle,
-                            users=[u for u in candidates if plans[u].web], now=now)
+                            users=[u for u in candidates if plans[u].web], now=now,
+                            backfill=backfill)
     if backfill:
         return delivered  # an imported event is history: no mail, no webhooks
     reached = set(delivered) | {u for u in candidates if not plans[u].web}

@@ -98,7 +98,8 @@ class SqlInbox:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
+                     before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
         bundlelocks.lock(self.db, self.conn, users, bundle_hash, self.clock.now_us())
         bases: dict[str, BundleBase] = {}
         for start in range(0, len(users), IN_LIST):
@@ -110,6 +111,10 @@ class SqlInbox:
                        n.bundle_base == true())
                 .order_by(n.user_id)
             )
+            if before is not None:
+                created, event_id = before
+                query = query.where(or_(n.created_at < created,
+                                        and_(n.created_at == created, n.event_id < event_id)))
             if self.db.skip_locked:
                 query = query.with_for_update()
             for row in self.conn.execute(query):
