@@ -19,7 +19,7 @@ from tidings.store.sql.migrate import (
     head_revision,
     upgrade,
 )
-from tidings.store.sql.schema import jobs, metadata
+from tidings.store.sql.schema import inbox_sizes, jobs, metadata, notifications
 
 
 def schema_diffs(url: str) -> list[Any]:
@@ -154,3 +154,21 @@ def mysql_column_collations(url: str) -> set[str]:
     finally:
         db.dispose()
 
+
+
+def test_inbox_sizes_start_from_the_stored_notifications(empty_store_url: str) -> None:
+    upgrade(empty_store_url, "0005")
+    row = {"event_id": 0, "created_at": 0, "fresh_at": 0, "type": "t", "category": "c",
+           "section": "alert", "bundle_hash": "h", "display_hash": "h", "bundle_base": True}
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:
+            conn.execute(insert(notifications), [
+                {**row, "user_id": user, "event_id": i}
+                for i, user in enumerate(["bob", "bob", "bob", "carol"], start=1)])
+        upgrade(empty_store_url)
+        with db.read() as conn:
+            sizes = dict(conn.execute(select(inbox_sizes.c.user_id, inbox_sizes.c.estimate)).all())
+        assert sizes == {"bob": 3, "carol": 1}
+    finally:
+        db.dispose()

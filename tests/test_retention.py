@@ -1,5 +1,5 @@
-"""Retention: a per-user inbox cap kept by the trim job, and an age limit kept by the
-retention job; neither is enforced on a read."""
+"""Retention: a per-user inbox cap kept by every delivery (and by the trim job, which keeps
+timelines under theirs), and an age limit kept by the retention job; neither on a read."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ LONG_LIVED = EventType(name="long-lived", retention_days=3, audience=("recipient
 
 @pytest.fixture
 def t(store_url: str, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tidings]:
-    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 0.0)  # trims only when a test asks for one
+    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 0.0)  # trim jobs only when a test asks
     with open_tidings(store_url, clock=clock, inbox_cap=CAP, retention_days=1,
                       types=(*TYPES, LONG_LIVED)) as tidings:
         yield tidings
@@ -43,20 +43,25 @@ def _trim(t: Tidings, user: str) -> None:
 
 # -- the inbox cap ---------------------------------------------------------------------------
 
-def test_the_cap_is_enforced_by_the_trim_job_not_on_read(t: Tidings) -> None:
+def test_the_cap_is_kept_by_each_delivery(t: Tidings) -> None:
     ids = _mentions(t, "bob", ["page:1", "page:2", "page:3", "page:4", "page:5"])
     _mentions(t, "carol", ["page:1", "page:2", "page:3", "page:4"])
 
-    assert len(inbox_of(t, "bob")) == 5  # over the cap, until the job runs
-    assert t.unread_count("bob") == UnreadCount(5, "5")
-    _trim(t, "bob")
-    assert len(inbox_of(t, "bob")) == 5
-    t.run_jobs()
-
     assert [n.id for n in t.notifications("bob").items] == [ids[4], ids[3], ids[2]]
     assert t.unread_count("bob") == UnreadCount(CAP, str(CAP))
-    assert len(inbox_of(t, "carol")) == 4  # only bob was trimmed
+    assert len(inbox_of(t, "carol")) == CAP
     assert table_counts(t)["events"] == 9  # the events themselves stay
+    assert table_counts(t)["jobs"] == 0  # no background job was needed
+
+
+def test_removals_do_not_make_the_cap_delete_too_much(t: Tidings) -> None:
+    ids = _mentions(t, "bob", ["page:1", "page:2", "page:3"])
+    t.retract(event_id=ids[0])
+    t.retract(event_id=ids[1])
+    more = _mentions(t, "bob", ["page:4", "page:5"])  # the size bound says 5: it is 3
+    assert [n.id for n in t.notifications("bob").items] == [more[1], more[0], ids[2]]
+    last = _mentions(t, "bob", ["page:6"])
+    assert [n.id for n in t.notifications("bob").items] == [last[0], more[1], more[0]]
 
 
 def test_a_trim_under_the_cap_removes_nothing(t: Tidings) -> None:
@@ -67,16 +72,18 @@ def test_a_trim_under_the_cap_removes_nothing(t: Tidings) -> None:
     assert len(inbox_of(t, "bob")) == 2
 
 
-def test_deliveries_schedule_trims(t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 1.0)  # every delivery checks the cap
+def test_timeline_pushes_schedule_trims(store_url: str, clock: FrozenClock,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 1.0)  # every timeline push checks
+    with open_tidings(store_url, clock=clock, inbox_cap=CAP, timeline_cap=2) as t:
+        t.follow("bob", "alice")
+        t.publish_many([{"type": "post", "actor": "alice", "object": f"blog:{i}"}
+                        for i in range(5)])
+        t.run_jobs()
 
-    t.publish_many([{"type": "mention", "actor": "alice", "object": f"page:{i}",
-                     "recipients": ["bob", "carol"]} for i in range(6)])
-    t.run_jobs()
-
-    assert len(inbox_of(t, "bob")) == CAP
-    assert len(inbox_of(t, "carol")) == CAP
-    assert table_counts(t)["jobs"] == 0
+        assert len(t.timeline("bob").items) == 2
+        assert len(inbox_of(t, "bob")) == CAP
+        assert table_counts(t)["jobs"] == 0
 
 
 def test_trimming_a_bundle_keeps_its_newest_members(t: Tidings) -> None:

@@ -23,6 +23,8 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
   for the same (user, bundle hash): the second waits for the first to end and then sees its
   rows, so concurrent fan-outs of one bundle make one display group, as a single one would.
 - **Watermarks only move forward.** ``InboxStore.set_marker`` never moves a mark back.
+- **The inbox cap holds after every delivery.** Fan-out trims, in the unit that wrote, every
+  user :meth:`InboxStore.over_cap` names; the trim keeps the newest by time.
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
 
@@ -170,7 +172,12 @@ class InboxStore(Protocol):
         """Those of ``users`` who already hold a notification of this event."""
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
-        """Write base rows; a (user, event) already stored is skipped."""
+        """Write base rows; a (user, event) already stored is skipped. Keeps, per user, a
+        bound of the rows stored that is never below the true count (see :meth:`over_cap`)."""
+
+    def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
+        """Those of ``users`` who may hold more than ``cap`` notifications (by the bound
+        :meth:`insert` keeps; exact after a :meth:`trim`), sorted."""
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         """(user, display hash) groups whose current base row stops being the base."""
@@ -207,7 +214,9 @@ class InboxStore(Protocol):
         base. Returns rows deleted."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Delete a user's oldest notifications beyond ``cap``; return rows deleted."""
+        """Keep a user's newest ``cap`` notifications by (created_at, event id), delete the
+        rest (a group losing its base gets its next newest member as base), and make the
+        size bound exact; return rows deleted."""
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         """Drop up to ``limit`` items of the state that serialises :meth:`bundle_bases`

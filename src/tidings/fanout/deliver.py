@@ -15,7 +15,7 @@ from tidings.fanout.specs import trim_spec
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
 
-TRIM_SAMPLE = 0.02  # share of deliveries that check the recipient's inbox cap
+TRIM_SAMPLE = 0.02  # share of timeline pushes that check the follower's timeline cap
 
 
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
@@ -80,14 +80,19 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     else:
         delivered = _by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
                                 channels, now, backfill=at is not None)
+    # The cap holds after every delivery: only users whose size bound passes it are trimmed
+    # (newest by time kept), in this unit, so no path leaves an inbox over it.
+    for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
+        tx.inbox.trim(user, ctx.config.inbox_cap)
     # Users met here are known from now on, so their first subscribe or follow does not mark
     # what they were just sent read ("read up to now" is for users tidings never saw).
     tx.graph.add_users(delivered, now)
     if timeline:
         allowed = set(candidates)
-        tx.timeline.push(event.id, [u for u in timeline if u in allowed], now)
-    checks = [u for u in delivered if random.random() < TRIM_SAMPLE]
-    tx.jobs.enqueue_many([trim_spec(u) for u in checks])
+        pushed = [u for u in timeline if u in allowed]
+        tx.timeline.push(event.id, pushed, now)
+        checks = [u for u in pushed if random.random() < TRIM_SAMPLE]
+        tx.jobs.enqueue_many([trim_spec(u) for u in checks])
     ctx.observer.delivered(len(delivered))
     return delivered
 

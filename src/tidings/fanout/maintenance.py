@@ -12,9 +12,12 @@ RETENTION_BATCH = 500
 
 
 def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
-    """Keep one user's inbox and timeline under their caps."""
+    """Keep one user's timeline under its cap (fan-out samples its pushes for this), and the
+    inbox too should it be over (fan-out keeps that cap itself, in the delivering unit)."""
     user = job.args["user"]
-    removed = tx.inbox.trim(user, ctx.config.inbox_cap)
+    removed = 0
+    if tx.inbox.over_cap([user], ctx.config.inbox_cap):
+        removed += tx.inbox.trim(user, ctx.config.inbox_cap)
     removed += tx.timeline.trim(user, ctx.config.timeline_cap)
     return [trim_spec(user)] if removed else None
 

@@ -177,6 +177,21 @@ class Database:
         my = mysql_dialect.insert(table).values(**values)
         return my.on_duplicate_key_update({c: my.inserted[c] for c in update})
 
+    def upsert_add(self, table: Table, keys: Sequence[str], column: str) -> Any:
+        """An INSERT (for executemany) that, when the key exists, adds the given ``column``
+        value to the stored one instead."""
+        if self.backend == "postgresql":
+            pg = pg_dialect.insert(table)
+            return pg.on_conflict_do_update(
+                index_elements=list(keys), set_={column: table.c[column] + pg.excluded[column]})
+        if self.backend == "sqlite":
+            lite = sqlite_dialect.insert(table)
+            return lite.on_conflict_do_update(
+                index_elements=list(keys),
+                set_={column: table.c[column] + lite.excluded[column]})
+        my = mysql_dialect.insert(table)
+        return my.on_duplicate_key_update({column: table.c[column] + my.inserted[column]})
+
     def insert_many(self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
                     *, ignore: bool = False, batch: int = 1000) -> None:
         """Write rows in batches of one statement each.

@@ -37,7 +37,7 @@ from tidings.domain.views import (
     NotificationKey,
     ReadState,
 )
-from tidings.store.sql import bundlelocks, readmarkers
+from tidings.store.sql import bundlelocks, inboxcap, readmarkers
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import events, notifications
 
@@ -144,6 +144,10 @@ class SqlInbox:
              "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
              "bundle_base": True, "read_at": None} for r in rows
         ], ignore=True)
+        inboxcap.grow(self.db, self.conn, [r.user_id for r in rows])
+
+    def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
+        return inboxcap.over_cap(self.conn, users, cap)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for start in range(0, len(groups), BATCH):
@@ -185,17 +189,7 @@ class SqlInbox:
         return bundlelocks.forget(self.conn, before, limit)
 
     def trim(self, user: str, cap: int) -> int:
-        boundary = self.conn.execute(
-            select(n.event_id).where(n.user_id == user)
-            .order_by(n.event_id.desc()).limit(1).offset(cap)).scalar()
-        if boundary is None:
-            return 0
-        doomed = [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
-                  for r in self.conn.execute(
-                      select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
-                      .where(n.user_id == user, n.event_id <= boundary)
-                      .order_by(n.event_id).limit(IN_LIST))]
-        return self.remove(doomed)
+        return inboxcap.trim(self.conn, user, cap, self.remove)
 
     # -- read state -------------------------------------------------------------------------
 

@@ -172,6 +172,17 @@ bundle_locks = Table(
     **MYSQL,
 )
 
+# Per user, an upper bound of the notifications stored: every insert adds to it, removals do
+# not take from it, and an exact trim resets it. Fan-out trims a user exactly only when this says
+# the cap may be passed, so the cap holds after every delivery at the cost of one narrow write.
+inbox_sizes = Table(
+    "inbox_sizes",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("estimate", BigInteger, nullable=False),
+    **MYSQL,
+)
+
 # The push model's mailboxes: one row per (follower, event) of the actors a user follows.
 timelines = Table(
     "timelines",

@@ -1,0 +1,91 @@
+"""The per-user inbox cap on SQL: an upper bound of each inbox's size, and an exact trim that
+keeps the newest notifications by (created_at, event id).
+
+``inbox_sizes`` grows with every insert and is not lowered by removals (retraction, retention),
+so it is never below the true count. Fan-out asks :func:`over_cap` for the users it wrote to;
+only those whose bound passes the cap are trimmed, and the trim resets the bound to the truth.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import Connection, and_, false, or_, select, true, update
+
+from tidings.domain.views import NotificationKey
+from tidings.store.sql.database import Database
+from tidings.store.sql.schema import inbox_sizes, notifications
+
+IN_LIST = 5000
+n = notifications.c
+s = inbox_sizes.c
+
+
+def grow(db: Database, conn: Connection, users: Sequence[str]) -> None:
+    """Count one more stored notification per entry of ``users`` (in key order)."""
+    counts = Counter(users)
+    if counts:
+        conn.execute(db.upsert_add(inbox_sizes, ["user_id"], "estimate"),
+                     [{"user_id": u, "estimate": counts[u]} for u in sorted(counts)])
+
+
+def over_cap(conn: Connection, users: Sequence[str], cap: int) -> list[str]:
+    """Those of ``users`` whose bound passes ``cap``."""
+    found: list[str] = []
+    wanted = sorted(set(users))
+    for start in range(0, len(wanted), IN_LIST):
+        found += conn.execute(select(s.user_id).where(
+            s.user_id.in_(wanted[start:start + IN_LIST]), s.estimate > cap)).scalars()
+    return sorted(found)
+
+
+def _newest(conn: Connection, user: str, limit: int) -> list[tuple[int, int]]:
+    """The user's newest ``limit`` positions: base rows and members are read apart, each
+    through the (user, base, created_at, event id) index, and merged."""
+    positions: list[tuple[int, int]] = []
+    for flag in (true(), false()):
+        positions += [(r.created_at, r.event_id) for r in conn.execute(
+            select(n.created_at, n.event_id)
+            .where(n.user_id == user, n.bundle_base == flag)
+            .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))]
+    positions.sort(reverse=True)
+    return positions[:limit]
+
+
+def _at_or_before(conn: Connection, user: str, boundary: tuple[int, int]
+                  ) -> tuple[list[NotificationKey], bool]:
+    """The user's notifications at or before ``boundary`` (up to a batch of each kind), and
+    whether that was all of them."""
+    created, event_id = boundary
+    keys: list[NotificationKey] = []
+    complete = True
+    for flag in (true(), false()):
+        batch = [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                 for r in conn.execute(
+                     select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                     .where(n.user_id == user, n.bundle_base == flag,
+                            or_(n.created_at < created,
+                                and_(n.created_at == created, n.event_id <= event_id)))
+                     .order_by(n.created_at, n.event_id).limit(IN_LIST))]
+        complete = complete and len(batch) < IN_LIST
+        keys += batch
+    return keys, complete
+
+
+def trim(conn: Connection, user: str, cap: int,
+         remove: Callable[[Sequence[NotificationKey]], int]) -> int:
+    """Delete the user's notifications older than their newest ``cap`` (by time); set the
+    bound to what is left. Returns rows deleted."""
+    removed = 0
+    while True:
+        newest = _newest(conn, user, cap + 1)
+        if len(newest) <= cap:
+            break
+        doomed, complete = _at_or_before(conn, user, newest[cap])
+        removed += remove(doomed)
+        if complete:
+            newest = newest[:cap]
+            break
+    conn.execute(update(inbox_sizes).where(s.user_id == user).values(estimate=len(newest)))
+    return removed
