@@ -130,6 +130,14 @@ class GraphStore(Protocol):
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
 
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
+                              ) -> dict[str, frozenset[str]]:
+        """Per user with subscriptions matching (``type`` or ``*``, ``object`` or ``*``), the
+        union of those subscriptions' channels; users with none are left out."""
+
+    def following(self, users: Sequence[str], followee: str) -> set[str]:
+        """Those of ``users`` who follow ``followee``."""
+
     def add_mute(self, user: str, kind: str, value: str) -> None:
         """Mute an actor (``kind="actor"``) or an object; idempotent."""
 

@@ -51,3 +51,14 @@ def plan(prefs: Mapping[str, Any] | None, event_type: EventType, bounced: bool) 
         address=address if wants_mail else None,
         webhook=hook if hook and channel_on(prefs, event_type, "webhook") else None,
     )
+
+
+def within(plan: Plan, channels: frozenset[str] | None) -> Plan:
+    """``plan`` limited to ``channels`` (a subscription's; None: no limit). Preferences and
+    the subscription both have their say: a channel is used only if both allow it."""
+    if channels is None:
+        return plan
+    mail = "email" in channels
+    return Plan(web=plan.web and "web" in channels, email=plan.email if mail else None,
+                address=plan.address if mail else None,
+                webhook=plan.webhook if "webhook" in channels else None)

@@ -7,10 +7,11 @@ from collections.abc import Iterable, Sequence
 
 from tidings.channels.registry import Channel, Outgoing
 from tidings.domain.bundling import bundle_hash, join_or_start
-from tidings.domain.preferences import plan
+from tidings.domain.preferences import plan, within
 from tidings.domain.readstate import Markers
 from tidings.domain.types import EventType
 from tidings.domain.views import NewNotification, StoredEvent
+from tidings.fanout.routing import subscription_limits
 from tidings.fanout.specs import trim_spec
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
@@ -100,15 +101,17 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
 def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
                 candidates: list[str], channels: Sequence[Channel], now: int, *,
                 backfill: bool) -> list[str]:
-    """Inbox rows for users with the web channel on; other channels as preferences say."""
+    """Inbox rows for users with the web channel on; other channels as preferences say,
+    within the channels of the subscriptions that brought the user (``fanout/routing.py``)."""
     prefs = tx.settings.preferences_many(candidates)
     addresses = [str(p["email"]["address"]) for p in prefs.values()
                  if isinstance(p.get("email"), dict) and p["email"].get("address")]
     bounced = tx.settings.bounced(addresses)
+    limits = subscription_limits(tx, event, event_type, candidates)
     plans = {
-        user: plan(prefs.get(user), event_type,
-                   str((prefs.get(user, {}).get("email") or {}).get("address", "")).lower()
-                   in bounced)
+        user: within(plan(prefs.get(user), event_type,
+                          str((prefs.get(user, {}).get("email") or {}).get("address", ""))
+                          .lower() in bounced), limits.get(user))
         for user in candidates
     }
     delivered = write_inbox(tx, event, category=event_type.category,

@@ -128,6 +128,30 @@ class SqlGraph:
             query.where(column > after).order_by(column).limit(1).offset(n - 1)).first()
         return str(row[0]) if row is not None else None
 
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
+                              ) -> dict[str, frozenset[str]]:
+        objects = ["*"] if object is None else [object, "*"]
+        found: dict[str, set[str]] = {}
+        for start in range(0, len(users), IN_LIST):
+            rows = self.conn.execute(
+                select(subscriptions.c.user_id, subscriptions.c.channels)
+                .where(subscriptions.c.user_id.in_(list(users[start:start + IN_LIST])),
+                       subscriptions.c.type.in_([type, "*"]),
+                       subscriptions.c.object.in_(objects)))
+            for row in rows:
+                found.setdefault(row.user_id, set()).update(
+                    c for c in row.channels.split(",") if c)
+        return {user: frozenset(channels) for user, channels in found.items()}
+
+    def following(self, users: Sequence[str], followee: str) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(users), IN_LIST):
+            found.update(self.conn.execute(
+                select(follows.c.follower)
+                .where(follows.c.follower.in_(list(users[start:start + IN_LIST])),
+                       follows.c.followee == followee)).scalars())
+        return found
+
     # -- mutes ----------------------------------------------------------------------------------
 
     def add_mute(self, user: str, kind: str, value: str) -> None:
