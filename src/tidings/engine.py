@@ -14,10 +14,12 @@ from tidings.channels import email, outbound_channels
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
 from tidings.domain.events import Event, Limits
+from tidings.domain.privacy import check_name
 from tidings.domain.types import EventType, TypeRegistry, load_types_file
 from tidings.domain.views import (
     Counters,
     Follow,
+    Member,
     Notification,
     Page,
     Published,
@@ -25,7 +27,8 @@ from tidings.domain.views import (
     Subscription,
     UnreadCount,
 )
-from tidings.jobs.context import Handler, JobContext
+from tidings.exceptions import InvalidInput
+from tidings.jobs.context import Handler, JobContext, PrivacyCheck
 from tidings.jobs.registry import handlers
 from tidings.jobs.worker import Worker
 from tidings.observe import Listener, Observer
@@ -188,6 +191,29 @@ class Tidings:
     def followers(self, user: str, *, limit: int = 20,
                   cursor: str | None = None) -> Page[Follow]:
         return self.graph.follows(user, followers=True, limit=limit, cursor=cursor)
+
+    def add_member(self, group: str, user: str) -> bool:
+        """Put ``user`` in ``group``, for types with ``privacy = "group:NAME"``; True if new."""
+        return self.graph.add_member(group, user)
+
+    def remove_member(self, group: str, user: str) -> bool:
+        """Take ``user`` out of ``group``; True if they were in it."""
+        return self.graph.remove_member(group, user)
+
+    def members(self, group: str, *, limit: int = 20,
+                cursor: str | None = None) -> Page[Member]:
+        """A group's members by user id, paged by cursor."""
+        return self.graph.members(group, limit=limit, cursor=cursor)
+
+    def privacy_rule(self, name: str, check: PrivacyCheck) -> None:
+        """Register the callable a type names with ``privacy = "rule:NAME"``: given the event
+        and a batch of its audience, it returns those allowed to hear of it. Fan-out in a
+        process without it fails (and retries) rather than deliver unchecked."""
+        try:
+            check_name(name, "privacy rule name")
+        except ValueError as exc:
+            raise InvalidInput(str(exc), field="name") from None
+        self.job_context.privacy_rules[name] = check
 
     def mute(self, user: str, *, actor: str | None = None, object: str | None = None) -> None:
         self.graph.mute(user, actor=actor, object=object)

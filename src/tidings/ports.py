@@ -48,6 +48,7 @@ from tidings.domain.views import (
     GroupInfo,
     InboxRow,
     MailBatchRow,
+    Member,
     NewNotification,
     NotificationKey,
     ReadState,
@@ -137,6 +138,18 @@ class GraphStore(Protocol):
 
     def following(self, users: Sequence[str], followee: str) -> set[str]:
         """Those of ``users`` who follow ``followee``."""
+
+    def add_member(self, group: str, user: str, now: int) -> bool:
+        """Put a user in a group; True if they were not in it."""
+
+    def remove_member(self, group: str, user: str) -> bool:
+        """Take a user out of a group; True if they were in it."""
+
+    def members(self, group: str, *, after: str, limit: int) -> list[Member]:
+        """A group's members by ascending user id after ``after``."""
+
+    def members_among(self, group: str, users: Sequence[str]) -> set[str]:
+        """Those of ``users`` who are members of ``group``."""
 
     def add_mute(self, user: str, kind: str, value: str) -> None:
         """Mute an actor (``kind="actor"``) or an object; idempotent."""

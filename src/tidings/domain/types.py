@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tidings.domain.privacy import parse_privacy
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 
 SECTIONS = ("alert", "message")
@@ -96,6 +97,7 @@ class EventType:
     templates: Templates = field(default_factory=Templates)
     retention_days: int | None = None
     mandatory: bool = False
+    privacy: str | None = None  # "followers", "group:NAME" or "rule:NAME" (domain/privacy.py)
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -130,11 +132,18 @@ class EventType:
             or self.retention_days < 1
         ):
             raise bad("retention_days must be a positive integer", "retention_days")
+        if self.privacy is not None:
+            try:
+                parse_privacy(self.privacy)
+            except ValueError as exc:
+                raise bad(str(exc), "privacy") from None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["channels"] = list(self.channels)
         data["audience"] = list(self.audience)
+        if self.privacy is None:  # as stored before types had privacy rules
+            del data["privacy"]
         return data
 
     @classmethod
@@ -142,7 +151,7 @@ class EventType:
         """Build a type from TOML/JSON data, naming the bad key in the error."""
         known = {
             "category", "section", "priority", "bundle", "channels", "audience",
-            "templates", "retention_days", "mandatory", "name",
+            "templates", "retention_days", "mandatory", "name", "privacy",
         }
         for key in data:
             if key not in known:

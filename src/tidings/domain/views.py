@@ -59,6 +59,14 @@ class Follow:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A member of a group (privacy rule ``group:NAME``), with the time they joined it."""
+
+    user: str
+    created_at: int
+
+
+@dataclass(frozen=True)
 class Filters:
     """What an inbox read or count is restricted to."""
 

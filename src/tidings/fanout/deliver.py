@@ -11,6 +11,7 @@ from tidings.domain.preferences import plan, within
 from tidings.domain.readstate import Markers
 from tidings.domain.types import EventType
 from tidings.domain.views import NewNotification, StoredEvent
+from tidings.fanout.privacy import permitted
 from tidings.fanout.routing import subscription_limits
 from tidings.fanout.specs import trim_spec
 from tidings.jobs.context import JobContext
@@ -64,7 +65,7 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     """Filter an audience chunk and deliver it; returns the users notified in the inbox.
 
     ``timeline`` names the actor's followers in this chunk: the push model writes the event
-    into their timelines too (same filters: exclusions and mutes).
+    into their timelines too (same filters: exclusions, mutes and the type's privacy rule).
     """
     excluded = set(event.exclude)
     if event.actor is not None:
@@ -74,6 +75,8 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         return []
     muted = tx.graph.muting(candidates, event.actor, event.object)
     candidates = [u for u in candidates if u not in muted]
+    if ctx.catalog.known(event.type):  # before anything is written: the type's privacy rule
+        candidates = permitted(ctx, tx, event, ctx.catalog.types.get(event.type), candidates)
     now = at if at is not None else ctx.clock.now_us()
     if not ctx.catalog.known(event.type):  # a type since removed: the inbox only
         delivered = write_inbox(tx, event, category="general", section="alert", bundle="none",

@@ -12,12 +12,13 @@ Handlers come in two shapes (:class:`Handler`):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tidings.clock import Clock
 from tidings.config import Config
+from tidings.domain.views import StoredEvent
 from tidings.jobs.model import Job, JobSpec
 from tidings.observe import Observer
 from tidings.ports import Store, Tx
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from tidings.services.catalog import Catalog
 
 Replacements = list[JobSpec] | None
+# A privacy rule registered in this process (``rule:NAME``): the users of a batch allowed to
+# hear of the event.
+PrivacyCheck = Callable[[StoredEvent, Sequence[str]], Iterable[str]]
 
 
 @dataclass
@@ -37,6 +41,7 @@ class JobContext:
     catalog: Catalog
     store: Store
     observer: Observer
+    privacy_rules: dict[str, PrivacyCheck] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

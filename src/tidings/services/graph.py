@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from tidings.clock import Clock
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
+from tidings.domain.privacy import check_name
 from tidings.domain.types import CHANNELS
-from tidings.domain.views import Follow, Page, Subscription
+from tidings.domain.views import Follow, Member, Page, Subscription
 from tidings.exceptions import InvalidCursor, InvalidInput, NotFound
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
@@ -41,6 +42,13 @@ def _name_after(cursor: str) -> str:
     if not isinstance(after, str):  # a number here would be a store type error
         raise InvalidCursor("cursor is not one this server made", field="cursor")
     return after
+
+
+def _group(group: str) -> str:
+    try:
+        return check_name(group, "group")
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="group") from None
 
 
 def mute_pairs(actor: str | None, obj: str | None) -> list[tuple[str, str]]:
@@ -137,6 +145,31 @@ class GraphService:
         after = _name_after(cursor) if cursor else ""
         with self.store.read() as tx:
             rows = tx.graph.follows(user, followers=followers, after=after, limit=limit + 1)
+        items = rows[:limit]
+        more = len(rows) > limit
+        return Page(items, _name_cursor(items[-1].user) if more else None)
+
+    # -- groups, for privacy rules ---------------------------------------------------------
+
+    def add_member(self, group: str, user: str) -> bool:
+        """Put ``user`` in ``group`` (privacy rule ``group:NAME``); True if new."""
+        name = _group(group)
+        check_user_id(user)
+        now = self.clock.now_us()
+        return self.store.transact(lambda tx: tx.graph.add_member(name, user, now))
+
+    def remove_member(self, group: str, user: str) -> bool:
+        name = _group(group)
+        check_user_id(user)
+        return self.store.transact(lambda tx: tx.graph.remove_member(name, user))
+
+    def members(self, group: str, *, limit: int = 20,
+                cursor: str | None = None) -> Page[Member]:
+        name = _group(group)
+        limit = check_limit(limit)
+        after = _name_after(cursor) if cursor else ""
+        with self.store.read() as tx:
+            rows = tx.graph.members(name, after=after, limit=limit + 1)
         items = rows[:limit]
         more = len(rows) > limit
         return Page(items, _name_cursor(items[-1].user) if more else None)

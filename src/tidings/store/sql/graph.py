@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, delete, or_, select, update
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
-from tidings.domain.views import Follow, Subscription
+from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import follows, mutes, subscriptions, users
+from tidings.store.sql.schema import follows, group_members, mutes, subscriptions, users
 
 users_table = users  # the name ``users`` is taken by parameters below
 
@@ -150,6 +150,35 @@ class SqlGraph:
                 select(follows.c.follower)
                 .where(follows.c.follower.in_(list(users[start:start + IN_LIST])),
                        follows.c.followee == followee)).scalars())
+        return found
+
+    # -- groups (privacy rules) ----------------------------------------------------------------
+
+    def add_member(self, group: str, user: str, now: int) -> bool:
+        result = self.conn.execute(self.db.insert_ignore(group_members).values(
+            group_name=group, user_id=user, created_at=now))
+        return bool(result.rowcount == 1)
+
+    def remove_member(self, group: str, user: str) -> bool:
+        result = self.conn.execute(delete(group_members).where(
+            group_members.c.group_name == group, group_members.c.user_id == user))
+        return result.rowcount > 0
+
+    def members(self, group: str, *, after: str, limit: int) -> list[Member]:
+        rows = self.conn.execute(
+            select(group_members.c.user_id, group_members.c.created_at)
+            .where(group_members.c.group_name == group, group_members.c.user_id > after)
+            .order_by(group_members.c.user_id).limit(limit)).all()
+        return [Member(r.user_id, r.created_at) for r in rows]
+
+    def members_among(self, group: str, users: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(users), IN_LIST):
+            found.update(self.conn.execute(
+                select(group_members.c.user_id)
+                .where(group_members.c.group_name == group,
+                       group_members.c.user_id.in_(list(users[start:start + IN_LIST]))))
+                .scalars())
         return found
 
     # -- mutes ----------------------------------------------------------------------------------

@@ -118,6 +118,17 @@ mutes = Table(
     **MYSQL,
 )
 
+# Groups for privacy rules ("group:NAME"): who may hear of a type's events.
+group_members = Table(
+    "group_members",
+    metadata,
+    Column("group_name", String(TYPE), nullable=False),
+    Column("user_id", String(USER), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("group_name", "user_id"),
+    **MYSQL,
+)
+
 preferences = Table(
     "preferences",
     metadata,
