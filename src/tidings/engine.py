@@ -294,6 +294,15 @@ class Tidings:
         """Move a watermark; returns how many unread items it covered (capped at 100)."""
         return self.inbox.mark_all_read(user, types=types, category=category, section=section)
 
+    def mark_read_up_to(self, user: str, notification_id: str | int) -> int:
+        """Gazelle's read-up-to-id: everything at or below this notification's place in the
+        inbox becomes read (one watermark row); returns how many unread items it covered."""
+        return self.inbox.mark_read_up_to(user, notification_id)
+
+    def delete_notification(self, user: str, notification_id: str | int) -> None:
+        """Remove one recipient's notification; everyone else keeps theirs."""
+        self.inbox.delete_notification(user, notification_id)
+
     def mark_seen(self, user: str, until: int | None = None) -> None:
         """Move the seen watermark (badge seen, not read)."""
         self.inbox.mark_seen(user, until)

@@ -179,6 +179,17 @@ class InboxStore(Protocol):
     def set_marker(self, user: str, scope: str, until: int) -> None:
         """Move a watermark forward to ``until`` (never back)."""
 
+    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
+        """Mark read every notification at or below ``position`` (created_at, event id) that
+        is fresh at ``until``: one watermark row (scope ``position``). Moves forward only:
+        False, writing nothing, if the current mark is further on."""
+
+    def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
+        """Where the user's notification of this event sits: (created_at, event id)."""
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        """The user's own stored notifications of these events."""
+
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
         """Per user, the newest base row of this bundle; with ``before`` (a back-filled

@@ -2,7 +2,9 @@
 
 A notification is unread when it has no explicit read mark and its ``fresh_at`` (delivery
 time, or the time it was marked unread again) is after every watermark that covers it: the
-user's "all read up to" mark and any per-type, per-category or per-section catch-up mark.
+user's "all read up to" mark, any per-type, per-category or per-section catch-up mark, and the
+"read up to this notification" mark, which covers the notifications at or below a place in the
+inbox (created_at, event id) that were fresh when it was set.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SCOPE_KINDS = ("type", "category", "section")
+POSITION = "position"  # the scope of the read-up-to-a-notification mark
 
 
 @dataclass(frozen=True)
@@ -20,24 +23,35 @@ class Markers:
     all: int = 0
     seen: int = 0
     scoped: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # read up to a notification: (set at, its created_at, its event id)
+    position: tuple[int, int, int] | None = None
 
     @classmethod
-    def from_rows(cls, rows: Mapping[str, int]) -> Markers:
+    def from_rows(cls, rows: Mapping[str, int],
+                  position: tuple[int, int] | None = None) -> Markers:
+        """From (scope → until) rows; ``position`` is the ``position`` row's place."""
         scoped: dict[tuple[str, str], int] = {}
         for scope, until in rows.items():
             kind, _, value = scope.partition(":")
             if kind in SCOPE_KINDS and value:
                 scoped[(kind, value)] = until
-        return cls(all=rows.get("all", 0), seen=rows.get("seen", 0), scoped=scoped)
+        place = (rows[POSITION], *position) if POSITION in rows and position else None
+        return cls(all=rows.get("all", 0), seen=rows.get("seen", 0), scoped=scoped,
+                   position=place)
 
     def effective_scoped(self) -> dict[tuple[str, str], int]:
         """Scoped marks that say more than the 'all' mark does."""
         return {key: until for key, until in self.scoped.items() if until > self.all}
 
     def is_unread(self, read_at: int | None, fresh_at: int, type: str, category: str,
-                  section: str) -> bool:
+                  section: str, *, position: tuple[int, int]) -> bool:
+        """Whether a notification at ``position`` (created_at, event id) is unread."""
         if read_at is not None or fresh_at <= self.all:
             return False
+        if self.position is not None:
+            until, created_at, event_id = self.position
+            if fresh_at <= until and position <= (created_at, event_id):
+                return False
         values = {"type": type, "category": category, "section": section}
         return all(
             fresh_at > until or values[kind] != value

@@ -141,6 +141,7 @@ class ReadState:
     """One stored notification's own read columns, judged against the user's watermarks."""
 
     event_id: int
+    created_at: int
     read_at: int | None
     fresh_at: int
     type: str

@@ -46,7 +46,8 @@ def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bund
     for user in fresh:
         base = bases.get(user)
         unread = base is not None and markers.get(user, Markers()).is_unread(
-            base.read_at, base.fresh_at, base.type, base.category, base.section)
+            base.read_at, base.fresh_at, base.type, base.category, base.section,
+            position=(base.created_at, base.event_id))
         place = join_or_start(bhash, event.id, now, base, unread, backfill=backfill)
         if place.joins:
             demote.append((user, place.group))

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tidings.clock import Clock, to_rfc3339
-from tidings.domain.bundling import OTHERS_CAP, count_display
+from tidings.domain.bundling import OTHERS_CAP, UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.readstate import Markers, scope_name
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.views import Filters, GroupInfo, InboxRow, Notification, Page, UnreadCount
-from tidings.exceptions import InvalidInput
+from tidings.exceptions import InvalidInput, NotFound
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
@@ -77,7 +77,7 @@ class InboxService:
         count = info.count if info else 1
         others = min(max(len(actors) - 1, 0), OTHERS_CAP)
         unread_now = markers.is_unread(row.read_at, row.fresh_at, row.type, row.category,
-                                       row.section)
+                                       row.section, position=(row.created_at, row.event_id))
         payload: dict[str, Any] = json.loads(row.payload)
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
                             payload=payload, actors=actors[:3], count=count, others=others)
@@ -180,6 +180,49 @@ class InboxService:
             return before
 
         return self.store.transact(work)
+
+    def mark_read_up_to(self, user: str, notification_id: str | int) -> int:
+        """Gazelle's read-up-to-id: every notification at or below this one's place in the
+        inbox (created_at, id) becomes read, through one watermark row. Returns how many
+        unread items it covered (capped at 100); NotFound unless the user has it."""
+        check_user_id(user)
+        (number,) = check_ids([notification_id], "id")
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> int:
+            position = tx.inbox.position_of(user, number)
+            if position is None:
+                raise NotFound(f"notification {notification_id} of {user} does not exist")
+            markers = tx.inbox.load_markers(user)
+            # the unread base rows at or below the position (``before`` is exclusive)
+            covered = tx.inbox.page(user, Filters(unread=True), markers, limit=UNREAD_CAP,
+                                    before=(position[0], position[1] + 1))
+            if tx.inbox.set_position(user, position, now):
+                return len(covered)
+            # Behind the current mark: what it does not cover there was marked unread since.
+            groups = [row.display_hash for row in covered]
+            while groups:
+                tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
+                groups = [row.display_hash for row in tx.inbox.page(
+                    user, Filters(unread=True), markers, limit=UNREAD_CAP,
+                    before=(position[0], position[1] + 1))]
+            return len(covered)
+
+        return self.store.transact(work)
+
+    def delete_notification(self, user: str, notification_id: str | int) -> None:
+        """Remove one recipient's notification (others keep theirs); a bundle it was the
+        newest member of is shown by its next newest. NotFound unless the user has it."""
+        check_user_id(user)
+        (number,) = check_ids([notification_id], "id")
+
+        def work(tx: Tx) -> None:
+            keys = tx.inbox.keys_of(user, [number])
+            if not keys:
+                raise NotFound(f"notification {notification_id} of {user} does not exist")
+            tx.inbox.remove(keys)
+
+        self.store.transact(work)
 
     def mark_seen(self, user: str, until: int | None = None) -> None:
         """Move the seen watermark (badge seen, not read)."""

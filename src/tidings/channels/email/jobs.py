@@ -54,7 +54,8 @@ def _unread_events(tx: Tx, user: str, event_ids: list[int]) -> set[int]:
     states = tx.inbox.read_states(user, event_ids)
     found = {s.event_id for s in states}
     unread = {s.event_id for s in states
-              if markers.is_unread(s.read_at, s.fresh_at, s.type, s.category, s.section)}
+              if markers.is_unread(s.read_at, s.fresh_at, s.type, s.category, s.section,
+                                   position=(s.created_at, s.event_id))}
     # mail-only notifications (web turned off) have no inbox row: nothing was read on the web
     return unread | (set(event_ids) - found)
 

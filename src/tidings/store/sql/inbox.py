@@ -96,6 +96,22 @@ class SqlInbox:
     def set_marker(self, user: str, scope: str, until: int) -> None:
         readmarkers.move(self.db, self.conn, user, scope, until)
 
+    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
+        return readmarkers.move_position(self.db, self.conn, user, until, position)
+
+    def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
+        row = self.conn.execute(select(n.created_at).where(
+            n.user_id == user, n.event_id == event_id)).first()
+        return None if row is None else (row.created_at, event_id)
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        if not event_ids:
+            return []
+        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                for r in self.conn.execute(
+                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                    .where(n.user_id == user, n.event_id.in_(list(event_ids))))]
+
     # -- writes -----------------------------------------------------------------------------
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
@@ -217,13 +233,14 @@ class SqlInbox:
         for start in range(0, len(groups), BATCH):
             part = list(groups[start:start + BATCH])
             bases = self.conn.execute(
-                select(n.read_at, n.fresh_at, n.type, n.category, n.section)
+                select(n.read_at, n.fresh_at, n.type, n.category, n.section, n.created_at,
+                       n.event_id)
                 .where(n.user_id == user, n.display_hash.in_(part), n.bundle_base == true())
             ).all()
             changed += sum(
                 1 for b in bases
-                if markers.is_unread(b.read_at, b.fresh_at, b.type, b.category,
-                                     b.section) != (not read))
+                if markers.is_unread(b.read_at, b.fresh_at, b.type, b.category, b.section,
+                                     position=(b.created_at, b.event_id)) != (not read))
             values: dict[str, Any] = ({"read_at": now} if read
                                       else {"read_at": None, "fresh_at": now})
             self.conn.execute(update(notifications)
@@ -235,7 +252,8 @@ class SqlInbox:
         if not event_ids:
             return []
         return [ReadState(**r._mapping) for r in self.conn.execute(
-            select(n.event_id, n.read_at, n.fresh_at, n.type, n.category, n.section)
+            select(n.event_id, n.created_at, n.read_at, n.fresh_at, n.type, n.category,
+                   n.section)
             .where(n.user_id == user, n.event_id.in_(list(event_ids))))]
 
     # -- reads ------------------------------------------------------------------------------

@@ -205,13 +205,17 @@ timelines = Table(
     **MYSQL,
 )
 
-# Gazelle witness rows: scope is 'all', 'seen', 'type:NAME', 'category:NAME' or 'section:NAME'.
+# Gazelle witness rows: scope is 'all', 'seen', 'type:NAME', 'category:NAME', 'section:NAME' or
+# 'position' (read up to a notification: also (position_at, position_id), the notification's
+# (created_at, event_id); it covers rows at or below that position fresh at ``until_at``).
 read_markers = Table(
     "read_markers",
     metadata,
     Column("user_id", String(USER), nullable=False),
     Column("scope", String(80), nullable=False),
     Column("until_at", BigInteger, nullable=False),
+    Column("position_at", BigInteger),
+    Column("position_id", BigInteger),
     PrimaryKeyConstraint("user_id", "scope"),
     **MYSQL,
 )
