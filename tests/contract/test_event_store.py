@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from contract_kit import publish, read, write
+
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.events import Event
@@ -148,9 +150,7 @@ def test_an_event_of_a_failed_unit_is_not_stored(store: ports.Store, clock: Froz
                                      clock.now_us()))
         raise RuntimeError("the unit fails")
 
-    try:
+    with pytest.raises(RuntimeError):
         write(store, work)
-    except RuntimeError:
-        pass
     assert read(store, lambda tx: tx.events.get(made[0])) is None
     assert read(store, lambda tx: tx.events.get_by_key("k")) is None
