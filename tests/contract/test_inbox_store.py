@@ -12,8 +12,8 @@ from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters, NotificationKey
 
 
-def _events(store: ports.Store, clock: FrozenClock, count: int, **fields: str) -> list[int]:
-    return [publish(store, clock.now_us(), **fields) for _ in range(count)]  # type: ignore[arg-type]
+def _events(store: ports.Store, clock: FrozenClock, count: int) -> list[int]:
+    return [publish(store, clock.now_us()) for _ in range(count)]
 
 
 # -- watermarks ----------------------------------------------------------------------------------
