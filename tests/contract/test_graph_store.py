@@ -65,7 +65,8 @@ def test_delete_subscription_only_the_owners(store: ports.Store, clock: FrozenCl
     # and the target can be subscribed to again
     again = write(store, lambda tx: tx.graph.save_subscription(
         "ann", "comment", "*", ["web"], clock.now_us()))
-    assert again.id != mine.id
+    assert read(store, lambda tx: tx.graph.subscriptions("ann", after_id=0, limit=10)) == [
+        again]
 
 
 def test_follow_edges(store: ports.Store, clock: FrozenClock) -> None:
