@@ -27,7 +27,7 @@ from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
-from tidings.jobs.queue import JobSpec
+from tidings.jobs.model import JobSpec
 from tidings.store.sql.schema import metadata
 
 TYPES = (
@@ -76,7 +76,7 @@ def table_counts(t: Tidings) -> dict[str, int]:
     """Row count of every table the schema declares."""
     counts = [select(func.count()).select_from(table).scalar_subquery().label(table.name)
               for table in metadata.sorted_tables]
-    with t.db.read() as conn:
+    with t.store.db.read() as conn:
         row = conn.execute(select(*counts)).one()
     return dict(row._mapping)
 
@@ -84,7 +84,7 @@ def table_counts(t: Tidings) -> dict[str, int]:
 def table_rows(t: Tidings, name: str) -> list[dict[str, Any]]:
     """Every row of one table, as dicts, in a stable order (all columns, ascending)."""
     table = metadata.tables[name]
-    with t.db.read() as conn:
+    with t.store.db.read() as conn:
         rows = conn.execute(select(table).order_by(*table.c)).all()
     return [dict(row._mapping) for row in rows]
 
@@ -114,7 +114,7 @@ def recipients_of(t: Tidings, event_id: str) -> list[str]:
 
 def enqueue(t: Tidings, *specs: JobSpec) -> None:
     """Enqueue jobs in their own transaction."""
-    t.db.transact(lambda conn: t.queue.enqueue_many(conn, list(specs)))
+    t.store.transact(lambda tx: tx.jobs.enqueue_many(list(specs)))
 
 
 def jobs_by_func(t: Tidings) -> dict[str, int]:

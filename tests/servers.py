@@ -81,7 +81,7 @@ class LiveServer:
     def settled(self, timeout: float = 10.0) -> bool:
         """Wait until the worker has run every queued job (fan-out done); False on timeout."""
         def idle() -> bool:
-            with self.tidings.db.read() as conn:
+            with self.tidings.store.db.read() as conn:
                 return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
 
         return bool(wait_for(idle, timeout))

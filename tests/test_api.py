@@ -607,7 +607,7 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         server.healthz()
         server.readyz()
         server.metrics()
-    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(live.tidings), 'bob')}"
+    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(live.tidings.config), 'bob')}"
     with httpx.Client(base_url=live.base_url, transport=recorder) as browser:
         assert browser.get(link).status_code == 200
         assert browser.post(link).status_code == 200

@@ -238,7 +238,7 @@ def test_outage_gives_503_then_recovers_and_loses_nothing(store_url: str) -> Non
             done = wait_for(lambda: fanned_out(look, accepted) == dict.fromkeys(accepted, 1),
                             RECOVERY_TIMEOUT, every=0.2)
             assert done, {k: v for k, v in fanned_out(look, accepted).items() if v != 1}
-            with look.db.read() as conn:
+            with look.store.db.read() as conn:
                 stored = set(conn.execute(select(events.c.id)).scalars())
             assert accepted <= stored
 
@@ -252,7 +252,7 @@ def test_outage_gives_503_then_recovers_and_loses_nothing(store_url: str) -> Non
 
 def fanned_out(tidings: Tidings, event_ids: set[int]) -> dict[int, int]:
     """Inbox rows per event (mention: one recipient each, so 1 when fanned out)."""
-    with tidings.db.read() as conn:
+    with tidings.store.db.read() as conn:
         rows = dict(conn.execute(
             select(notifications.c.event_id, func.count())
             .where(notifications.c.event_id.in_(event_ids))

@@ -10,8 +10,7 @@ import pytest
 from engines import jobs_by_func, open_tidings, recipients_of, table_counts, table_rows
 from tidings.engine import Follow, Tidings
 from tidings.exceptions import NotFound
-from tidings.jobs.queue import JobSpec
-from tidings.jobs.worker import Worker
+from tidings.jobs.model import JobSpec
 
 
 @pytest.fixture
@@ -162,7 +161,7 @@ def test_the_fast_path_delivers_in_the_fanout_job_itself(t: Tidings) -> None:
     _big_audience(t)
 
     event = t.publish(BIG_EVENT)
-    Worker(t).run_once()  # the fan-out job alone
+    t.worker().run_once()  # the fan-out job alone
 
     assert recipients_of(t, event.id) == EXPECTED
     assert "fanout_chunk" not in jobs_by_func(t)
@@ -174,7 +173,7 @@ def test_the_chunked_path_gives_the_same_audience_once_each(store_url: str) -> N
         _big_audience(t)
         event = t.publish(BIG_EVENT)
 
-        Worker(t).run_once()  # the fan-out job: replaced by chunk jobs, delivers nothing itself
+        t.worker().run_once()  # the fan-out job: replaced by chunk jobs, delivers nothing itself
         queued = jobs_by_func(t)
         assert set(queued) == {"fanout_chunk"}
         assert queued["fanout_chunk"] >= 5  # subscribers and followers each need several
@@ -213,7 +212,7 @@ def test_running_a_fanout_twice_writes_nothing_twice(store_url: str, chunk_size:
         delivered = t.counters.delivered
 
         # The same job arguments again, under unique keys the queue has not seen.
-        t.db.transact(lambda conn: t.queue.enqueue_many(conn, [
+        t.store.transact(lambda tx: tx.jobs.enqueue_many([
             JobSpec("fanout", {"event_id": int(event.id)}, unique_key="again:1"),
             JobSpec("fanout", {"event_id": int(linked.id)}, unique_key="again:2"),
         ]))

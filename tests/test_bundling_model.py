@@ -120,7 +120,7 @@ class BundlingMachine(RuleBasedStateMachine):
         self.clock = FrozenClock()
         self.t = Tidings(Config(database_url=self.url), types=TYPES, clock=self.clock,
                          pool_size=1)
-        with self.t.db.write() as conn:
+        with self.t.store.db.write() as conn:
             for table in reversed(metadata.sorted_tables):
                 conn.execute(delete(table))
         self.model = Model()
@@ -134,7 +134,7 @@ class BundlingMachine(RuleBasedStateMachine):
         published = self.t.publish(Event(type, actor=actor, object=obj, recipients=[USER]))
         # the delivery time is the clock's next tick, taken inside the fan-out job
         self.t.run_jobs()
-        with self.t.db.read() as conn:
+        with self.t.store.db.read() as conn:
             at = conn.execute(select(notifications.c.created_at).where(
                 notifications.c.event_id == int(published.id))).scalar_one()
         self.model.deliver(Member(int(published.id), actor, type, obj, at, at))
@@ -156,7 +156,7 @@ class BundlingMachine(RuleBasedStateMachine):
             return
         group = listed[index % len(listed)]
         self.t.mark_unread(USER, [str(group.members[0].event_id)])
-        with self.t.db.read() as conn:
+        with self.t.store.db.read() as conn:
             fresh = conn.execute(select(notifications.c.fresh_at).where(
                 notifications.c.user_id == USER,
                 notifications.c.event_id == group.base.event_id)).scalar_one()
@@ -167,10 +167,8 @@ class BundlingMachine(RuleBasedStateMachine):
     @rule()
     def mark_all_read(self) -> None:
         self.t.mark_all_read(USER)
-        with self.t.db.read() as conn:
-            from tidings.store.sql.inbox import load_markers
-
-            self.model.watermark = load_markers(conn, USER).all
+        with self.t.store.read() as tx:
+            self.model.watermark = tx.inbox.load_markers(USER).all
 
     @rule(actor=st.sampled_from(ACTORS))
     def retract(self, actor: str) -> None:
@@ -201,7 +199,7 @@ class BundlingMachine(RuleBasedStateMachine):
 
     @invariant()
     def one_base_per_group(self) -> None:
-        with self.t.db.read() as conn:
+        with self.t.store.db.read() as conn:
             rows = conn.execute(select(notifications.c.display_hash,
                                        notifications.c.bundle_base)).all()
         groups: dict[str, int] = {}

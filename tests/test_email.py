@@ -264,7 +264,7 @@ def test_retraction_cancels_unsent_mail_and_pending_windows(world: World) -> Non
     world.publish("page-linked", "carol", "bob", object="page:X")  # waits in the window
     world.publish("mention", "carol", "dave", payload={"text": "for the digest"})
     world.t.retract(actor="carol")
-    with world.t.db.read() as conn:
+    with world.t.store.db.read() as conn:
         assert conn.execute(select(email_batch)).all() == []
     world.advance(24 * HOUR)
     assert [m["Subject"] for m in world.mails(bob)] == ["X was linked by alice"]
@@ -282,7 +282,7 @@ def test_smtp_failure_is_retried_and_logged(mail_store: str) -> None:
     with sink:
         world.advance(5)
         assert len(sink.to(bob)) == 1
-    with world.t.db.read() as conn:
+    with world.t.store.db.read() as conn:
         assert conn.execute(select(jobs)).all() == []
         assert len(conn.execute(select(email_log)).all()) == 1
     world.t.close()

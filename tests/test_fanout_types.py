@@ -32,7 +32,7 @@ def test_a_type_declared_after_the_worker_started_is_fanned_out_by_its_rules(
 
         worker_side.run_jobs()  # the fan-out and its chunk jobs (chunk size 2)
 
-        with app_side.db.read() as conn:
+        with app_side.store.db.read() as conn:
             rows = conn.execute(select(notifications.c.user_id, notifications.c.category)
                                 .order_by(notifications.c.user_id)).all()
         assert [tuple(r) for r in rows] == [("ann", "late-news"), ("bea", "late-news"),

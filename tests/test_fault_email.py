@@ -44,7 +44,7 @@ def test_killed_while_sending_digests(fault_store: str, tmp_path: Path) -> None:
                                                "frequency": "daily"}})
             t.publish(Event("mention", actor="alice", recipients=[user]))
         t.run_jobs()  # fan-out; the digests wait for their hour
-        with t.db.write() as conn:  # ... which is now
+        with t.store.db.write() as conn:  # ... which is now
             changed = conn.execute(update(jobs).where(jobs.c.func == "email_digest")
                                    .values(run_after=0)).rowcount
         assert changed == USERS
@@ -64,7 +64,7 @@ def test_killed_while_sending_digests(fault_store: str, tmp_path: Path) -> None:
             assert sent_before < USERS
             group.start()
             while True:
-                with t.db.read() as conn:
+                with t.store.db.read() as conn:
                     left = conn.execute(select(func.count()).select_from(jobs)).scalar_one()
                 if left == 0 and len({m["To"] for m in sink.messages}) == USERS:
                     break

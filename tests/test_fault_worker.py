@@ -30,7 +30,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.fanout import FANOUT_CHUNK
+from tidings.fanout.specs import FANOUT_CHUNK
 from tidings.store.sql.schema import job_failures, jobs, notifications
 
 pytestmark = pytest.mark.slow
@@ -114,13 +114,13 @@ def workers(store_url: str, tmp_path: Path) -> Iterator[Workers]:
 
 
 def queue_by_func(t: Tidings) -> dict[str, int]:
-    with t.db.read() as conn:
+    with t.store.db.read() as conn:
         rows = conn.execute(select(jobs.c.func, func.count()).group_by(jobs.c.func)).all()
     return {row[0]: int(row[1]) for row in rows}
 
 
 def delivered(t: Tidings) -> int:
-    with t.db.read() as conn:
+    with t.store.db.read() as conn:
         return int(conn.execute(select(func.count()).select_from(notifications)).scalar_one())
 
 
@@ -178,7 +178,7 @@ def test_sigkilled_workers_lose_and_double_nothing(
         assert kills_with_work >= KILLS // 2, (
             f"only {kills_with_work} of {kills} kills landed while jobs were queued")
         assert saw_chunks, "the chunked (replace_with) fan-out path was not exercised"
-        with t.db.read() as conn:
+        with t.store.db.read() as conn:
             total = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
             doubled = conn.execute(
                 select(notifications.c.user_id, notifications.c.event_id)

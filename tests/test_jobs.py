@@ -7,14 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection
 
 from engines import enqueue, jobs_by_func, open_tidings, table_counts, table_rows
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
-from tidings.jobs.queue import SECOND, Job, JobSpec
-from tidings.jobs.worker import Worker
-from tidings.store.sql import graph
+from tidings.jobs.context import Handler, JobContext
+from tidings.jobs.model import SECOND, Job, JobSpec
+from tidings.ports import Tx
 
 LEASE = 30.0
 BACKOFF = 2.0
@@ -27,17 +26,22 @@ def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
         yield tidings
 
 
-def _boom(tidings: Tidings, conn: Connection, job: Job) -> None:
+def _raise(ctx: JobContext, tx: Tx, job: Job) -> None:
     raise ValueError(f"boom on attempt {job.attempts}")
 
 
-def _add_user(tidings: Tidings, conn: Connection, job: Job) -> None:
+def _register(ctx: JobContext, tx: Tx, job: Job) -> None:
     """A handler with a visible side effect: it registers the user named in its args."""
-    graph.add_user(tidings.db, conn, job.args["user"], tidings.clock.now_us())
+    tx.graph.add_user(job.args["user"], ctx.clock.now_us())
 
 
-def _add_carol(tidings: Tidings, conn: Connection, job: Job) -> None:
-    graph.add_user(tidings.db, conn, "carol", tidings.clock.now_us())
+def _register_carol(ctx: JobContext, tx: Tx, job: Job) -> None:
+    tx.graph.add_user("carol", ctx.clock.now_us())
+
+
+_boom = Handler(run=_raise)
+_add_user = Handler(run=_register)
+_add_carol = Handler(run=_register_carol)
 
 
 def _claimed(jobs: list[Job]) -> list[tuple[str, dict[str, Any]]]:
@@ -170,8 +174,8 @@ def test_replace_with_swaps_one_job_for_several(t: Tidings) -> None:
     enqueue(t, JobSpec("parent", {}))
     (job,) = t.queue.claim(1)
 
-    done = t.db.transact(lambda conn: t.queue.replace_with(
-        conn, job, [JobSpec("child", {"n": 1}), JobSpec("child", {"n": 2})]))
+    done = t.store.transact(lambda tx: tx.jobs.replace_with(
+        job, [JobSpec("child", {"n": 1}), JobSpec("child", {"n": 2})]))
 
     assert done is True
     assert sorted((r["func"], r["args"]) for r in table_rows(t, "jobs")) == [
@@ -182,12 +186,12 @@ def test_replace_with_is_atomic(t: Tidings) -> None:
     enqueue(t, JobSpec("parent", {}))
     (job,) = t.queue.claim(1)
 
-    def work(conn: Connection) -> None:
-        t.queue.replace_with(conn, job, [JobSpec("child", {"n": 1})])
+    def work(tx: Tx) -> None:
+        tx.jobs.replace_with(job, [JobSpec("child", {"n": 1})])
         raise RuntimeError("crash after replace_with")
 
     with pytest.raises(RuntimeError):
-        t.db.transact(work)
+        t.store.transact(work)
 
     assert jobs_by_func(t) == {"parent": 1}
 
@@ -199,7 +203,7 @@ def test_replace_with_after_the_lease_was_lost_enqueues_nothing(
     clock.advance(LEASE + 1)
     (fresh,) = t.queue.claim(1)
 
-    done = t.db.transact(lambda conn: t.queue.replace_with(conn, stale, [JobSpec("child", {})]))
+    done = t.store.transact(lambda tx: tx.jobs.replace_with(stale, [JobSpec("child", {})]))
 
     assert done is False
     assert jobs_by_func(t) == {"parent": 1}
@@ -213,7 +217,7 @@ def test_a_job_whose_lease_was_lost_writes_nothing(t: Tidings, clock: FrozenCloc
     (stale,) = t.queue.claim(1)
     clock.advance(LEASE + 1)
     (fresh,) = t.queue.claim(1)
-    worker = Worker(t)
+    worker = t.worker()
 
     assert worker.run_job(stale) is False  # its writes roll back
     assert table_counts(t)["users"] == 0
@@ -231,7 +235,7 @@ def test_a_job_completed_under_another_lease_writes_nothing(
     (stale,) = t.queue.claim(1)
     clock.advance(LEASE + 1)
     (fresh,) = t.queue.claim(1)
-    worker = Worker(t)
+    worker = t.worker()
     assert worker.run_job(fresh) is True
     users_before = table_rows(t, "users")
 
@@ -249,7 +253,7 @@ def test_a_lost_lease_on_a_fanout_delivers_nothing(t: Tidings, clock: FrozenCloc
     (stale,) = t.queue.claim(1)
     clock.advance(LEASE + 1)
     (fresh,) = t.queue.claim(1)
-    worker = Worker(t)
+    worker = t.worker()
 
     assert worker.run_job(stale) is False
     assert table_counts(t)["notifications"] == 0

@@ -11,6 +11,7 @@ from engines import inbox_of, jobs_by_func, open_tidings, table_counts, table_ro
 from tidings.domain.events import Event
 from tidings.engine import Published, Tidings
 from tidings.exceptions import IdempotencyConflict, InvalidInput
+from tidings.store.sql.queue import SqlJobs
 
 
 @pytest.fixture
@@ -52,10 +53,10 @@ def test_publish_accepts_an_event_object(t: Tidings) -> None:
 
 
 def test_event_and_job_are_one_transaction(t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(conn: object, specs: object) -> None:
+    def broken(self: object, specs: object) -> None:
         raise RuntimeError("queue down")
 
-    monkeypatch.setattr(t.queue, "enqueue_many", broken)
+    monkeypatch.setattr(SqlJobs, "enqueue_many", broken)
     with pytest.raises(RuntimeError, match="queue down"):
         t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
 

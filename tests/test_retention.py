@@ -8,11 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from engines import TYPES, enqueue, inbox_of, open_tidings, table_counts, table_rows
-from tidings import fanout
 from tidings.clock import FrozenClock
 from tidings.domain.types import EventType
 from tidings.engine import Tidings, UnreadCount
-from tidings.jobs.queue import JobSpec
+from tidings.fanout import deliver as fanout_deliver
+from tidings.fanout.specs import TRIM
+from tidings.jobs.model import JobSpec
 
 DAY = 86_400
 CAP = 3
@@ -21,7 +22,7 @@ LONG_LIVED = EventType(name="long-lived", retention_days=3, audience=("recipient
 
 @pytest.fixture
 def t(store_url: str, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tidings]:
-    monkeypatch.setattr(fanout, "TRIM_SAMPLE", 0.0)  # trims only when a test asks for one
+    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 0.0)  # trims only when a test asks for one
     with open_tidings(store_url, clock=clock, inbox_cap=CAP, retention_days=1,
                       types=(*TYPES, LONG_LIVED)) as tidings:
         yield tidings
@@ -37,7 +38,7 @@ def _mentions(t: Tidings, user: str, objects: list[str]) -> list[str]:
 
 
 def _trim(t: Tidings, user: str) -> None:
-    enqueue(t, JobSpec(fanout.TRIM, {"user": user}, unique_key=f"trim:{user}", priority=9))
+    enqueue(t, JobSpec(TRIM, {"user": user}, unique_key=f"trim:{user}", priority=9))
 
 
 # -- the inbox cap ---------------------------------------------------------------------------
@@ -67,7 +68,7 @@ def test_a_trim_under_the_cap_removes_nothing(t: Tidings) -> None:
 
 
 def test_deliveries_schedule_trims(t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fanout, "TRIM_SAMPLE", 1.0)  # every delivery checks the cap
+    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 1.0)  # every delivery checks the cap
 
     t.publish_many([{"type": "mention", "actor": "alice", "object": f"page:{i}",
                      "recipients": ["bob", "carol"]} for i in range(6)])

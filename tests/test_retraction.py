@@ -9,7 +9,6 @@ import pytest
 from engines import inbox_of, jobs_by_func, open_tidings, recipients_of, table_rows
 from tidings.engine import Tidings, UnreadCount
 from tidings.exceptions import InvalidInput
-from tidings.jobs.worker import Worker
 
 
 @pytest.fixture
@@ -94,7 +93,7 @@ def test_a_retraction_between_chunks_stops_the_rest(store_url: str) -> None:
         for user in ("u1", "u2", "u3", "u4", "u5", "u6"):
             t.subscribe(user, "page-linked", "page:Rome")
         event = t.publish({"type": "page-linked", "actor": "alice", "object": "page:Rome"})
-        worker = Worker(t)
+        worker = t.worker()
         worker.run_once()  # fan-out: replaced by chunks
         worker.run_once()  # the first chunk delivers
         delivered = recipients_of(t, event.id)

@@ -17,7 +17,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.fanout import FANOUT_CHUNK
+from tidings.fanout.specs import FANOUT_CHUNK
 from tidings.store.sql.schema import follows, jobs, notifications
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ def test_one_event_reaches_100000_followers_once(postgresql_url: str) -> None:
     try:
         t.define_type(EventType("post", audience=("actor_followers",)))
         followers = [f"follower{i:06d}" for i in range(FOLLOWERS)]
-        with t.db.write() as conn:
+        with t.store.db.write() as conn:
             # One executemany; SQLAlchemy sends it as multi-row INSERTs of 1,000 rows.
             conn.execute(insert(follows), [
                 {"follower": user, "followee": STAR, "created_at": 1} for user in followers])
@@ -50,14 +50,14 @@ def test_one_event_reaches_100000_followers_once(postgresql_url: str) -> None:
         event_id = int(published.id)
 
         assert t.run_jobs(max_jobs=1) == 1  # the fanout job, replaced by its chunks
-        with t.db.read() as conn:
+        with t.store.db.read() as conn:
             queued = conn.execute(select(jobs.c.func, func.count()).group_by(jobs.c.func)).all()
         assert [tuple(row) for row in queued] == [(FANOUT_CHUNK, FOLLOWERS // 5000)]
 
         t.run_jobs()
 
         n = notifications.c
-        with t.db.read() as conn:
+        with t.store.db.read() as conn:
             total = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
             distinct = conn.execute(
                 select(func.count(n.user_id.distinct())).where(n.event_id == event_id)

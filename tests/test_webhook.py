@@ -102,7 +102,7 @@ def test_signed_post_retried_until_accepted(hook_store: str) -> None:
         data = json.loads(body)
         assert data["user"] == "bob" and data["event"]["id"] == published.id
         assert data["event"]["payload"] == {"text": "hello"}
-    with t.db.read() as conn:
+    with t.store.db.read() as conn:
         log = conn.execute(select(webhook_deliveries.c.status, webhook_deliveries.c.attempt)
                            .order_by(webhook_deliveries.c.id)).all()
         assert [(r.status, r.attempt) for r in log] == [(500, 1), (503, 2), (200, 3)]

@@ -14,6 +14,8 @@ The tree::
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
     ├── StoreUnavailable            a backend cannot be reached (maps to 503)
+    ├── StoreConflict               a write lost a race on a unique key (retried by the caller)
+    ├── LeaseLost                   a job's lease passed to another worker; its unit rolls back
     ├── SchemaOutOfDate             the database needs ``tidings migrate``
     ├── JobError                    a job handler failed (retried by the worker)
     └── ApiError                    the HTTP API answered an error (``tidings.client_base``,
@@ -85,6 +87,18 @@ class StoreUnavailable(TidingsError):
     """A backend is down or unreachable; try again later."""
 
     code = "store_unavailable"
+
+
+class StoreConflict(TidingsError):
+    """A write collided with a concurrent one on a unique key; the unit was rolled back."""
+
+    code = "conflict"
+
+
+class LeaseLost(TidingsError):
+    """Another worker took this job after its lease ran out; this run's writes roll back."""
+
+    code = "lease_lost"
 
 
 class SchemaOutOfDate(TidingsError):

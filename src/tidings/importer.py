@@ -23,14 +23,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import update
-
 from tidings.clock import parse_rfc3339
 from tidings.domain.events import Event, check_user_id
 from tidings.engine import Tidings
 from tidings.exceptions import InvalidInput, TidingsError
-from tidings.store.sql import graph, inbox
-from tidings.store.sql.schema import users as users_table
+from tidings.ports import Tx
+from tidings.services.publishing import coerce_event
 
 KINDS = ("user", "event", "subscription", "follow", "mute", "read")
 
@@ -85,9 +83,9 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
                 created = _time(record, "created_at", number)
                 record.pop("created_at", None)
                 record.setdefault("idempotency_key", None)
-                event = tidings._coerce(record)
+                event = coerce_event(record)
                 event = Event(**{**event.__dict__, "created_at": created})
-                tidings._prepare(event)
+                tidings.validate_event(event)
                 batch.append(event)
                 if len(batch) >= 500:
                     flush()
@@ -128,28 +126,25 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
 
 
 def _set_read(tidings: Tidings, user: str, until: int) -> None:
-    def work(conn: Any) -> None:
-        graph.add_user(tidings.db, conn, user, tidings.clock.now_us())
-        inbox.set_marker(tidings.db, conn, user, "all", until)
+    def work(tx: Tx) -> None:
+        tx.graph.add_user(user, tidings.clock.now_us())
+        tx.inbox.set_marker(user, "all", until)
 
-    tidings.db.transact(work)
+    tidings.store.transact(work)
 
 
 def _ensure_user(tidings: Tidings, user: str) -> None:
-    def work(conn: Any) -> None:
-        graph.add_user(tidings.db, conn, user, tidings.clock.now_us())
-
-    tidings.db.transact(work)
+    now = tidings.clock.now_us()
+    tidings.store.transact(lambda tx: tx.graph.add_user(user, now))
 
 
 def _register(tidings: Tidings, user: str, joined: int, *, catch_up: bool,
               join_date_given: bool = False) -> None:
-    def work(conn: Any) -> None:
-        if not graph.add_user(tidings.db, conn, user, joined) and join_date_given:
+    def work(tx: Tx) -> None:
+        if not tx.graph.add_user(user, joined) and join_date_given:
             # _ensure_user registered the user before its join date was read.
-            conn.execute(update(users_table).where(users_table.c.user_id == user)
-                         .values(created_at=joined))
+            tx.graph.set_joined(user, joined)
         if catch_up:
-            inbox.set_marker(tidings.db, conn, user, "all", joined)
+            tx.inbox.set_marker(user, "all", joined)
 
-    tidings.db.transact(work)
+    tidings.store.transact(work)

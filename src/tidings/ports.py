@@ -13,7 +13,7 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
   retried after a crash writes nothing twice.
 - **Idempotent writes.** ``InboxStore.insert`` skips a (user, event) already stored;
   ``TimelineStore.push`` skips a (user, event) already there; ``JobQueue.enqueue_many`` skips a
-  ``unique_key`` already queued; ``MailStore.add_batch`` skips a (user, event, kind) already
+  ``unique_key`` already queued; ``MailStore.add_batch`` skips a (user, event) already
   waiting.
 - **At-least-once jobs.** A claimed job is leased until ``token``; completing it inside the unit
   that did its work removes it only if the lease is still the claimant's (else the whole unit is
@@ -127,7 +127,7 @@ class GraphStore(Protocol):
     def remove_mute(self, user: str, kind: str, value: str) -> int:
         """Unmute; returns how many mutes went."""
 
-    def replace_mutes(self, user: str, mutes: Sequence[tuple[str, str]]) -> None:
+    def replace_mutes(self, user: str, pairs: Sequence[tuple[str, str]]) -> None:
         """Make (kind, value) pairs the user's whole list of mutes."""
 
     def mutes(self, user: str) -> list[tuple[str, str]]:
@@ -248,7 +248,7 @@ class MailStore(Protocol):
         """Start a new bundling window."""
 
     def add_batch(self, rows: Sequence[MailBatchRow]) -> None:
-        """Keep notifications for a later mail; (user, event, kind) already waiting is skipped."""
+        """Keep notifications for a later mail; a (user, event) already waiting is skipped."""
 
     def batch(self, user: str, kind: str, *, bundle_hash: str | None = None,
               created_until: int | None = None, limit: int | None = None
@@ -264,9 +264,6 @@ class MailStore(Protocol):
 
     def sent_count(self, user: str, kind: str, since: int) -> int:
         """Mails of ``kind`` sent to the user since ``since``."""
-
-    def was_sent(self, message_id: str) -> bool:
-        """Whether a mail with this Message-ID is in the sent log."""
 
     def log_sent(self, message_id: str, user: str, kind: str, address: str, subject: str,
                  at: int) -> None:
@@ -327,7 +324,7 @@ class Notifier(Protocol):
     """Live updates: tell listeners that users' inboxes changed."""
 
     def changed(self, users: Sequence[str]) -> None:
-        """These users' inboxes or counts changed (called after the change is committed)."""
+        """These users' inboxes or counts changed (called once the change is committed)."""
 
     def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` (from any thread) when ``user`` changes; returns the unsubscribe."""
@@ -336,21 +333,38 @@ class Notifier(Protocol):
 class Tx(Protocol):
     """One unit of work: every port of a store, seeing and writing the same state."""
 
-    events: EventStore
-    graph: GraphStore
-    inbox: InboxStore
-    timeline: TimelineStore
-    settings: SettingsStore
-    mail: MailStore
-    jobs: JobQueue
+    @property
+    def events(self) -> EventStore: ...
+    @property
+    def graph(self) -> GraphStore: ...
+    @property
+    def inbox(self) -> InboxStore: ...
+    @property
+    def timeline(self) -> TimelineStore: ...
+    @property
+    def settings(self) -> SettingsStore: ...
+    @property
+    def mail(self) -> MailStore: ...
+    @property
+    def jobs(self) -> JobQueue: ...
 
 
 class Store(Protocol):
     """A configured store: units of work, the queue's own operations, and its lifecycle."""
 
-    backend: str
-    queue: JobAdmin
-    notifier: Notifier
+    on_enqueue: Callable[[int], None] | None  # told how many jobs each unit enqueued (metrics)
+
+    @property
+    def backend(self) -> str:
+        """The kind of store: memory, sqlite, postgresql, mysql."""
+
+    @property
+    def queue(self) -> JobAdmin:
+        """The queue's own operations."""
+
+    @property
+    def notifier(self) -> Notifier:
+        """Live updates of this store's users."""
 
     def transact(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one unit that may write; committed when it returns, rolled back
@@ -370,7 +384,6 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections."""
-
 
 __all__ = [
     "EventStore",

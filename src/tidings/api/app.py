@@ -2,6 +2,7 @@
 
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
@@ -233,10 +235,14 @@ def build_mail_router() -> APIRouter:
     return router
 
 
-def _unsubscribe_html(user: str, *, done: bool) -> str:
-    from tidings.channels.email import _templates
+@functools.lru_cache(maxsize=1)
+def _pages() -> Environment:
+    return Environment(loader=PackageLoader("tidings.api", "templates"),
+                       autoescape=select_autoescape(["html"]))
 
-    return _templates().get_template("unsubscribe.html").render(user=user, done=done)
+
+def _unsubscribe_html(user: str, *, done: bool) -> str:
+    return _pages().get_template("unsubscribe.html").render(user=user, done=done)
 
 
 def build_ops_router() -> APIRouter:

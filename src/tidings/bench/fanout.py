@@ -29,12 +29,12 @@ from tidings.bench import BenchFailure
 from tidings.bench.measure import median
 from tidings.bench.processes import WorkerProcesses
 from tidings.bench.report import environment, fmt_rate
-from tidings.bench.stores import BenchStore, redacted
+from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.fanout import FANOUT, FANOUT_CHUNK
+from tidings.fanout.specs import FANOUT, FANOUT_CHUNK
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import follows, jobs, notifications
 
@@ -115,7 +115,7 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     started = time.perf_counter()
     event_id = int(t.publish(Event(EVENT_TYPE.name, actor=ACTOR, object="bench:post")).id)
     polls = 0
-    while (left := fanout_jobs_left(t.db)) > 0:
+    while (left := fanout_jobs_left(database_of(t))) > 0:
         if chunks and left <= chunks:
             progress.update(task, completed=(chunks - left) * settings.chunk_size)
         polls += 1
@@ -127,12 +127,12 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
         time.sleep(min(0.02, max(0.002, (time.perf_counter() - started) / 100)))
     seconds = time.perf_counter() - started
     progress.update(task, completed=subscribers)
-    with t.db.read() as conn:
+    with database_of(t).read() as conn:
         written = conn.execute(select(func.count()).select_from(notifications)
                                .where(notifications.c.event_id == event_id)).scalar_one()
     if written != subscribers:
         raise BenchFailure(f"{written:,} inbox rows written for {subscribers:,} followers")
-    wait_for_queue(t.db, deadline, procs)
+    wait_for_queue(database_of(t), deadline, procs)
     progress.remove_task(task)
     return seconds
 
@@ -152,18 +152,19 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
             overall = progress.add_task("fan-out runs", total=len(settings.subscribers)
                                         * len(workers) * settings.rounds)
             for subscribers in settings.subscribers:
-                store.empty_tables(t.db)
+                store.empty_tables(database_of(t))
                 t.define_type(EVENT_TYPE)  # before the workers start, so they read it
                 loading = progress.add_task(f"loading {subscribers:,} follows", total=subscribers)
-                load_followers(store, t.db, subscribers, partial(progress.advance, loading))
+                load_followers(store, database_of(t), subscribers,
+                               partial(progress.advance, loading))
                 progress.remove_task(loading)
-                store.analyze(t.db)
+                store.analyze(database_of(t))
                 for count in workers:
                     seconds: list[float] = []
                     with WorkerProcesses(store.url, count, chunk_size=settings.chunk_size,
                                          poll=settings.poll) as procs:
                         for r in range(settings.rounds):
-                            store.empty_tables(t.db, keep=KEEP_BETWEEN_ROUNDS)
+                            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
                             seconds.append(one_round(t, settings, subscribers, procs,
                                                      progress, label))

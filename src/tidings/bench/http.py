@@ -44,7 +44,7 @@ from tidings.bench.loadgen import Load, Request, run_load
 from tidings.bench.measure import Latencies, median
 from tidings.bench.processes import WorkerProcesses, child_env
 from tidings.bench.report import environment, fmt_ms, fmt_rate
-from tidings.bench.stores import BenchStore, redacted
+from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.engine import Tidings
 from tidings.store.sql.schema import jobs
@@ -173,7 +173,7 @@ def drain(t: Tidings, workers: WorkerProcesses) -> float:
     """Wait until the worker has fanned out every published event; return the seconds."""
     started = time.perf_counter()
     while True:
-        with t.db.read() as conn:
+        with database_of(t).read() as conn:
             if conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 0:
                 return time.perf_counter() - started
         workers.check_alive()

@@ -35,7 +35,7 @@ from sqlalchemy import delete, func, insert, select, true
 from tidings.bench import BenchFailure
 from tidings.bench.measure import Latencies, Timed, median, time_each
 from tidings.bench.report import environment, fmt_ms, fmt_rate
-from tidings.bench.stores import BenchStore, redacted
+from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.demo import wiki_types
 from tidings.domain.events import Event
@@ -145,7 +145,7 @@ def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str,
     task = progress.add_task("marking the oldest 30 % read", total=len(world.users))
     n = notifications.c
     for user in world.users:
-        with t.db.read() as conn:
+        with database_of(t).read() as conn:
             ids = list(conn.execute(select(n.event_id).where(n.user_id == user)
                                     .order_by(n.created_at, n.event_id)).scalars())
         oldest = ids[:round(len(ids) * READ_SHARE)]
@@ -154,7 +154,7 @@ def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str,
         progress.advance(task)
     progress.remove_task(task)
 
-    with t.db.read() as conn:
+    with database_of(t).read() as conn:
         rows = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
         bases = conn.execute(select(func.count()).select_from(notifications)
                              .where(n.bundle_base == true())).scalar_one()
@@ -168,12 +168,12 @@ def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str,
 
 
 def save_markers(t: Tidings) -> list[dict[str, Any]]:
-    with t.db.read() as conn:
+    with database_of(t).read() as conn:
         return [dict(r._mapping) for r in conn.execute(select(read_markers))]
 
 
 def restore_markers(t: Tidings, rows: list[dict[str, Any]]) -> None:
-    with t.db.write() as conn:
+    with database_of(t).write() as conn:
         conn.execute(delete(read_markers))
         for start in range(0, len(rows), 1000):
             conn.execute(insert(read_markers), rows[start:start + 1000])
@@ -217,7 +217,7 @@ def open_loaded(store: BenchStore, scale: float, rng: random.Random,
         t.define_type(event_type)
     world = World(users, rng)
     data = load(t, world, target, progress)
-    store.analyze(t.db)
+    store.analyze(database_of(t))
     return t, world, data
 
 

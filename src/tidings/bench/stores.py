@@ -19,6 +19,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from tidings.engine import Tidings
 from tidings.exceptions import ConfigError
 from tidings.store.sql.database import Database, normalise_url
 from tidings.store.sql.migrate import upgrade
@@ -155,3 +156,11 @@ class BenchStore:
                 conn.execute(text(f"ANALYZE TABLE {names}"))
             else:
                 conn.execute(text("ANALYZE"))
+
+
+def database_of(t: Tidings) -> Database:
+    """The SQL database under an engine: the benchmarks' raw baselines talk to it directly."""
+    db = getattr(t.store, "db", None)
+    if not isinstance(db, Database):
+        raise ConfigError(f"this benchmark needs a SQL store, not {t.store.backend!r}")
+    return db

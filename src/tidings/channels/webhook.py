@@ -2,7 +2,8 @@
 
 Headers: ``X-Tidings-Timestamp`` (seconds) and ``X-Tidings-Signature: sha256=<hex>``. A receiver
 recomputes the HMAC with the shared secret (``TIDINGS_WEBHOOK_SECRET``) and rejects old
-timestamps. Any answer but 2xx is retried with backoff; every attempt is logged.
+timestamps. Any answer but 2xx is retried with backoff; every attempt is logged. The POST runs
+outside any database transaction (``prepare`` → ``send`` → ``finish``).
 """
 
 from __future__ import annotations
@@ -11,21 +12,19 @@ import hashlib
 import hmac
 import json
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 import httpx
-from sqlalchemy import Connection, insert
 
+from tidings.channels.registry import Channel, Outgoing
 from tidings.clock import to_rfc3339
 from tidings.exceptions import JobError
-from tidings.jobs.queue import Job, JobSpec
-from tidings.store.sql.events import get_event
-from tidings.store.sql.schema import job_failures, webhook_deliveries
-
-if TYPE_CHECKING:
-    from tidings.engine import Tidings
+from tidings.jobs.context import Handler, JobContext, Replacements
+from tidings.jobs.model import Job, JobSpec, backoff_us
+from tidings.ports import Tx
 
 WEBHOOK = "webhook"
+TIMEOUT_SECONDS = 10.0
 
 
 def spec(user: str, event_id: int, url: str) -> JobSpec:
@@ -38,11 +37,27 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + digest.hexdigest()
 
 
-def run(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
-    event = get_event(conn, int(job.args["event_id"]))
+def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
+    """One delivery job per user whose plan names a webhook (none without a secret)."""
+    if not ctx.config.webhook_secret:
+        return
+    tx.jobs.enqueue_many([spec(u, out.event.id, plan.webhook)
+                          for u, plan in out.plans.items() if plan.webhook])
+
+
+@dataclass(frozen=True)
+class Request:
+    event_id: int
+    url: str
+    body: bytes
+    headers: dict[str, str]
+
+
+def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
+    event = tx.events.get(int(job.args["event_id"]))
     if event is None or event.retracted_at is not None:
         return None
-    secret = tidings.config.webhook_secret
+    secret = ctx.config.webhook_secret
     if not secret:
         raise JobError("webhooks need TIDINGS_WEBHOOK_SECRET to sign their requests")
     body = json.dumps({
@@ -56,28 +71,38 @@ def run(tidings: Tidings, conn: Connection, job: Job) -> list[JobSpec] | None:
                "X-Tidings-Timestamp": timestamp,
                "X-Tidings-Signature": sign(secret, timestamp, body),
                "X-Tidings-Delivery": f"{event.id}:{job.args['user']}"}
-    status: int | None = None
-    error: str | None = None
+    return Request(event.id, job.args["url"], body, headers)
+
+
+def send(ctx: JobContext, request: Request) -> tuple[int | None, str | None]:
+    """The POST: (status, error), error None on a 2xx."""
     try:
-        response = httpx.post(job.args["url"], content=body, headers=headers, timeout=10.0)
-        status = response.status_code
-        if not 200 <= status < 300:
-            error = f"receiver answered {status}"
+        response = httpx.post(request.url, content=request.body, headers=request.headers,
+                              timeout=TIMEOUT_SECONDS)
     except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:1000]
+        return None, f"{type(exc).__name__}: {exc}"[:1000]
+    status = response.status_code
+    return status, None if 200 <= status < 300 else f"receiver answered {status}"
+
+
+def finish(ctx: JobContext, tx: Tx, job: Job, request: Request,
+           outcome: tuple[int | None, str | None]) -> Replacements:
+    status, error = outcome
     attempt = int(job.args.get("attempt", 1))
-    now = tidings.clock.now_us()
-    conn.execute(insert(webhook_deliveries).values(
-        user_id=job.args["user"], event_id=event.id, url=job.args["url"][:1024], status=status,
-        attempt=attempt, error=error, at=now))
+    now = ctx.clock.now_us()
+    tx.mail.log_webhook(job.args["user"], request.event_id, request.url, status, attempt,
+                        error, now)
     if error is None:
         return None
     # Retried here rather than by raising, so the attempt's log row is kept.
-    if attempt >= tidings.config.job_max_attempts:
-        conn.execute(insert(job_failures).values(
-            job_id=job.id, func=job.func, args=json.dumps(job.args), error=error,
-            attempt=attempt, final=True, failed_at=now))
+    if attempt >= ctx.config.job_max_attempts:
+        tx.jobs.record_failure(replace(job, attempts=attempt), error, final=True, now=now)
         return None
-    delay = min(tidings.config.job_backoff_seconds * 2 ** (attempt - 1), 3600.0)
+    delay = backoff_us(attempt, int(ctx.config.job_backoff_seconds * 1_000_000),
+                       3600 * 1_000_000)
     return [JobSpec(WEBHOOK, {**job.args, "attempt": attempt + 1}, unique_key=job.unique_key,
-                    priority=job.priority, run_after=now + int(delay * 1_000_000))]
+                    priority=job.priority, run_after=now + delay)]
+
+
+CHANNEL = Channel(name="webhook", schedule=schedule,
+                  handlers={WEBHOOK: Handler(prepare=prepare, send=send, finish=finish)})

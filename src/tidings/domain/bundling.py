@@ -33,3 +33,18 @@ def display_hash(bundle: str, first_event_id: int) -> str:
 def count_display(count: int, cap: int = UNREAD_CAP) -> str:
     """'7' or, from ``cap`` on, '99+'."""
     return f"{cap - 1}+" if count >= cap else str(count)
+
+
+ACTOR_SCAN = 500  # Echo's LIMIT for "X and N others": enough to find 99+ distinct actors
+
+
+def join_or_start(bundle: str, event_id: int, base_group: str | None,
+                  base_unread: bool) -> tuple[str, bool]:
+    """Echo's rule: which display group a new notification goes into.
+
+    It joins the newest group of its bundle while that group is unread (returning the group
+    and True: the old base must step down); otherwise it starts a group of its own.
+    """
+    if base_group is not None and base_unread:
+        return base_group, True
+    return display_hash(bundle, event_id), False

@@ -1,8 +1,9 @@
 """The worker: claims jobs, runs their handlers, retries failures with backoff.
 
-A handler runs inside one write transaction together with the job's completion (or its
-``replace_with``), so on the SQL store a job's writes happen exactly once. SIGTERM (``stop()``)
-lets running jobs finish and takes no new ones.
+A ``run`` handler's writes commit in one unit together with the job's completion (or its
+``replace_with``), so on a transactional store a job's writes happen exactly once. A two-phase
+handler sends outside any unit and completes in the unit that records the outcome. SIGTERM
+(``stop()``) lets running jobs finish and takes no new ones.
 """
 
 from __future__ import annotations
@@ -11,36 +12,40 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
 
-from sqlalchemy import Connection
-
-from tidings.exceptions import StoreUnavailable, TidingsError
-from tidings.jobs.queue import Job, JobSpec
-
-if TYPE_CHECKING:
-    from tidings.engine import Tidings
+from tidings.exceptions import LeaseLost, StoreUnavailable
+from tidings.jobs.context import Handler, JobContext, Replacements
+from tidings.jobs.model import Job
+from tidings.ports import Tx
 
 log = logging.getLogger("tidings.worker")
 
-Handler = Callable[["Tidings", Connection, Job], "list[JobSpec] | None"]
 
-
-class LeaseLost(TidingsError):
-    """Another worker took this job after its lease ran out; this run's writes roll back."""
+def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
+    done = tx.jobs.replace_with(job, replacements) if replacements else tx.jobs.complete(job)
+    if not done:
+        raise LeaseLost(f"job {job.id} was taken by another worker")
 
 
 class Worker:
     """Runs jobs with ``concurrency`` threads until stopped."""
 
-    def __init__(self, tidings: Tidings, *, concurrency: int = 1, poll_seconds: float = 0.2,
-                 batch: int = 1, maintenance_seconds: float = 3600.0) -> None:
-        self.tidings = tidings
+    def __init__(self, ctx: JobContext, handlers: Mapping[str, Handler], *,
+                 concurrency: int = 1, poll_seconds: float = 0.2, batch: int = 1,
+                 maintenance_seconds: float = 3600.0,
+                 funcs: Sequence[str] | None = None,
+                 exclude: Sequence[str] | None = None,
+                 maintenance: Callable[[], None] | None = None) -> None:
+        self.ctx = ctx
+        self.handlers = handlers
         self.concurrency = max(1, concurrency)
         self.poll_seconds = poll_seconds
         self.batch = batch
         self.maintenance_seconds = maintenance_seconds
+        self.funcs = funcs
+        self.exclude = exclude
+        self.maintenance = maintenance
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.processed = 0
@@ -48,24 +53,40 @@ class Worker:
 
     # -- one job ------------------------------------------------------------------------------
 
+    def _execute(self, handler: Handler, job: Job) -> None:
+        store = self.ctx.store
+        if handler.run is not None:
+            run = handler.run
+
+            def work(tx: Tx) -> None:
+                _complete(tx, job, run(self.ctx, tx, job))
+
+            store.transact(work)
+            return
+        assert handler.prepare and handler.send and handler.finish
+        prepare, send, finish = handler.prepare, handler.send, handler.finish
+        with store.read() as tx:
+            prepared = prepare(self.ctx, tx, job)
+        if prepared is None:
+            store.transact(lambda tx: _complete(tx, job, None))
+            return
+        if not store.queue.still_mine(job):
+            raise LeaseLost(f"job {job.id} was taken by another worker before sending")
+        outcome = send(self.ctx, prepared)
+        store.transact(lambda tx: _complete(tx, job, finish(self.ctx, tx, job, prepared,
+                                                            outcome)))
+
     def run_job(self, job: Job) -> bool:
         """Run one claimed job; True if it completed."""
-        handler = self.tidings.handlers.get(job.func)
-        queue = self.tidings.queue
+        handler = self.handlers.get(job.func)
+        queue = self.ctx.store.queue
+        observer = self.ctx.observer
         if handler is None:
             queue.fail(job, f"no handler for job function {job.func!r}")
             return False
-
-        def work(conn: Connection) -> None:
-            replacements = handler(self.tidings, conn, job)
-            done = (queue.replace_with(conn, job, replacements) if replacements
-                    else queue.complete(conn, job))
-            if not done:
-                raise LeaseLost(f"job {job.id} was taken by another worker")
-
         started = time.perf_counter()
         try:
-            self.tidings.db.transact(work)
+            self._execute(handler, job)
         except LeaseLost as exc:
             log.warning("%s", exc)
             return False
@@ -79,21 +100,22 @@ class Worker:
             except StoreUnavailable:
                 log.warning("could not record the failure of job %s; its lease will expire",
                             job.id)
-            self.tidings.metrics_job("retried" if retried else "failed")
+            observer.job("retried" if retried else "failed")
             return False
         if job.func.startswith("fanout"):
-            self.tidings.observe("fanout_seconds", time.perf_counter() - started)
+            observer.observe("fanout_seconds", time.perf_counter() - started)
         with self._count_lock:
             self.processed += 1
-        self.tidings.metrics_job("completed")
+        observer.job("completed")
         return True
 
     def run_once(self) -> int:
         """Claim a batch and run it; return how many jobs ran."""
-        jobs = self.tidings.queue.claim(self.batch)
+        queue = self.ctx.store.queue
+        jobs = queue.claim(self.batch, funcs=self.funcs, exclude=self.exclude)
         for job in jobs:
             if self._stop.is_set():
-                self.tidings.queue.release(job)
+                queue.release(job)
                 continue
             self.run_job(job)
         return len(jobs)
@@ -123,9 +145,9 @@ class Worker:
                 self._stop.wait(1.0)
 
     def _maintenance(self) -> None:
-        while not self._stop.is_set():
+        while self.maintenance is not None and not self._stop.is_set():
             try:
-                self.tidings.schedule_maintenance()
+                self.maintenance()
             except Exception as exc:
                 log.warning("could not schedule maintenance: %s", exc)
             self._stop.wait(self.maintenance_seconds)

@@ -1,113 +1,163 @@
-"""Who hears of what: users, subscriptions, follows and mutes, and audience queries by chunk."""
+"""Who hears of what (``GraphStore`` on SQL): users, subscriptions, follows, mutes, and the
+audience sources listed by chunk."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, delete, or_, select
+from sqlalchemy import Connection, Select, and_, delete, or_, select, update
 
+from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.views import Follow, Subscription
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import follows, mutes, subscriptions, users
 
-SOURCES = ("recipients", "object_subscribers", "actor_followers")
+IN_LIST = 5000  # ids per IN (…) list
 
 
-@dataclass(frozen=True)
-class Subscription:
-    id: int
-    user: str
-    type: str
-    object: str
-    channels: tuple[str, ...]
-    created_at: int
+def _subscription(row: Any) -> Subscription:
+    return Subscription(id=row.id, user=row.user_id, type=row.type, object=row.object,
+                        channels=tuple(c for c in row.channels.split(",") if c),
+                        created_at=row.created_at)
 
 
-def subscription_from_row(row: object) -> Subscription:
-    return Subscription(
-        id=row.id, user=row.user_id, type=row.type, object=row.object,  # type: ignore[attr-defined]
-        channels=tuple(c for c in row.channels.split(",") if c),  # type: ignore[attr-defined]
-        created_at=row.created_at,  # type: ignore[attr-defined]
-    )
-
-
-def add_user(db: Database, conn: Connection, user: str, now: int) -> bool:
-    """Register a user; True if new."""
-    result = conn.execute(db.insert_ignore(users).values(user_id=user, created_at=now))
-    return result.rowcount == 1
-
-
-def subscriber_query(event_type: str, obj: str | None) -> Select[tuple[str]]:
-    objects = ["*"] if obj is None else [obj, "*"]
-    return (
-        select(subscriptions.c.user_id)
-        .where(subscriptions.c.type.in_([event_type, "*"]), subscriptions.c.object.in_(objects))
-        .distinct()
-    )
-
-
-def follower_query(actor: str) -> Select[tuple[str]]:
-    return select(follows.c.follower.label("user_id")).where(follows.c.followee == actor)
-
-
-def source_query(source: str, event_type: str, actor: str | None,
-                 obj: str | None) -> Select[tuple[str]] | None:
-    """The users one audience source names, as a query over a column called ``user_id``."""
-    if source == "object_subscribers":
-        return subscriber_query(event_type, obj)
-    if source == "actor_followers" and actor is not None:
-        return follower_query(actor)
+def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
+    """The users one audience source names, as a query over one user id column."""
+    if source.kind == OBJECT_SUBSCRIBERS:
+        objects = ["*"] if source.object is None else [source.object, "*"]
+        return (select(subscriptions.c.user_id)
+                .where(subscriptions.c.type.in_([source.type, "*"]),
+                       subscriptions.c.object.in_(objects))
+                .distinct())
+    if source.kind == ACTOR_FOLLOWERS and source.actor is not None:
+        return select(follows.c.follower.label("user_id")).where(
+            follows.c.followee == source.actor)
     return None
 
 
-def _user_column(query: Select[tuple[str]]) -> ColumnElement[str]:
-    return query.selected_columns[0]
+class SqlGraph:
+    """The graph tables within one transaction."""
 
+    def __init__(self, db: Database, conn: Connection) -> None:
+        self.db = db
+        self.conn = conn
 
-def users_in_range(conn: Connection, query: Select[tuple[str]], after: str,
-                   upto: str | None, limit: int | None = None) -> list[str]:
-    """User ids of a source in (after, upto], ascending."""
-    column = _user_column(query)
-    ranged = query.where(column > after)
-    if upto is not None:
-        ranged = ranged.where(column <= upto)
-    ranged = ranged.order_by(column)
-    if limit is not None:
-        ranged = ranged.limit(limit)
-    return [str(r[0]) for r in conn.execute(ranged)]
+    def add_user(self, user: str, now: int) -> bool:
+        result = self.conn.execute(self.db.insert_ignore(users).values(user_id=user,
+                                                                        created_at=now))
+        return result.rowcount == 1
 
+    def set_joined(self, user: str, joined: int) -> None:
+        self.conn.execute(update(users).where(users.c.user_id == user).values(created_at=joined))
 
-def nth_user_after(conn: Connection, query: Select[tuple[str]], after: str,
-                   n: int) -> str | None:
-    """The n-th user id after ``after`` (a chunk boundary), or None if fewer remain."""
-    column = _user_column(query)
-    row = conn.execute(
-        query.where(column > after).order_by(column).limit(1).offset(n - 1)
-    ).first()
-    return str(row[0]) if row is not None else None
+    # -- subscriptions --------------------------------------------------------------------
 
+    def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
+                          now: int) -> Subscription:
+        self.conn.execute(self.db.upsert(
+            subscriptions, ["user_id", "type", "object"],
+            {"user_id": user, "type": type, "object": object,
+             "channels": ",".join(sorted(set(channels))), "created_at": now}, ["channels"]))
+        row = self.conn.execute(select(subscriptions).where(
+            subscriptions.c.user_id == user, subscriptions.c.type == type,
+            subscriptions.c.object == object)).one()
+        return _subscription(row)
 
-def muting_users(conn: Connection, candidates: Sequence[str], actor: str | None,
-                 obj: str | None) -> set[str]:
-    """Those of ``candidates`` who muted this actor or object."""
-    conditions = []
-    if actor is not None:
-        conditions.append(and_(mutes.c.kind == "actor", mutes.c.value == actor))
-    if obj is not None:
-        conditions.append(and_(mutes.c.kind == "object", mutes.c.value == obj))
-    if not conditions or not candidates:
-        return set()
-    found: set[str] = set()
-    for start in range(0, len(candidates), 5000):
-        part = list(candidates[start:start + 5000])
-        rows = conn.execute(
-            select(mutes.c.user_id).where(mutes.c.user_id.in_(part), or_(*conditions)).distinct()
-        )
-        found.update(r[0] for r in rows)
-    return found
+    def delete_subscription(self, user: str, subscription_id: int) -> bool:
+        result = self.conn.execute(delete(subscriptions).where(
+            subscriptions.c.id == subscription_id, subscriptions.c.user_id == user))
+        return result.rowcount > 0
 
+    def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
+        rows = self.conn.execute(
+            select(subscriptions)
+            .where(subscriptions.c.user_id == user, subscriptions.c.id > after_id)
+            .order_by(subscriptions.c.id).limit(limit)).all()
+        return [_subscription(r) for r in rows]
 
-def delete_mute(conn: Connection, user: str, kind: str, value: str) -> int:
-    result = conn.execute(delete(mutes).where(
-        mutes.c.user_id == user, mutes.c.kind == kind, mutes.c.value == value))
-    return result.rowcount
+    # -- follows ----------------------------------------------------------------------------
+
+    def add_follow(self, follower: str, followee: str, now: int) -> bool:
+        result = self.conn.execute(self.db.insert_ignore(follows).values(
+            follower=follower, followee=followee, created_at=now))
+        return bool(result.rowcount == 1)
+
+    def remove_follow(self, follower: str, followee: str) -> bool:
+        result = self.conn.execute(delete(follows).where(
+            follows.c.follower == follower, follows.c.followee == followee))
+        return result.rowcount > 0
+
+    def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
+        mine, theirs = ("followee", "follower") if followers else ("follower", "followee")
+        rows = self.conn.execute(
+            select(follows.c[theirs], follows.c.created_at)
+            .where(follows.c[mine] == user, follows.c[theirs] > after)
+            .order_by(follows.c[theirs]).limit(limit)).all()
+        return [Follow(r[0], r[1]) for r in rows]
+
+    # -- audience -----------------------------------------------------------------------------
+
+    def audience(self, source: AudienceSource, *, after: str, upto: str | None,
+                 limit: int | None = None) -> list[str]:
+        query = source_query(source)
+        if query is None:
+            return []
+        column = query.selected_columns[0]
+        ranged = query.where(column > after)
+        if upto is not None:
+            ranged = ranged.where(column <= upto)
+        ranged = ranged.order_by(column)
+        if limit is not None:
+            ranged = ranged.limit(limit)
+        return [str(r[0]) for r in self.conn.execute(ranged)]
+
+    def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
+        query = source_query(source)
+        if query is None:
+            return None
+        column = query.selected_columns[0]
+        row = self.conn.execute(
+            query.where(column > after).order_by(column).limit(1).offset(n - 1)).first()
+        return str(row[0]) if row is not None else None
+
+    # -- mutes ----------------------------------------------------------------------------------
+
+    def add_mute(self, user: str, kind: str, value: str) -> None:
+        self.conn.execute(self.db.insert_ignore(mutes).values(user_id=user, kind=kind,
+                                                              value=value))
+
+    def remove_mute(self, user: str, kind: str, value: str) -> int:
+        result = self.conn.execute(delete(mutes).where(
+            mutes.c.user_id == user, mutes.c.kind == kind, mutes.c.value == value))
+        return int(result.rowcount)
+
+    def replace_mutes(self, user: str, pairs: Sequence[tuple[str, str]]) -> None:
+        self.conn.execute(delete(mutes).where(mutes.c.user_id == user))
+        if pairs:
+            self.db.insert_many(self.conn, mutes, [
+                {"user_id": user, "kind": kind, "value": value} for kind, value in pairs
+            ], ignore=True)
+
+    def mutes(self, user: str) -> list[tuple[str, str]]:
+        rows = self.conn.execute(select(mutes.c.kind, mutes.c.value)
+                                 .where(mutes.c.user_id == user)
+                                 .order_by(mutes.c.kind, mutes.c.value)).all()
+        return [(r.kind, r.value) for r in rows]
+
+    def muting(self, users: Sequence[str], actor: str | None,
+               object: str | None) -> set[str]:
+        conditions = []
+        if actor is not None:
+            conditions.append(and_(mutes.c.kind == "actor", mutes.c.value == actor))
+        if object is not None:
+            conditions.append(and_(mutes.c.kind == "object", mutes.c.value == object))
+        if not conditions or not users:
+            return set()
+        found: set[str] = set()
+        for start in range(0, len(users), IN_LIST):
+            part = list(users[start:start + IN_LIST])
+            rows = self.conn.execute(select(mutes.c.user_id).where(
+                mutes.c.user_id.in_(part), or_(*conditions)).distinct())
+            found.update(r[0] for r in rows)
+        return found

@@ -1,16 +1,14 @@
-"""What a user's preferences say about one notification: web, email (and how), webhook."""
+"""What a user's preferences say about one notification: web, email (and how), webhook.
+
+Pure rules: the stored preferences come in as a mapping."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select
-
 from tidings.domain.types import EventType
-from tidings.store.sql.schema import email_bounces, preferences
 
 FREQUENCIES = ("immediate", "daily", "weekly", "never")
 
@@ -53,22 +51,3 @@ def plan(prefs: Mapping[str, Any] | None, event_type: EventType, bounced: bool) 
         address=address if wants_mail else None,
         webhook=hook if hook and channel_on(prefs, event_type, "webhook") else None,
     )
-
-
-def load_many(conn: Connection, users: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Preferences of those users who have any (one query per 5,000 users)."""
-    found: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(users), 5000):
-        part = list(users[start:start + 5000])
-        for row in conn.execute(select(preferences.c.user_id, preferences.c.data)
-                                .where(preferences.c.user_id.in_(part))):
-            found[row.user_id] = json.loads(row.data)
-    return found
-
-
-def bounced(conn: Connection, addresses: Sequence[str]) -> set[str]:
-    if not addresses:
-        return set()
-    rows = conn.execute(select(email_bounces.c.address)
-                        .where(email_bounces.c.address.in_([a.lower() for a in addresses])))
-    return {r[0] for r in rows}

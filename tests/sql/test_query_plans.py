@@ -25,8 +25,8 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
     t = Tidings(Config(database_url=url), types=[EventType("link", bundle="object")],
                 clock=FrozenClock())
     rows: list[dict[str, Any]] = []
-    with t.db.write() as conn:
-        t.db.insert_many(conn, events, [
+    with t.store.db.write() as conn:
+        t.store.db.insert_many(conn, events, [
             {"id": i, "type": "link", "actor": "a", "object": f"page:{i % 50}", "payload": "{}",
              "recipients": "[]", "exclude": "[]", "idempotency_key": None, "body_hash": "",
              "created_at": i} for i in range(1, PER_USER + 1)])
@@ -37,8 +37,8 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
                 "object": f"page:{i % 50}", "bundle_hash": f"h{i % 50}", "display_hash": f"d{i}",
                 "bundle_base": i % 3 == 0, "read_at": i if i % 2 else None,
             } for i in range(1, PER_USER + 1)]
-        t.db.insert_many(conn, notifications, rows)
-    with t.db.engine.connect() as conn:
+        t.store.db.insert_many(conn, notifications, rows)
+    with t.store.db.engine.connect() as conn:
         conn.execute(text("ANALYZE"))
         conn.commit()
     yield t
@@ -54,13 +54,13 @@ def _plans(t: Tidings, call: Any) -> list[str]:
         if "FROM notifications" in statement and statement.lstrip().upper().startswith("SELECT"):
             captured.append((statement, parameters))
 
-    event.listen(t.db.engine, "before_cursor_execute", capture)
+    event.listen(t.store.db.engine, "before_cursor_execute", capture)
     try:
         call()
     finally:
-        event.remove(t.db.engine, "before_cursor_execute", capture)
+        event.remove(t.store.db.engine, "before_cursor_execute", capture)
     plans = []
-    with t.db.engine.connect() as conn:
+    with t.store.db.engine.connect() as conn:
         for statement, parameters in captured:
             rows = conn.exec_driver_sql("EXPLAIN " + statement, parameters).all()
             plans.append("\n".join(r[0] for r in rows))

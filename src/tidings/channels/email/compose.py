@@ -1,0 +1,75 @@
+"""Composing a notification mail: items rendered in the user's locale, the Jinja mail
+templates, a Message-ID derived from the content, one-click unsubscribe headers."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from tidings.channels.email.smtp import Mail, SmtpMailer
+from tidings.channels.email.tokens import signing_secret, unsubscribe_token
+from tidings.config import Config
+from tidings.domain.bundling import OTHERS_CAP
+from tidings.domain.links import absolute_link
+from tidings.domain.rendering import RenderContext, render_all
+from tidings.domain.types import EventType
+from tidings.domain.views import StoredEvent
+from tidings.i18n import normalise_locale
+
+
+@lru_cache(maxsize=1)
+def _templates() -> Environment:
+    return Environment(loader=PackageLoader("tidings.channels", "templates"),
+                       autoescape=select_autoescape(["html"]), keep_trailing_newline=True)
+
+
+def mailer(config: Config) -> SmtpMailer:
+    if not config.smtp_url:
+        raise RuntimeError("TIDINGS_SMTP_URL is not set")
+    return SmtpMailer(config.smtp_url, config.mail_from)
+
+
+def item(config: Config, event_type: EventType, event: StoredEvent, actors: list[str],
+         count: int, prefs: Mapping[str, Any]) -> dict[str, Any]:
+    """One listed notification of a mail: title, body and an absolute link."""
+    others = min(max(len(actors) - 1, 0), OTHERS_CAP)
+    ctx = RenderContext(type=event.type, actor=event.actor, object=event.object,
+                        payload=event.payload, actors=actors[:3], count=count, others=others,
+                        event_id=str(event.id))
+    rendered = render_all(event_type, ctx, normalise_locale(prefs.get("locale")))
+    return {"title": rendered.title, "body": rendered.body,
+            "link": absolute_link(rendered.link, config.public_url)}
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """A composed mail and what the sent log records of it."""
+
+    user: str
+    kind: str
+    mail: Mail
+
+
+def compose(config: Config, user: str, address: str, prefs: Mapping[str, Any], kind: str,
+            key: str, *, subject: str, intro: str, items: list[dict[str, Any]],
+            more: int) -> Outbound:
+    domain = mailer(config).domain
+    digest = hashlib.sha256(f"{user}\x00{key}".encode()).hexdigest()[:32]
+    message_id = f"<{kind}.{digest}@{domain}>"
+    token = unsubscribe_token(signing_secret(config), user)
+    unsubscribe_url = f"{config.public_url}/v1/unsubscribe/{token}"
+    context = {"intro": intro, "items": items, "more": more, "unsubscribe_url": unsubscribe_url,
+               "inbox_url": f"{config.public_url}/#/notifications",
+               "frequency": (prefs.get("email") or {}).get("frequency", "immediate")}
+    env = _templates()
+    mail = Mail(to=address, subject=subject, message_id=message_id,
+                text=env.get_template("notification.txt").render(**context),
+                html=env.get_template("notification.html").render(**context),
+                headers={"List-Unsubscribe": f"<{unsubscribe_url}>",
+                         "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
+    return Outbound(user=user, kind=kind, mail=mail)

@@ -1,0 +1,66 @@
+"""A Python client for the HTTP API v1, on httpx: :class:`Client` and :class:`AsyncClient`.
+
+Both have the same methods; the async ones are coroutines (``stream`` an async iterator)::
+
+    from tidings.client import Client
+
+    with Client("http://127.0.0.1:8000", token="server-key") as tidings:
+        tidings.publish("mention", actor="alice", recipients=["bob"])
+        print(tidings.unread_count(user="bob"))        # {'count': 1, 'display': '1'}
+
+    with Client("http://127.0.0.1:8000", token=bob_token) as inbox:   # a user token
+        for item in inbox.iter_notifications(unread=True):            # /v1/me/notifications
+            print(item["title"])
+
+Methods on a user's data take ``user=``: ``/v1/users/{user}/…`` when given, ``/v1/me/…`` (the
+token's own user) when left out. Answers are the API's JSON, typed as :class:`typing.TypedDict`
+s; an error answer raises :class:`ApiError` with the API's ``code``, ``message`` and ``details``.
+Network failures are httpx's own exceptions.
+
+The client is written once: :mod:`tidings.client._async` is the source and
+:mod:`tidings.client._sync` is generated from it by ``scripts/unasync.py``. The answers' types
+(:mod:`~tidings.client._models`), :class:`ApiError` (:mod:`~tidings.client._errors`), the
+spelling of requests (:mod:`~tidings.client._requests`) and the SSE parser
+(:mod:`~tidings.client._sse`) are shared by both. The client's modules import httpx, anyio and
+:mod:`tidings.exceptions` only, never the engine, SQLAlchemy or FastAPI.
+"""
+
+from tidings.client._async import AsyncClient
+from tidings.client._errors import ApiError
+from tidings.client._models import (
+    Accepted,
+    BatchItem,
+    Bounce,
+    EventTypeInfo,
+    Follow,
+    FollowState,
+    Notification,
+    Page,
+    Preferences,
+    SseEvent,
+    Subscription,
+    TimelineEvent,
+    Token,
+    UnreadCount,
+)
+from tidings.client._sync import Client
+
+__all__ = [
+    "Accepted",
+    "ApiError",
+    "AsyncClient",
+    "BatchItem",
+    "Bounce",
+    "Client",
+    "EventTypeInfo",
+    "Follow",
+    "FollowState",
+    "Notification",
+    "Page",
+    "Preferences",
+    "SseEvent",
+    "Subscription",
+    "TimelineEvent",
+    "Token",
+    "UnreadCount",
+]

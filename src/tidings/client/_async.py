@@ -1,0 +1,301 @@
+"""The asynchronous client, :class:`AsyncClient` (written once: see ``scripts/unasync.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from tidings.client._errors import error_of, parse_answer
+from tidings.client._models import (
+    Accepted,
+    BatchItem,
+    Bounce,
+    EventTypeInfo,
+    Follow,
+    FollowState,
+    Notification,
+    Page,
+    Preferences,
+    SseEvent,
+    Subscription,
+    TimelineEvent,
+    Token,
+    UnreadCount,
+)
+from tidings.client._requests import (
+    DEFAULT_TIMEOUT,
+    ClientBase,
+    bounce_body,
+    event_body,
+    inbox_query,
+    query,
+    read_body,
+    retraction_body,
+    seen_body,
+    user_path,
+)
+from tidings.client._sse import SseParser, aiter_lines_until, stream_timeout
+
+
+class AsyncClient(ClientBase):
+    """A client of the HTTP API v1, asynchronous. ``token`` is a server key or a user token.
+
+    Use it as ``async with AsyncClient(…) as tidings:``, or call :meth:`aclose`. ``transport``
+    is for tests (``httpx.MockTransport``) or custom networking.
+    """
+
+    def __init__(
+        self, base_url: str, token: str | None = None, *,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, token)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _call(
+        self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+    ) -> Any:
+        return parse_answer(await self._http.request(method, path, params=params, json=body))
+
+    # events and types (server key)
+
+    async def publish(
+        self, type: str, *, actor: str | None = None, object: str | None = None,
+        recipients: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
+        payload: Mapping[str, Any] | None = None, idempotency_key: str | None = None,
+    ) -> Accepted:
+        """Publish one event; the answer means it is durable."""
+        body = event_body(type, actor, object, recipients, exclude, payload, idempotency_key)
+        return cast(Accepted, await self._call("POST", "/v1/events", body=body))
+
+    async def publish_batch(self, events: Sequence[Mapping[str, Any]]) -> list[BatchItem]:
+        """Publish up to 1,000 events; each is answered on its own (accepted or its error)."""
+        body = {"events": [dict(e) for e in events]}
+        answer = await self._call("POST", "/v1/events/batch", body=body)
+        return cast(list[BatchItem], answer["items"])
+
+    async def retract(
+        self, *, type: str | None = None, actor: str | None = None, object: str | None = None,
+    ) -> int:
+        """Remove matching notifications from every inbox; returns how many."""
+        body = retraction_body(type, actor, object)
+        answer = await self._call("POST", "/v1/retractions", body=body)
+        return cast(int, answer["removed"])
+
+    async def types(self) -> list[EventTypeInfo]:
+        answer = await self._call("GET", "/v1/types")
+        return cast(list[EventTypeInfo], answer["items"])
+
+    async def get_type(self, name: str) -> EventTypeInfo:
+        return cast(EventTypeInfo, await self._call("GET", f"/v1/types/{quote(name, safe='')}"))
+
+    async def put_type(self, name: str, definition: Mapping[str, Any]) -> EventTypeInfo:
+        """Declare or replace an event type (``category``, ``bundle``, ``templates``, …)."""
+        path = f"/v1/types/{quote(name, safe='')}"
+        return cast(EventTypeInfo, await self._call("PUT", path, body=dict(definition)))
+
+    async def mint_token(self, user: str, *, ttl_seconds: int | None = None) -> Token:
+        body: dict[str, Any] = {"user": user}
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = ttl_seconds
+        return cast(Token, await self._call("POST", "/v1/tokens", body=body))
+
+    async def report_bounce(self, address: str, *, reason: str | None = None) -> Bounce:
+        """A hard bounce: mail to ``address`` stops (web delivery goes on)."""
+        body = bounce_body(address, reason)
+        return cast(Bounce, await self._call("POST", "/v1/bounces", body=body))
+
+    async def clear_bounce(self, address: str) -> Bounce:
+        """``address`` works again: mail resumes."""
+        path = f"/v1/bounces/{quote(address, safe='@')}"
+        return cast(Bounce, await self._call("DELETE", path))
+
+    # a user's inbox
+
+    async def notifications(
+        self, *, user: str | None = None, types: Sequence[str] | None = None,
+        category: str | None = None, section: str | None = None, unread: bool | None = None,
+        limit: int | None = None, cursor: str | None = None, locale: str | None = None,
+    ) -> Page[Notification]:
+        """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``."""
+        params = inbox_query(types, category, section, unread=unread, limit=limit, cursor=cursor,
+                             locale=locale)
+        path = user_path(user, "/notifications")
+        return cast(Page[Notification], await self._call("GET", path, params=params))
+
+    async def iter_notifications(
+        self, *, user: str | None = None, types: Sequence[str] | None = None,
+        category: str | None = None, section: str | None = None, unread: bool | None = None,
+        page_size: int = 100, locale: str | None = None,
+    ) -> AsyncIterator[Notification]:
+        """Every item of the inbox, following cursors to the end."""
+        cursor = None
+        while True:
+            page = await self.notifications(
+                user=user, types=types, category=category, section=section, unread=unread,
+                limit=page_size, cursor=cursor, locale=locale)
+            for item in page["items"]:
+                yield item
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return
+
+    async def unread_count(
+        self, *, user: str | None = None, types: Sequence[str] | None = None,
+        category: str | None = None, section: str | None = None,
+    ) -> UnreadCount:
+        params = inbox_query(types, category, section)
+        path = user_path(user, "/notifications/unread-count")
+        return cast(UnreadCount, await self._call("GET", path, params=params))
+
+    async def mark_read(
+        self, *, user: str | None = None, ids: Sequence[str] | None = None, all: bool = False,
+        match: Mapping[str, str] | None = None, types: Sequence[str] | None = None,
+        category: str | None = None, section: str | None = None,
+    ) -> int:
+        """Mark read by ``ids``, ``all=True`` (maybe narrowed) or ``match``; returns how many."""
+        body = read_body(ids, all, match, types, category, section)
+        path = user_path(user, "/notifications/read")
+        answer = await self._call("POST", path, body=body)
+        return cast(int, answer["updated"])
+
+    async def mark_unread(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        path = user_path(user, "/notifications/unread")
+        answer = await self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    async def mark_seen(
+        self, *, user: str | None = None, until: datetime | str | None = None,
+    ) -> str:
+        """Move the seen watermark (to now, or ``until``); returns where it is now."""
+        path = user_path(user, "/notifications/seen")
+        answer = await self._call("POST", path, body=seen_body(until))
+        return cast(str, answer["seen_until"])
+
+    async def stream(
+        self, *, user: str | None = None, locale: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[SseEvent]:
+        """The live stream as ``(event, data)`` pairs: ``("unread", {"count", "display"})``,
+        ``("notification", item)``. With ``timeout``, iteration ends after that many seconds.
+
+        Leaving it early, close it (``contextlib.aclosing``) so the connection is let go at once.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        path = user_path(user, "/stream")
+        async with self._http.stream(
+            "GET", path, params=query(locale=locale),
+            headers={"Accept": "text/event-stream"}, timeout=stream_timeout(timeout),
+        ) as response:
+            if not response.is_success:
+                await response.aread()
+                raise error_of(response)
+            parser = SseParser()
+            async with contextlib.aclosing(aiter_lines_until(response, deadline)) as lines:
+                async for line in lines:
+                    frame = parser.feed(line)
+                    if frame is not None:
+                        yield frame
+
+    # subscriptions, follows, timeline, preferences
+
+    async def subscriptions(
+        self, *, user: str | None = None, limit: int | None = None, cursor: str | None = None,
+    ) -> Page[Subscription]:
+        params = query(limit=limit, cursor=cursor)
+        path = user_path(user, "/subscriptions")
+        return cast(Page[Subscription], await self._call("GET", path, params=params))
+
+    async def add_subscription(
+        self, *, user: str | None = None, type: str = "*", object: str = "*",
+        channels: Sequence[str] = ("web",),
+    ) -> str:
+        """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``); returns the id."""
+        body = {"type": type, "object": object, "channels": list(channels)}
+        answer = await self._call("POST", user_path(user, "/subscriptions"), body=body)
+        return cast(str, answer["id"])
+
+    async def delete_subscription(
+        self, subscription_id: str, *, user: str | None = None,
+    ) -> None:
+        path = user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
+        await self._call("DELETE", path)
+
+    async def follow(self, other: str, *, user: str | None = None) -> FollowState:
+        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        return cast(FollowState, await self._call("PUT", path))
+
+    async def unfollow(self, other: str, *, user: str | None = None) -> FollowState:
+        path = user_path(user, f"/follows/{quote(other, safe='')}")
+        return cast(FollowState, await self._call("DELETE", path))
+
+    async def following(
+        self, *, user: str | None = None, limit: int | None = None, cursor: str | None = None,
+    ) -> Page[Follow]:
+        """The users this user follows."""
+        params = query(limit=limit, cursor=cursor)
+        path = user_path(user, "/follows")
+        return cast(Page[Follow], await self._call("GET", path, params=params))
+
+    async def followers(
+        self, *, user: str | None = None, limit: int | None = None, cursor: str | None = None,
+    ) -> Page[Follow]:
+        params = query(limit=limit, cursor=cursor)
+        path = user_path(user, "/followers")
+        return cast(Page[Follow], await self._call("GET", path, params=params))
+
+    async def timeline(
+        self, *, user: str | None = None, limit: int | None = None, cursor: str | None = None,
+    ) -> Page[TimelineEvent]:
+        """Events of the users followed, newest first."""
+        params = query(limit=limit, cursor=cursor)
+        path = user_path(user, "/timeline")
+        return cast(Page[TimelineEvent], await self._call("GET", path, params=params))
+
+    async def get_preferences(self, *, user: str | None = None) -> Preferences:
+        path = user_path(user, "/preferences")
+        return cast(Preferences, await self._call("GET", path))
+
+    async def put_preferences(
+        self, preferences: Mapping[str, Any], *, user: str | None = None,
+    ) -> Preferences:
+        """Replace the preferences (``email``, ``channels``, ``muted``, ``locale``)."""
+        path = user_path(user, "/preferences")
+        return cast(Preferences, await self._call("PUT", path, body=dict(preferences)))
+
+    # operations
+
+    async def healthz(self) -> dict[str, str]:
+        return cast(dict[str, str], await self._call("GET", "/healthz"))
+
+    async def readyz(self) -> dict[str, str]:
+        """``{"status": "ready"}``; raises :class:`ApiError` (503) when the store is down."""
+        return cast(dict[str, str], await self._call("GET", "/readyz"))
+
+    async def metrics(self) -> str:
+        """The Prometheus text."""
+        response = await self._http.get("/metrics", headers={"Accept": "text/plain"})
+        if not response.is_success:
+            raise error_of(response)
+        return response.text

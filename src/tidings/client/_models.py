@@ -1,0 +1,111 @@
+"""The API's answers as the client returns them: JSON objects typed as :class:`TypedDict` s,
+declared once for :class:`~tidings.client.Client` and :class:`~tidings.client.AsyncClient`."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+
+class Page(TypedDict, Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+class Accepted(TypedDict):
+    id: str
+    status: str
+
+
+class ErrorBody(TypedDict):
+    code: str
+    message: str
+    details: list[dict[str, Any]]
+
+
+class BatchItem(TypedDict, total=False):
+    index: int
+    status: Literal["accepted", "error"]
+    id: str | None
+    error: ErrorBody | None
+
+
+class EventTypeInfo(TypedDict):
+    name: str
+    category: str
+    section: str
+    priority: int
+    bundle: str
+    channels: list[str]
+    audience: list[str]
+    templates: dict[str, Any]
+    retention_days: int | None
+    mandatory: bool
+
+
+class Token(TypedDict):
+    token: str
+    expires_at: str
+
+
+class Notification(TypedDict):
+    id: str
+    type: str
+    category: str
+    section: str
+    object: str | None
+    actor: str | None
+    actors: list[str]
+    count: int
+    others: int
+    title: str
+    body: str | None
+    link: str | None
+    html: str
+    created_at: str
+    read: bool
+    seen: bool
+    payload: dict[str, Any]
+
+
+class UnreadCount(TypedDict):
+    count: int
+    display: str
+
+
+class Subscription(TypedDict):
+    id: str
+    type: str
+    object: str
+    channels: list[str]
+    created_at: str
+
+
+class Follow(TypedDict):
+    user: str
+    since: str
+
+
+class FollowState(TypedDict):
+    user: str
+    other: str
+    following: bool
+
+
+class TimelineEvent(TypedDict):
+    id: str
+    type: str
+    actor: str | None
+    object: str | None
+    payload: dict[str, Any]
+    created_at: str
+
+
+class Bounce(TypedDict):
+    address: str
+    bounced: bool
+
+
+Preferences = dict[str, Any]
+SseEvent = tuple[str, Any]

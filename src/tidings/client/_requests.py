@@ -1,0 +1,93 @@
+"""How the client spells requests: paths, query strings and JSON bodies, shared by both
+clients so they cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class ClientBase:
+    """The base URL and headers every request carries (``token`` as a bearer token)."""
+
+    def __init__(self, base_url: str, token: str | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
+
+
+def user_path(user: str | None, suffix: str) -> str:
+    """``/v1/users/{user}{suffix}``, or ``/v1/me{suffix}`` (the token's own user) for None."""
+    if user is None:
+        return f"/v1/me{suffix}"
+    # "." and ".." are valid user ids: escape them so no one resolves them as path segments
+    segment = quote(user, safe="") if user not in (".", "..") else user.replace(".", "%2E")
+    return f"/v1/users/{segment}{suffix}"
+
+
+def query(**values: Any) -> dict[str, str | int]:
+    """Query parameters as the API reads them: None left out, booleans as ``true``/``false``,
+    lists comma-joined."""
+    out: dict[str, str | int] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, str | int):
+            out[name] = value
+        else:  # a list of type names
+            out[name] = ",".join(value)
+    return out
+
+
+def inbox_query(types: Sequence[str] | None, category: str | None, section: str | None,
+                **rest: Any) -> dict[str, str | int]:
+    return query(types=types, category=category, section=section, **rest)
+
+
+def event_body(type: str, actor: str | None, object: str | None,
+               recipients: Sequence[str] | None, exclude: Sequence[str] | None,
+               payload: Mapping[str, Any] | None, idempotency_key: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": type, "actor": actor, "object": object,
+                            "recipients": None if recipients is None else list(recipients),
+                            "exclude": None if exclude is None else list(exclude),
+                            "payload": None if payload is None else dict(payload),
+                            "idempotency_key": idempotency_key}
+    return {key: value for key, value in body.items() if value is not None}
+
+
+def read_body(ids: Sequence[str] | None, all: bool, match: Mapping[str, str] | None,
+              types: Sequence[str] | None, category: str | None,
+              section: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if ids is not None:
+        body["ids"] = list(ids)
+    if all:
+        body["all"] = True
+    if match is not None:
+        body["match"] = dict(match)
+    for key, value in (("types", types), ("category", category), ("section", section)):
+        if value is not None:
+            body[key] = list(value) if key == "types" else value
+    return body
+
+
+def seen_body(until: datetime | str | None) -> dict[str, Any]:
+    if until is None:
+        return {}
+    return {"until": until.isoformat() if isinstance(until, datetime) else until}
+
+
+def bounce_body(address: str, reason: str | None) -> dict[str, str]:
+    return {"address": address} if reason is None else {"address": address, "reason": reason}
+
+
+def retraction_body(type: str | None, actor: str | None, object: str | None) -> dict[str, str]:
+    body = {"type": type, "actor": actor, "object": object}
+    return {key: value for key, value in body.items() if value is not None}

@@ -1,0 +1,41 @@
+"""Background upkeep: the per-user caps and age retention, never done on a read."""
+
+from __future__ import annotations
+
+from tidings.fanout.specs import retention_spec, trim_spec
+from tidings.jobs.context import JobContext, Replacements
+from tidings.jobs.model import Job
+from tidings.ports import Tx
+
+DAY_US = 86_400 * 1_000_000
+RETENTION_BATCH = 500
+
+
+def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+    """Keep one user's inbox and timeline under their caps."""
+    user = job.args["user"]
+    removed = tx.inbox.trim(user, ctx.config.inbox_cap)
+    removed += tx.timeline.trim(user, ctx.config.timeline_cap)
+    return [trim_spec(user)] if removed else None
+
+
+def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+    """Remove notifications of events older than their type's (or the default) retention."""
+    now = ctx.clock.now_us()
+    default_days = ctx.config.retention_days
+    by_days: dict[int, list[str]] = {}
+    for event_type in ctx.catalog.types:
+        days = event_type.retention_days or default_days
+        by_days.setdefault(days, []).append(event_type.name)
+    declared = [t.name for t in ctx.catalog.types]
+    expired: list[int] = []
+    for days, names in sorted(by_days.items()):
+        expired += tx.events.expired_ids(types=names, other_than=None,
+                                         before=now - days * DAY_US, limit=RETENTION_BATCH)
+    expired += tx.events.expired_ids(types=None, other_than=declared,
+                                     before=now - default_days * DAY_US, limit=RETENTION_BATCH)
+    if not expired:
+        return None
+    tx.inbox.remove(tx.inbox.keys_for_events(expired))
+    tx.events.delete(expired)
+    return [retention_spec()] if len(expired) >= RETENTION_BATCH else None

@@ -1,0 +1,93 @@
+"""Fan-out jobs (LiveJournal ESN): an event's audience, resolved in chunks, into inboxes.
+
+``fanout`` (ESN's FiredEvent) looks at each audience source. If the whole audience fits in one
+chunk it is delivered in the same job (the fast path). Otherwise the job is replaced atomically
+by one ``fanout_chunk`` job per chunk of a source (``replace_with``), which any worker may run.
+Sources overlap freely: a user named twice is written once, because (user, event) is unique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tidings.channels.registry import Channel
+from tidings.domain.audience import (
+    ACTOR_FOLLOWERS,
+    RECIPIENTS,
+    AudienceSource,
+    sources_of,
+)
+from tidings.domain.views import StoredEvent
+from tidings.fanout.deliver import deliver
+from tidings.fanout.specs import chunk_spec, users_spec
+from tidings.jobs.context import JobContext, Replacements
+from tidings.jobs.model import Job, JobSpec
+from tidings.ports import Tx
+
+
+def _sources(ctx: JobContext, event: StoredEvent) -> list[str]:
+    if ctx.catalog.known(event.type):
+        return sources_of(ctx.catalog.types.get(event.type).audience)
+    return [RECIPIENTS]
+
+
+class FanOut:
+    """The two fan-out job handlers, over the outbound channels they schedule."""
+
+    def __init__(self, channels: Sequence[Channel]) -> None:
+        self.channels = list(channels)
+
+    def run_fanout(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+        """Deliver at once, or return the chunk jobs that replace this one."""
+        event = tx.events.get(int(job.args["event_id"]), lock=True)
+        if event is None or event.retracted_at is not None:
+            return None
+        chunk = ctx.config.chunk_size
+        audience: set[str] = set()
+        followers: list[str] = []
+        specs: list[JobSpec] = []
+        for kind in _sources(ctx, event):
+            if kind == RECIPIENTS:
+                audience.update(event.recipients)
+                continue
+            source = AudienceSource.of(kind, event.type, event.actor, event.object)
+            if source is None:
+                continue
+            first = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
+            if len(first) <= chunk:
+                audience.update(first)
+                if kind == ACTOR_FOLLOWERS:
+                    followers = first
+                continue
+            after = ""
+            while True:
+                upto = tx.graph.nth_after(source, after, chunk)
+                if upto is not None and tx.graph.nth_after(source, upto, 1) is None:
+                    upto = None  # the rest fills this chunk exactly: no empty chunk after it
+                specs.append(chunk_spec(job.args, event.id, kind, after, upto, job.priority))
+                if upto is None:
+                    break
+                after = upto
+        if specs:
+            if audience:
+                specs.append(users_spec(job.args, event.id, sorted(audience), job.priority))
+            return specs
+        deliver(ctx, tx, event, audience, self.channels, at=job.args.get("at"),
+                timeline=followers)
+        return None
+
+    def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+        event = tx.events.get(int(job.args["event_id"]), lock=True)
+        if event is None or event.retracted_at is not None:
+            return None
+        kind = job.args["source"]
+        if kind == "users":
+            users = list(job.args["users"])
+        else:
+            source = AudienceSource.of(kind, event.type, event.actor, event.object)
+            users = [] if source is None else tx.graph.audience(
+                source, after=job.args["after"], upto=job.args["upto"])
+        timeline = users if kind == ACTOR_FOLLOWERS else ()
+        deliver(ctx, tx, event, users, self.channels, at=job.args.get("at"),
+                timeline=timeline)
+        return None

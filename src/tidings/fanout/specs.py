@@ -1,0 +1,42 @@
+"""The job specs of fan-out and maintenance, built in one place for every caller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tidings.jobs.model import JobSpec
+
+FANOUT = "fanout"
+FANOUT_CHUNK = "fanout_chunk"
+TRIM = "trim_inbox"
+RETENTION = "retention"
+
+
+def fanout_spec(event_id: int, priority: int = 5, at: int | None = None) -> JobSpec:
+    """The job that fans an event out. ``at`` dates a back-filled event's notifications in
+    the past; live ones are dated at delivery, so they always land on top of an inbox."""
+    args: dict[str, Any] = {"event_id": event_id}
+    if at is not None:
+        args["at"] = at
+    return JobSpec(FANOUT, args, unique_key=f"fanout:{event_id}", priority=priority)
+
+
+def chunk_spec(args: dict[str, Any], event_id: int, source: str, after: str,
+               upto: str | None, priority: int) -> JobSpec:
+    """One chunk of a source: users in (after, upto]."""
+    return JobSpec(FANOUT_CHUNK, {**args, "source": source, "after": after, "upto": upto},
+                   unique_key=f"fanout:{event_id}:{source}:{after}"[:255], priority=priority)
+
+
+def users_spec(args: dict[str, Any], event_id: int, users: list[str], priority: int) -> JobSpec:
+    """The named users of a chunked event (explicit recipients and small sources)."""
+    return JobSpec(FANOUT_CHUNK, {**args, "source": "users", "users": users},
+                   unique_key=f"fanout:{event_id}:users", priority=priority)
+
+
+def trim_spec(user: str) -> JobSpec:
+    return JobSpec(TRIM, {"user": user}, unique_key=f"trim:{user}", priority=9)
+
+
+def retention_spec(run_after: int | None = None) -> JobSpec:
+    return JobSpec(RETENTION, {}, unique_key="retention", priority=10, run_after=run_after)

@@ -1,0 +1,56 @@
+"""What a job handler receives: the settings, the clock, the catalog and the store's ports.
+
+Handlers come in two shapes (:class:`Handler`):
+
+- ``run(ctx, tx, job)``: the whole job in one unit of work, committed together with the job's
+  completion (or its ``replace_with``). Fan-out and maintenance are of this kind.
+- ``prepare`` → ``send`` → ``finish``: for network I/O (mail, webhooks). ``prepare`` reads in a
+  unit of its own, ``send`` talks to the network outside any unit (a slow receiver holds no
+  database lock), and ``finish`` records the outcome and completes the job in one unit. The
+  worker checks the lease before ``send``, so within one lease a job sends at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tidings.clock import Clock
+from tidings.config import Config
+from tidings.jobs.model import Job, JobSpec
+from tidings.observe import Observer
+from tidings.ports import Store, Tx
+
+if TYPE_CHECKING:
+    from tidings.services.catalog import Catalog
+
+Replacements = list[JobSpec] | None
+
+
+@dataclass
+class JobContext:
+    """The small world a handler sees (never the whole engine)."""
+
+    config: Config
+    clock: Clock
+    catalog: Catalog
+    store: Store
+    observer: Observer
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One job function: either ``run``, or ``prepare`` + ``send`` + ``finish``."""
+
+    run: Callable[[JobContext, Tx, Job], Replacements] | None = None
+    prepare: Callable[[JobContext, Tx, Job], Any] | None = None
+    send: Callable[[JobContext, Any], Any] | None = None
+    finish: Callable[[JobContext, Tx, Job, Any, Any], Replacements] | None = None
+
+    def __post_init__(self) -> None:
+        steps = (self.prepare, self.send, self.finish)
+        valid = (all(step is None for step in steps) if self.run is not None
+                 else all(step is not None for step in steps))
+        if not valid:
+            raise ValueError("a handler has run, or all of prepare, send and finish")

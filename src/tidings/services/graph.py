@@ -1,0 +1,168 @@
+"""Users, subscriptions, follows and mutes."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+
+from tidings.clock import Clock
+from tidings.domain.cursor import decode_cursor, encode_cursor
+from tidings.domain.events import check_object, check_user_id
+from tidings.domain.types import CHANNELS
+from tidings.domain.views import Follow, Page, Subscription
+from tidings.exceptions import InvalidCursor, InvalidInput, NotFound
+from tidings.ports import Store, Tx
+from tidings.services.catalog import Catalog
+from tidings.services.common import check_ids, check_limit
+
+
+def touch_user(tx: Tx, user: str, now: int) -> None:
+    """Register a user on first contact; a new user starts 'read up to now' (Gazelle)."""
+    if tx.graph.add_user(user, now):
+        tx.inbox.set_marker(user, "all", now)
+
+
+def _name_cursor(after: str) -> str:
+    raw = json.dumps({"after": after}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _name_after(cursor: str) -> str:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+        after = data["after"]
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError):
+        after = None
+    if not isinstance(after, str):  # a number here would be a store type error
+        raise InvalidCursor("cursor is not one this server made", field="cursor")
+    return after
+
+
+def mute_pairs(actor: str | None, obj: str | None) -> list[tuple[str, str]]:
+    pairs = []
+    if actor is not None:
+        pairs.append(("actor", check_user_id(actor, "actor")))
+    if obj is not None:
+        pairs.append(("object", check_object(obj)))
+    if not pairs:
+        raise InvalidInput("name an actor or an object to mute", field="actor")
+    return pairs
+
+
+class GraphService:
+    """Who hears of what, as users and applications change it."""
+
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.clock = clock
+
+    def add_user(self, user: str, *, read_up_to: int | None = None) -> bool:
+        """Register a user who starts as 'read up to now' (Gazelle); True if new."""
+        check_user_id(user)
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> bool:
+            if not tx.graph.add_user(user, now):
+                return False
+            tx.inbox.set_marker(user, "all", now if read_up_to is None else read_up_to)
+            return True
+
+        return self.store.transact(work)
+
+    def subscribe(self, user: str, type: str = "*", object: str = "*",
+                  channels: Sequence[str] = ("web",)) -> Subscription:
+        check_user_id(user)
+        if type != "*":
+            self.catalog.get(type)
+        if object != "*":
+            check_object(object)
+        if isinstance(channels, str) or not channels:
+            raise InvalidInput("channels must be a non-empty list", field="channels")
+        for channel in channels:
+            if channel not in CHANNELS:
+                raise InvalidInput(f"channels: unknown channel {channel!r}", field="channels")
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> Subscription:
+            touch_user(tx, user, now)
+            return tx.graph.save_subscription(user, type, object, channels, now)
+
+        return self.store.transact(work)
+
+    def unsubscribe(self, user: str, subscription_id: int | str) -> None:
+        check_user_id(user)
+        (number,) = check_ids([subscription_id], "subscription_id", "subscription id")
+        if not self.store.transact(lambda tx: tx.graph.delete_subscription(user, number)):
+            raise NotFound(f"subscription {subscription_id} of {user} does not exist")
+
+    def subscriptions(self, user: str, *, limit: int = 20,
+                      cursor: str | None = None) -> Page[Subscription]:
+        check_user_id(user)
+        limit = check_limit(limit)
+        after = decode_cursor(cursor)[1] if cursor else 0
+        with self.store.read() as tx:
+            rows = tx.graph.subscriptions(user, after_id=after, limit=limit + 1)
+        items = rows[:limit]
+        more = len(rows) > limit
+        return Page(items, encode_cursor(0, items[-1].id) if more else None)
+
+    def follow(self, user: str, other: str) -> bool:
+        check_user_id(user)
+        check_user_id(other, "other")
+        if user == other:
+            raise InvalidInput("other: a user cannot follow themselves", field="other")
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> bool:
+            touch_user(tx, user, now)
+            return tx.graph.add_follow(user, other, now)
+
+        return self.store.transact(work)
+
+    def unfollow(self, user: str, other: str) -> bool:
+        check_user_id(user)
+        check_user_id(other, "other")
+        return self.store.transact(lambda tx: tx.graph.remove_follow(user, other))
+
+    def follows(self, user: str, *, followers: bool, limit: int,
+                cursor: str | None) -> Page[Follow]:
+        check_user_id(user)
+        limit = check_limit(limit)
+        after = _name_after(cursor) if cursor else ""
+        with self.store.read() as tx:
+            rows = tx.graph.follows(user, followers=followers, after=after, limit=limit + 1)
+        items = rows[:limit]
+        more = len(rows) > limit
+        return Page(items, _name_cursor(items[-1].user) if more else None)
+
+    def mute(self, user: str, *, actor: str | None = None, object: str | None = None) -> None:
+        check_user_id(user)
+        pairs = mute_pairs(actor, object)
+
+        def work(tx: Tx) -> None:
+            for kind, value in pairs:
+                tx.graph.add_mute(user, kind, value)
+
+        self.store.transact(work)
+
+    def unmute(self, user: str, *, actor: str | None = None, object: str | None = None) -> None:
+        check_user_id(user)
+        pairs = mute_pairs(actor, object)
+
+        def work(tx: Tx) -> None:
+            for kind, value in pairs:
+                tx.graph.remove_mute(user, kind, value)
+
+        self.store.transact(work)
+
+    def muted(self, user: str) -> dict[str, list[str]]:
+        check_user_id(user)
+        with self.store.read() as tx:
+            pairs = tx.graph.mutes(user)
+        result: dict[str, list[str]] = {"actors": [], "objects": []}
+        for kind, value in pairs:
+            result["actors" if kind == "actor" else "objects"].append(value)
+        return result

@@ -1,0 +1,190 @@
+"""Reading an inbox (pages with bundles rendered, capped unread counts), read and seen state,
+and the push timeline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tidings.clock import Clock, to_rfc3339
+from tidings.domain.bundling import OTHERS_CAP, count_display
+from tidings.domain.cursor import decode_cursor, encode_cursor
+from tidings.domain.events import check_object, check_user_id
+from tidings.domain.readstate import Markers, scope_name
+from tidings.domain.rendering import RenderContext, render_all
+from tidings.domain.views import Filters, GroupInfo, InboxRow, Notification, Page, UnreadCount
+from tidings.exceptions import InvalidInput
+from tidings.i18n import normalise_locale
+from tidings.ports import Store, Tx
+from tidings.services.catalog import Catalog
+from tidings.services.common import check_ids, check_limit
+
+MAX_MARK_IDS = 1000
+
+
+class InboxService:
+    """One user's inbox: list, count, mark."""
+
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.clock = clock
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def filters(self, types: Sequence[str] | str | None, category: str | None,
+                section: str | None, unread: bool | None) -> Filters:
+        if types is not None:
+            if isinstance(types, str):
+                types = [t for t in types.split(",") if t]
+            for name in types:
+                self.catalog.get(name)
+        if section is not None and section not in ("alert", "message"):
+            raise InvalidInput("section must be alert or message", field="section")
+        if category is not None and (not isinstance(category, str)
+                                     or not 1 <= len(category) <= 64):
+            raise InvalidInput("category must be 1-64 characters", field="category")
+        return Filters(tuple(types) if types else None, category, section, unread)
+
+    def notifications(self, user: str, *, types: Sequence[str] | None = None,
+                      category: str | None = None, section: str | None = None,
+                      unread: bool | None = None, limit: int = 20,
+                      cursor: str | None = None, locale: str | None = None
+                      ) -> Page[Notification]:
+        """A user's inbox, newest first, one item per display group, paged by cursor."""
+        check_user_id(user)
+        language = normalise_locale(locale)
+        limit = check_limit(limit)
+        filters = self.filters(types, category, section, unread)
+        before = decode_cursor(cursor) if cursor else None
+        with self.store.read() as tx:
+            markers = tx.inbox.load_markers(user)
+            rows = tx.inbox.page(user, filters, markers, limit=limit + 1, before=before)
+            page = rows[:limit]
+            bundled = [r.display_hash for r in page if self.catalog.bundles(r.type)]
+            groups = tx.inbox.group_info(user, bundled)
+        items = [self._item(row, groups.get(row.display_hash), markers, language)
+                 for row in page]
+        last = page[-1] if page else None
+        more = len(rows) > limit
+        next_cursor = encode_cursor(last.created_at, last.event_id) if more and last else None
+        return Page(items, next_cursor)
+
+    def _item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
+              language: str) -> Notification:
+        actors = info.actors if info else ([row.actor] if row.actor else [])
+        count = info.count if info else 1
+        others = min(max(len(actors) - 1, 0), OTHERS_CAP)
+        unread_now = markers.is_unread(row.read_at, row.fresh_at, row.type, row.category,
+                                       row.section)
+        payload: dict[str, Any] = json.loads(row.payload)
+        ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
+                            payload=payload, actors=actors[:3], count=count, others=others,
+                            event_id=str(row.event_id))
+        rendered = render_all(self.catalog.or_default(row.type), ctx, language)
+        return Notification(
+            id=str(row.event_id), type=row.type, category=row.category, section=row.section,
+            object=row.object, actor=row.actor, actors=actors[:3], count=count,
+            others=others, title=rendered.title, body=rendered.body, link=rendered.link,
+            html=rendered.html, created_at=to_rfc3339(row.created_at), read=not unread_now,
+            seen=markers.is_seen(unread_now, row.fresh_at), payload=payload)
+
+    def unread_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups, capped at 100 and shown as '99+'."""
+        check_user_id(user)
+        filters = self.filters(types, category, section, True)
+        with self.store.read() as tx:
+            count = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+        return UnreadCount(count, count_display(count))
+
+    def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
+                 ) -> Page[dict[str, Any]]:
+        """Events of the users ``user`` follows, newest first (push model: fan-out wrote them)."""
+        check_user_id(user)
+        limit = check_limit(limit)
+        before = decode_cursor(cursor)[1] if cursor else None
+        with self.store.read() as tx:
+            rows = tx.timeline.page(user, limit=limit + 1, before=before)
+        page = rows[:limit]
+        items = [{"id": str(r.id), "type": r.type, "actor": r.actor, "object": r.object,
+                  "payload": r.payload, "created_at": to_rfc3339(r.created_at)} for r in page]
+        more = len(rows) > limit
+        return Page(items, encode_cursor(page[-1].created_at, page[-1].id) if more else None)
+
+    # -- read state -------------------------------------------------------------------------
+
+    def mark_ids(self, user: str, ids: Sequence[str | int], *, read: bool) -> int:
+        """Mark these notifications (and every member of their bundles) read or unread."""
+        check_user_id(user)
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInput("ids must be a list", field="ids")
+        if len(ids) > MAX_MARK_IDS:
+            raise InvalidInput("at most 1,000 ids at a time", field="ids")
+        numbers = check_ids(ids)
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> int:
+            markers = tx.inbox.load_markers(user)
+            groups = tx.inbox.groups_by_ids(user, numbers)
+            return tx.inbox.mark_groups(user, groups, read=read, now=now, markers=markers)
+
+        return self.store.transact(work)
+
+    def mark_read_matching(self, user: str, *, actor: str | None = None,
+                           type: str | None = None, object: str | None = None) -> int:
+        """Jiepang's 'mark read by (from user, type, post)'."""
+        check_user_id(user)
+        if actor is None and type is None and object is None:
+            raise InvalidInput("match needs at least one of actor, type, object", field="match")
+        if actor is not None:
+            check_user_id(actor, "match.actor")
+        if object is not None:
+            check_object(object, "match.object")
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> int:
+            markers = tx.inbox.load_markers(user)
+            groups = tx.inbox.groups_by_match(user, actor=actor, type=type, object=object)
+            return tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
+
+        return self.store.transact(work)
+
+    def mark_all_read(self, user: str, *, types: Sequence[str] | None = None,
+                      category: str | None = None, section: str | None = None) -> int:
+        """Move a watermark: one narrow row per scope, never an update of notification rows.
+
+        Returns how many unread items it covered (counted with the usual cap of 100).
+        """
+        check_user_id(user)
+        filters = self.filters(types, category, section, True)
+        scopes: list[str] = []
+        if filters.types:
+            scopes += [scope_name("type", t) for t in filters.types]
+        if category is not None:
+            scopes.append(scope_name("category", category))
+        if section is not None:
+            scopes.append(scope_name("section", section))
+        if filters.types and (category is not None or section is not None):
+            raise InvalidInput("give types, category or section, not several", field="types")
+        if category is not None and section is not None:
+            raise InvalidInput("give category or section, not both", field="category")
+        if not scopes:
+            scopes = ["all"]
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> int:
+            before = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+            for scope in scopes:
+                tx.inbox.set_marker(user, scope, now)
+            return before
+
+        return self.store.transact(work)
+
+    def mark_seen(self, user: str, until: int | None = None) -> None:
+        """Move the seen watermark (badge seen, not read)."""
+        check_user_id(user)
+        now = self.clock.now_us()
+        mark = now if until is None else min(until, now)
+        self.store.transact(lambda tx: tx.inbox.set_marker(user, "seen", mark))

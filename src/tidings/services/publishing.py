@@ -1,0 +1,136 @@
+"""Publishing: accept events durably (event + fan-out job in one unit), look up, retract."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tidings.clock import Clock
+from tidings.domain.events import Event, Limits, check_object, check_user_id, validate_event
+from tidings.domain.types import EventType
+from tidings.domain.views import Published, StoredEvent
+from tidings.exceptions import IdempotencyConflict, InvalidInput, NotFound, StoreConflict
+from tidings.fanout.specs import fanout_spec, retention_spec
+from tidings.jobs.model import JobSpec
+from tidings.ports import Store, Tx
+from tidings.services.catalog import Catalog
+from tidings.services.common import check_ids
+
+RetractHook = Callable[[Tx, list[int]], None]
+
+
+def coerce_event(event: Event | Mapping[str, Any]) -> Event:
+    """An :class:`Event` from an Event or a mapping of its fields (unknown fields refused)."""
+    if isinstance(event, Event):
+        return event
+    if not isinstance(event, Mapping):
+        raise InvalidInput("an event must be an object", field="event")
+    known = set(Event.__dataclass_fields__)
+    for key in event:
+        if key not in known:
+            raise InvalidInput(f"unknown event field {key!r}", field=str(key))
+    if "type" not in event or not isinstance(event["type"], str):
+        raise InvalidInput("type is required and must be a string", field="type")
+    data = dict(event)
+    for key in ("recipients", "exclude"):
+        if key in data and data[key] is None:
+            data[key] = ()
+    if data.get("payload") is None:
+        data["payload"] = {}
+    return Event(**data)
+
+
+class Publishing:
+    """Publish, look up and retract events."""
+
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock, limits: Limits,
+                 retract_hooks: Sequence[RetractHook] = ()) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.clock = clock
+        self.limits = limits
+        self.retract_hooks = list(retract_hooks)
+
+    def prepare(self, event: Event | Mapping[str, Any]) -> tuple[Event, str, EventType]:
+        """Check an event as publish does: the event, its payload JSON and its type."""
+        event = coerce_event(event)
+        event_type = self.catalog.get(event.type)
+        return event, validate_event(event, self.limits), event_type
+
+    def publish_many(self, batch: Sequence[Event | Mapping[str, Any]]) -> list[Published]:
+        """Store events and their fan-out jobs in one unit: all are accepted, or none."""
+        prepared = [self.prepare(event) for event in batch]
+        keys = [e.idempotency_key for e, _, _ in prepared if e.idempotency_key is not None]
+        if len(keys) != len(set(keys)):
+            raise InvalidInput("the batch repeats an idempotency_key", field="idempotency_key")
+
+        def work(tx: Tx) -> list[Published]:
+            now = self.clock.now_us()
+            results: list[Published] = []
+            jobs: list[JobSpec] = []
+            for event, payload_json, event_type in prepared:
+                if event.idempotency_key is not None:
+                    first = tx.events.get_by_key(event.idempotency_key)
+                    if first is not None:
+                        if first.body_hash != event.body_hash():
+                            raise IdempotencyConflict(
+                                f"idempotency_key {event.idempotency_key!r} was used before "
+                                "with a different event body")
+                        results.append(Published(str(first.id), created=False))
+                        continue
+                event_id = tx.events.insert(event, payload_json, now)
+                jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
+                results.append(Published(str(event_id), created=True))
+            tx.jobs.enqueue_many(jobs)
+            return results
+
+        try:
+            return self.store.transact(work)
+        except StoreConflict:
+            # A concurrent publish with the same key won the race: now it is visible.
+            return self.store.transact(work)
+
+    def get_event(self, event_id: str | int) -> StoredEvent:
+        (number,) = check_ids([event_id], "event_id", "event id")
+        with self.store.read() as tx:
+            found = tx.events.get(number)
+        if found is None:
+            raise NotFound(f"event {event_id} does not exist")
+        return found
+
+    def retract(self, *, type: str | None = None, actor: str | None = None,
+                object: str | None = None, event_id: str | int | None = None) -> int:
+        """Remove matching notifications from every inbox; later fan-out skips the events."""
+        if event_id is None and type is None and actor is None and object is None:
+            raise InvalidInput("retraction needs at least one of type, actor, object",
+                               field="type")
+        if type is not None:
+            self.catalog.get(type)
+        if actor is not None:
+            check_user_id(actor, "actor")
+        if object is not None:
+            check_object(object)
+        ids = check_ids([event_id], "event_id", "event id") if event_id is not None else None
+        now = self.clock.now_us()
+
+        def work(tx: Tx) -> int:
+            removed = 0
+            after = 0
+            while True:
+                if ids is not None:
+                    batch = ids if after == 0 else []
+                else:
+                    batch = tx.events.find_ids(type=type, actor=actor, object=object,
+                                               after_id=after)
+                if not batch:
+                    return removed
+                tx.events.mark_retracted(batch, now)
+                removed += tx.inbox.remove(tx.inbox.keys_for_events(batch))
+                for hook in self.retract_hooks:
+                    hook(tx, batch)
+                after = max(batch)
+
+        return self.store.transact(work)
+
+    def schedule_maintenance(self) -> None:
+        self.store.transact(lambda tx: tx.jobs.enqueue_many([retention_spec()]))

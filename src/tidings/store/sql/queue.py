@@ -1,0 +1,186 @@
+"""The job queue on SQL, with TheSchwartz's semantics.
+
+A job is claimed by moving its ``grabbed_until`` (the lease) into the future; a worker that dies
+leaves the lease to run out and another worker takes the job again. The lease value doubles as
+the claim's token: completing a job deletes it only if the token still matches, inside the same
+transaction as the job's own writes, so a job whose lease was lost writes nothing.
+On PostgreSQL and MariaDB claims use ``FOR UPDATE SKIP LOCKED``, so any number of workers on any
+number of machines share one queue; SQLite has a single writer and needs nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
+
+from tidings.clock import Clock
+from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
+from tidings.store.sql.database import Database
+from tidings.store.sql.schema import job_failures, jobs
+
+
+def _row(spec: JobSpec, now: int) -> dict[str, Any]:
+    return {
+        "func": spec.func,
+        "args": json.dumps(dict(spec.args), separators=(",", ":")),
+        "unique_key": spec.unique_key,
+        "priority": spec.priority,
+        "run_after": spec.run_after if spec.run_after is not None else now,
+        "grabbed_until": 0,
+        "attempts": 0,
+        "created_at": now,
+    }
+
+
+def _log_failure(conn: Connection, job: Job, error: str, *, final: bool, now: int) -> None:
+    conn.execute(insert(job_failures).values(
+        job_id=job.id, func=job.func, args=json.dumps(job.args, separators=(",", ":")),
+        error=error[:4000], attempt=job.attempts, final=final, failed_at=now))
+
+
+class SqlJobs:
+    """The queue inside one transaction: enqueue, complete, replace."""
+
+    def __init__(self, db: Database, conn: Connection, clock: Clock,
+                 on_enqueue: Callable[[int], None] | None = None) -> None:
+        self.db = db
+        self.conn = conn
+        self.clock = clock
+        self.on_enqueue = on_enqueue
+
+    def enqueue_many(self, specs: Sequence[JobSpec]) -> None:
+        if not specs:
+            return
+        now = self.clock.now_us()
+        rows = [_row(spec, now) for spec in specs]
+        keyed = [r for r in rows if r["unique_key"] is not None]
+        plain = [r for r in rows if r["unique_key"] is None]
+        if plain:
+            self.db.insert_many(self.conn, jobs, plain)
+        if keyed:
+            self.db.insert_many(self.conn, jobs, keyed, ignore=True)
+        if self.on_enqueue is not None:
+            self.on_enqueue(len(rows))
+
+    def complete(self, job: Job) -> bool:
+        result = self.conn.execute(
+            delete(jobs).where(jobs.c.id == job.id, jobs.c.grabbed_until == job.token))
+        return result.rowcount == 1
+
+    def replace_with(self, job: Job, specs: Sequence[JobSpec]) -> bool:
+        if not self.complete(job):
+            return False
+        self.enqueue_many(specs)
+        return True
+
+    def cancel(self, func: str, key_prefix: str) -> int:
+        escaped = key_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        result = self.conn.execute(delete(jobs).where(
+            jobs.c.func == func, jobs.c.unique_key.like(escaped + "%", escape="\\"),
+            jobs.c.grabbed_until == 0))
+        return max(result.rowcount, 0)
+
+    def record_failure(self, job: Job, error: str, *, final: bool, now: int) -> None:
+        _log_failure(self.conn, job, error, final=final, now=now)
+
+
+class SqlJobAdmin:
+    """Claiming, failing and inspecting, each in a transaction of its own."""
+
+    def __init__(self, db: Database, clock: Clock, *, lease_seconds: float = 60.0,
+                 max_attempts: int = 8, backoff_seconds: float = 2.0,
+                 max_backoff_seconds: float = 3600.0) -> None:
+        self.db = db
+        self.clock = clock
+        self.lease_us = int(lease_seconds * SECOND)
+        self.max_attempts = max_attempts
+        self.backoff_us = int(backoff_seconds * SECOND)
+        self.max_backoff_us = int(max_backoff_seconds * SECOND)
+
+    def claim(self, limit: int = 1, funcs: Sequence[str] | None = None,
+              exclude: Sequence[str] | None = None) -> list[Job]:
+        def work(conn: Connection) -> list[Job]:
+            now = self.clock.now_us()
+            query = (
+                select(jobs.c.id, jobs.c.func, jobs.c.args, jobs.c.unique_key,
+                       jobs.c.priority, jobs.c.attempts)
+                .where(jobs.c.run_after <= now, jobs.c.grabbed_until <= now)
+                .order_by(jobs.c.priority, jobs.c.run_after, jobs.c.id)
+                .limit(limit)
+            )
+            if funcs is not None:
+                query = query.where(jobs.c.func.in_(list(funcs)))
+            if exclude:
+                query = query.where(jobs.c.func.not_in(list(exclude)))
+            if self.db.skip_locked:
+                query = query.with_for_update(skip_locked=True)
+            rows = conn.execute(query).all()
+            if not rows:
+                return []
+            token = now + self.lease_us
+            conn.execute(update(jobs).where(jobs.c.id.in_([r.id for r in rows]))
+                         .values(grabbed_until=token, attempts=jobs.c.attempts + 1))
+            return [Job(id=r.id, func=r.func, args=json.loads(r.args), unique_key=r.unique_key,
+                        priority=r.priority, attempts=r.attempts + 1, token=token)
+                    for r in rows]
+
+        return self.db.transact(work)
+
+    def fail(self, job: Job, error: str) -> bool:
+        def work(conn: Connection) -> bool:
+            now = self.clock.now_us()
+            final = job.attempts >= self.max_attempts
+            _log_failure(conn, job, error, final=final, now=now)
+            mine = and_(jobs.c.id == job.id, jobs.c.grabbed_until == job.token)
+            if final:
+                conn.execute(delete(jobs).where(mine))
+                return False
+            delay = backoff_us(job.attempts, self.backoff_us, self.max_backoff_us)
+            conn.execute(update(jobs).where(mine).values(run_after=now + delay,
+                                                         grabbed_until=0))
+            return True
+
+        return self.db.transact(work)
+
+    def release(self, job: Job) -> None:
+        def work(conn: Connection) -> None:
+            conn.execute(update(jobs)
+                         .where(jobs.c.id == job.id, jobs.c.grabbed_until == job.token)
+                         .values(grabbed_until=0, attempts=jobs.c.attempts - 1))
+
+        self.db.transact(work)
+
+    def still_mine(self, job: Job) -> bool:
+        with self.db.read() as conn:
+            row = conn.execute(select(jobs.c.grabbed_until).where(jobs.c.id == job.id)).first()
+        return row is not None and row[0] == job.token and job.token > self.clock.now_us()
+
+    def stats(self) -> dict[str, int]:
+        now = self.clock.now_us()
+        count = select(func.count()).select_from(jobs)
+        with self.db.read() as conn:
+            total = conn.execute(count).scalar_one()
+            running = conn.execute(count.where(jobs.c.grabbed_until > now)).scalar_one()
+            runnable = conn.execute(count.where(jobs.c.run_after <= now,
+                                                jobs.c.grabbed_until <= now)).scalar_one()
+            failed = conn.execute(select(func.count()).select_from(job_failures)
+                                  .where(job_failures.c.final)).scalar_one()
+        return {"queued": total, "runnable": runnable, "running": running, "failed": failed}
+
+    def next_run_after(self) -> int | None:
+        with self.db.read() as conn:
+            value = conn.execute(select(func.min(jobs.c.run_after))).scalar()
+        return int(value) if value is not None else None
+
+    def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
+        query = select(job_failures).order_by(job_failures.c.id.desc()).limit(limit)
+        if final_only:
+            query = query.where(job_failures.c.final)
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
+        return [Failure(job_id=r.job_id, func=r.func, args=json.loads(r.args), error=r.error,
+                        attempt=r.attempt, final=bool(r.final), failed_at=r.failed_at)
+                for r in rows]

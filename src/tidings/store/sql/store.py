@@ -1,0 +1,83 @@
+"""The SQL store: units of work over one SQLAlchemy connection, every port bound to it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from sqlalchemy import Connection
+from sqlalchemy import exc as sa_exc
+
+from tidings.clock import Clock
+from tidings.exceptions import StoreConflict
+from tidings.store.notifier import LocalNotifier
+from tidings.store.sql.database import Database
+from tidings.store.sql.events import SqlEvents
+from tidings.store.sql.graph import SqlGraph
+from tidings.store.sql.inbox import SqlInbox
+from tidings.store.sql.mail import SqlMail
+from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
+from tidings.store.sql.settings import SqlSettings
+from tidings.store.sql.timeline import SqlTimeline
+
+T = TypeVar("T")
+
+
+class SqlTx:
+    """Every port of the SQL store on one connection (one transaction)."""
+
+    def __init__(self, store: SqlStore, conn: Connection) -> None:
+        db = store.db
+        self.conn = conn
+        self.events = SqlEvents(conn)
+        self.graph = SqlGraph(db, conn)
+        self.inbox = SqlInbox(db, conn)
+        self.timeline = SqlTimeline(db, conn)
+        self.settings = SqlSettings(db, conn)
+        self.mail = SqlMail(db, conn)
+        self.jobs = SqlJobs(db, conn, store.clock, store.on_enqueue)
+
+
+class SqlStore:
+    """SQLite, PostgreSQL or MariaDB/MySQL behind the ports."""
+
+    def __init__(self, url: str, clock: Clock, *, lease_seconds: float = 60.0,
+                 max_attempts: int = 8, backoff_seconds: float = 2.0,
+                 pool_size: int = 5) -> None:
+        self.db = Database(url, pool_size=pool_size)
+        self.backend = self.db.backend
+        self.clock = clock
+        self.queue = SqlJobAdmin(self.db, clock, lease_seconds=lease_seconds,
+                                 max_attempts=max_attempts, backoff_seconds=backoff_seconds)
+        self.notifier = LocalNotifier()
+        # told how many jobs each enqueue added (metrics)
+        self.on_enqueue: Callable[[int], None] | None = None
+
+    def transact(self, work: Callable[[SqlTx], T]) -> T:
+        try:
+            return self.db.transact(lambda conn: work(SqlTx(self, conn)))
+        except sa_exc.IntegrityError as exc:
+            raise StoreConflict(f"a concurrent write won: {exc.orig}") from exc
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[SqlTx]:
+        with self.db.read() as conn:
+            yield SqlTx(self, conn)
+
+    def ping(self) -> None:
+        self.db.ping()
+        self.queue.next_run_after()
+
+    def migrate(self) -> None:
+        from tidings.store.sql.migrate import upgrade
+
+        upgrade(self.db.url)
+
+    def check_schema(self) -> None:
+        from tidings.store.sql.migrate import check_schema_current
+
+        check_schema_current(self.db)
+
+    def close(self) -> None:
+        self.db.dispose()
