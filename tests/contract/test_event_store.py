@@ -8,6 +8,7 @@ from contract_kit import publish, read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.events import Event
+from tidings.exceptions import StoreConflict
 
 
 def test_an_event_reads_back_as_stored(store: ports.Store, clock: FrozenClock) -> None:
@@ -155,3 +156,12 @@ def test_an_event_of_a_failed_unit_is_not_stored(store: ports.Store, clock: Froz
         write(store, work)
     assert read(store, lambda tx: tx.events.get(made[0])) is None
     assert read(store, lambda tx: tx.events.get_by_key("k")) is None
+
+
+def test_a_second_event_with_a_stored_key_is_a_conflict(store: ports.Store,
+                                                        clock: FrozenClock) -> None:
+    first = publish(store, clock.now_us(), key="k")
+    with pytest.raises(StoreConflict):
+        publish(store, clock.now_us(), key="k", payload={"other": True})
+    found = read(store, lambda tx: tx.events.get_by_key("k"))
+    assert found is not None and (found.id, found.payload) == (first, {"n": 1})

@@ -230,3 +230,12 @@ def test_recorded_failures_are_listed(store: ports.Store, clock: FrozenClock) ->
     assert latest.final is True and latest.error.startswith("xxx")
     assert store.queue.stats()["failed"] == 1
     assert store.queue.failures(final_only=True) == [latest]
+
+
+def test_the_enqueue_hook_hears_of_every_enqueue(store: ports.Store) -> None:
+    heard: list[int] = []
+    store.on_enqueue = heard.append
+    _enqueue(store, JobSpec("a", {}), JobSpec("b", {}))
+    _enqueue(store)
+    _enqueue(store, JobSpec("c", {}))
+    assert heard == [2, 1]

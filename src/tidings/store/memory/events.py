@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tidings.domain.events import Event
 from tidings.domain.views import StoredEvent
+from tidings.exceptions import StoreConflict
 from tidings.store.memory.state import EventRow, Journal, State
 
 
@@ -31,8 +32,8 @@ class MemoryEvents:
     def insert(self, event: Event, payload_json: str, now: int) -> int:
         key = event.idempotency_key
         if key is not None and key in self._s.event_keys:
-            # the SQL store's unique index would refuse the row: the caller looks keys up first
-            raise ValueError(f"idempotency_key {key!r} is already stored")
+            # as the SQL store's unique index: the unit fails, the caller looks the key up again
+            raise StoreConflict(f"idempotency_key {key!r} is already stored")
         event_id = self._j.next_id(self._s.seq, "events")
         self._j.put(self._s.events, event_id, EventRow(
             id=event_id, type=event.type, actor=event.actor, object=event.object,

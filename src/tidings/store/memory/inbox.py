@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -23,7 +23,6 @@ from tidings.domain.views import (
 )
 from tidings.store.memory.state import Journal, NoteRow, State
 
-ACTOR_SCAN = 500  # as the SQL store: the newest 500 members of a group are scanned for actors
 TRIM_BATCH = 5000  # as the SQL store: one trim removes at most this many rows
 
 

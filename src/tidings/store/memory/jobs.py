@@ -54,10 +54,12 @@ def _mine(state: State, job: Job) -> JobRow | None:
 class MemoryJobQueue:
     """The queue as one unit of work sees it: enqueue, complete, replace, cancel."""
 
-    def __init__(self, state: State, journal: Journal, settings: QueueSettings) -> None:
+    def __init__(self, state: State, journal: Journal, settings: QueueSettings,
+                 enqueued: Callable[[int], None]) -> None:
         self._s = state
         self._j = journal
         self._q = settings
+        self._enqueued = enqueued
 
     def enqueue_many(self, specs: Sequence[JobSpec]) -> None:
         if not specs:
@@ -75,6 +77,7 @@ class MemoryJobQueue:
                 grabbed_until=0, attempts=0, created_at=now))
             if spec.unique_key is not None:
                 self._j.put(self._s.job_keys, spec.unique_key, job_id)
+        self._enqueued(len(specs))
 
     def complete(self, job: Job) -> bool:
         row = _mine(self._s, job)

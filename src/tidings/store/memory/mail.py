@@ -61,14 +61,10 @@ class MemoryMail:
         return sum(1 for r in self._s.sent.values()
                    if r.user_id == user and r.kind == kind and r.sent_at > since)
 
-    def was_sent(self, message_id: str) -> bool:
-        return message_id in self._s.sent_ids
-
     def log_sent(self, message_id: str, user: str, kind: str, address: str, subject: str,
                  at: int) -> None:
         row_id = self._j.next_id(self._s.seq, "sent")
         self._j.put(self._s.sent, row_id, SentRow(message_id, user, kind, address, subject, at))
-        self._j.put(self._s.sent_ids, message_id, self._s.sent_ids.get(message_id, 0) + 1)
 
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:

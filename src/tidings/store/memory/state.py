@@ -179,7 +179,6 @@ class State:
     batch: dict[int, MailBatchRow] = field(default_factory=dict)
     batch_keys: dict[tuple[str, int], int] = field(default_factory=dict)
     sent: dict[int, SentRow] = field(default_factory=dict)
-    sent_ids: dict[str, int] = field(default_factory=dict)  # Message-ID -> times logged
     webhooks: dict[int, WebhookRow] = field(default_factory=dict)
     # jobs
     jobs: dict[int, JobRow] = field(default_factory=dict)

@@ -20,10 +20,10 @@ from tidings.store.memory.graph import MemoryGraph
 from tidings.store.memory.inbox import MemoryInbox
 from tidings.store.memory.jobs import MemoryJobAdmin, MemoryJobQueue, QueueSettings
 from tidings.store.memory.mail import MemoryMail
-from tidings.store.memory.notifier import MemoryNotifier
 from tidings.store.memory.settings import MemorySettings
 from tidings.store.memory.state import Journal, State
 from tidings.store.memory.timeline import MemoryTimeline
+from tidings.store.notifier import LocalNotifier
 
 T = TypeVar("T")
 
@@ -31,14 +31,14 @@ T = TypeVar("T")
 class MemoryTx:
     """One unit of work: every port over the same state and the same journal."""
 
-    def __init__(self, state: State, journal: Journal, settings: QueueSettings) -> None:
-        self.events: ports.EventStore = MemoryEvents(state, journal)
-        self.graph: ports.GraphStore = MemoryGraph(state, journal)
-        self.inbox: ports.InboxStore = MemoryInbox(state, journal)
-        self.timeline: ports.TimelineStore = MemoryTimeline(state, journal)
-        self.settings: ports.SettingsStore = MemorySettings(state, journal)
-        self.mail: ports.MailStore = MemoryMail(state, journal)
-        self.jobs: ports.JobQueue = MemoryJobQueue(state, journal, settings)
+    def __init__(self, store: MemoryStore, state: State, journal: Journal) -> None:
+        self.events = MemoryEvents(state, journal)
+        self.graph = MemoryGraph(state, journal)
+        self.inbox = MemoryInbox(state, journal)
+        self.timeline = MemoryTimeline(state, journal)
+        self.settings = MemorySettings(state, journal)
+        self.mail = MemoryMail(state, journal)
+        self.jobs = MemoryJobQueue(state, journal, store.queue_settings, store.enqueued)
 
 
 class MemoryStore:
@@ -51,11 +51,17 @@ class MemoryStore:
         self.clock = clock
         self._state = State()
         self._lock = threading.RLock()
-        self._settings = QueueSettings(clock=clock, lease_us=int(lease_seconds * SECOND),
-                                       max_attempts=max_attempts,
-                                       backoff_us=int(backoff_seconds * SECOND))
-        self.queue: ports.JobAdmin = MemoryJobAdmin(self._unit, self._settings)
-        self.notifier: ports.Notifier = MemoryNotifier()
+        self.queue_settings = QueueSettings(
+            clock=clock, lease_us=int(lease_seconds * SECOND), max_attempts=max_attempts,
+            backoff_us=int(backoff_seconds * SECOND))
+        self.queue = MemoryJobAdmin(self._unit, self.queue_settings)
+        self.notifier = LocalNotifier()
+        # told how many jobs each enqueue added (metrics)
+        self.on_enqueue: Callable[[int], None] | None = None
+
+    def enqueued(self, count: int) -> None:
+        if self.on_enqueue is not None:
+            self.on_enqueue(count)
 
     def _unit(self, work: Callable[[State, Journal], T]) -> T:
         """Run ``work`` alone; undo everything it wrote if it raises."""
@@ -68,12 +74,12 @@ class MemoryStore:
                 raise
 
     def transact(self, work: Callable[[ports.Tx], T]) -> T:
-        return self._unit(lambda state, journal: work(MemoryTx(state, journal, self._settings)))
+        return self._unit(lambda state, journal: work(MemoryTx(self, state, journal)))
 
     @contextlib.contextmanager
     def read(self) -> Iterator[ports.Tx]:
         with self._lock:
-            yield MemoryTx(self._state, Journal(writable=False), self._settings)
+            yield MemoryTx(self, self._state, Journal(writable=False))
 
     def ping(self) -> None:
         """Always answers: the store is this process."""
@@ -85,9 +91,8 @@ class MemoryStore:
         """Always current."""
 
     def close(self) -> None:
-        notifier = self.notifier
-        if isinstance(notifier, MemoryNotifier):
-            notifier.close()
+        """Nothing to release: the state stays readable until the store is dropped."""
 
 
-_check: type[ports.Store] = MemoryStore
+_check_store: type[ports.Store] = MemoryStore
+_check_tx: type[ports.Tx] = MemoryTx
