@@ -201,7 +201,7 @@ def _cursor(tx: ports.Tx, user: str) -> tuple[int, int] | None:
     return (first[-1].created_at, first[-1].event_id) if first else None
 
 
-def test_memory_and_sql_inboxes_agree(backend: str, request: pytest.FixtureRequest) -> None:
+def test_inbox_histories_read_the_same(backend: str, request: pytest.FixtureRequest) -> None:
     InboxModel.databases = request.getfixturevalue(f"{backend}_stores")
     default = 20 if backend == "sqlite" else 5
     examples = int(os.environ.get("TIDINGS_MODEL_EXAMPLES", default))
