@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
+
 import pytest
 from contract_kit import write
 
@@ -239,3 +242,26 @@ def test_the_enqueue_hook_hears_of_every_enqueue(store: ports.Store) -> None:
     _enqueue(store)
     _enqueue(store, JobSpec("c", {}))
     assert heard == [2, 1]
+
+
+def test_concurrent_claims_never_share_a_job(store: ports.Store) -> None:
+    _enqueue(store, *[JobSpec("j", {"n": n}) for n in range(60)])
+    claimed: Counter[int] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            while jobs := store.queue.claim(4):
+                with lock:
+                    claimed.update(j.id for j in jobs)
+        except BaseException as exc:  # reported below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert len(claimed) == 60 and set(claimed.values()) == {1}

@@ -8,6 +8,7 @@ from contract_kit import EVERYTHING, deliver, note, page, publish, read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.events import Event
+from tidings.exceptions import StoreConflict
 from tidings.jobs.model import JobSpec
 
 
@@ -69,3 +70,15 @@ def test_lifecycle(store: ports.Store) -> None:
     store.check_schema()
     store.migrate()  # already current: nothing to do
     store.check_schema()
+
+
+def test_a_conflicting_write_rolls_its_unit_back(store: ports.Store, clock: FrozenClock) -> None:
+    publish(store, clock.now_us(), key="k")
+
+    def work(tx: ports.Tx) -> None:
+        tx.graph.save_subscription("ann", "*", "*", ["web"], clock.now_us())
+        tx.events.insert(Event(type="comment", idempotency_key="k"), "{}", clock.now_us())
+
+    with pytest.raises(StoreConflict):
+        write(store, work)
+    assert read(store, lambda tx: tx.graph.subscriptions("ann", after_id=0, limit=10)) == []
