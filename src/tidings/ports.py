@@ -116,7 +116,8 @@ class GraphStore(Protocol):
 
     def audience(self, source: AudienceSource, *, after: str, upto: str | None,
                  limit: int | None = None) -> list[str]:
-        """Distinct users of a source with ids in (after, upto], ascending."""
+        """Distinct users of a source with ids in (after, upto], ascending by code point
+        (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
 
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
@@ -194,7 +195,8 @@ class InboxStore(Protocol):
         base. Returns rows deleted."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Delete a user's oldest notifications beyond ``cap``; return rows deleted."""
+        """Delete a user's oldest notifications beyond ``cap``, at most 5,000 a call (call
+        again while it returns rows); return rows deleted."""
 
 
 class TimelineStore(Protocol):
@@ -302,7 +304,8 @@ class JobAdmin(Protocol):
 
     def fail(self, job: Job, error: str) -> bool:
         """Record a failed attempt; retry later with backoff or, after the last, give up.
-        True if it will be retried."""
+        True if it will be retried. A claim whose lease passed to another worker records
+        nothing and returns False."""
 
     def release(self, job: Job) -> None:
         """Give a claimed job back without counting the attempt (a graceful stop)."""
@@ -371,7 +374,7 @@ class Store(Protocol):
         when it raises. Retried from the start on a transient conflict (deadlock)."""
 
     def read(self) -> AbstractContextManager[Tx]:
-        """A unit that only reads."""
+        """A unit that only reads (writes in it are refused or undefined)."""
 
     def ping(self) -> None:
         """Raise :class:`tidings.exceptions.StoreUnavailable` unless the store answers."""

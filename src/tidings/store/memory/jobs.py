@@ -138,17 +138,16 @@ class MemoryJobAdmin:
     def fail(self, job: Job, error: str) -> bool:
         def work(state: State, journal: Journal) -> bool:
             now = self._q.clock.now_us()
+            row = _mine(state, job)
+            if row is None:  # another worker holds the job now: its run is the one that counts
+                return False
             final = job.attempts >= self._q.max_attempts
             _log_failure(state, journal, job, error, final, now)
-            row = _mine(state, job)
             if final:
-                if row is not None:
-                    _drop(state, journal, row)
+                _drop(state, journal, row)
                 return False
-            if row is not None:
-                delay = backoff_us(job.attempts, self._q.backoff_us, self._q.max_backoff_us)
-                journal.put(state.jobs, row.id,
-                            replace(row, run_after=now + delay, grabbed_until=0))
+            delay = backoff_us(job.attempts, self._q.backoff_us, self._q.max_backoff_us)
+            journal.put(state.jobs, row.id, replace(row, run_after=now + delay, grabbed_until=0))
             return True
 
         result: bool = self._unit(work)
