@@ -13,7 +13,10 @@ The tree::
     │   └── InvalidEventType        an event type declaration that does not hold together
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
-    ├── StoreUnavailable            a backend cannot be reached (maps to 503)
+    ├── StoreUnavailable            a backend cannot serve now: unreachable, too busy, timed
+    │                               out (maps to 503; try again later)
+    ├── StoreRejected               the store refused a value (NUL in PostgreSQL text, a number
+    │                               out of its column's range; maps to 422)
     ├── SchemaOutOfDate             the database needs ``tidings migrate``
     ├── JobError                    a job handler failed (retried by the worker)
     └── ApiError                    the HTTP API answered an error (``tidings.client_base``,
@@ -87,6 +90,15 @@ class StoreUnavailable(TidingsError):
     code = "store_unavailable"
 
 
+class StoreRejected(TidingsError):
+    """The store refused a value of the request (a data error); nothing was written.
+
+    The caller's input is at fault, not the store: retrying the same request fails again.
+    """
+
+    code = "invalid_input"
+
+
 class SchemaOutOfDate(TidingsError):
     """The database schema is not at the version this code needs."""
 
@@ -108,6 +120,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "SchemaOutOfDate",
+    "StoreRejected",
     "StoreUnavailable",
     "TidingsError",
     "TooManyRecipients",

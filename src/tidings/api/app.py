@@ -40,7 +40,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     """Build the app around an engine. ``run_worker`` runs the job worker in this process."""
     metrics = Metrics()
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
-                     RateLimiter(rate_per_second), max_body_bytes=max_body_bytes,
+                     RateLimiter(rate_per_second),
                      stream_interval=stream_interval)
     tidings.listeners.append(metrics.observe)
 
@@ -65,7 +65,8 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
     app.include_router(routes_mail.build())
     app.include_router(routes_ops.build())
-    middleware.install(app, state)
+    app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
+    app.add_middleware(middleware.RequestContext, metrics=metrics)
     # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],

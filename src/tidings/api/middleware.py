@@ -1,5 +1,11 @@
-"""What every request passes through: request ids, JSON access logs, latency metrics, and the
-body checks (413 over the size limit, 415 not JSON, 400 malformed JSON)."""
+"""What every request passes through, as plain ASGI middleware (streams pass untouched):
+
+- :class:`RequestContext`: the request id (the caller's ``X-Request-Id`` or a new one) on the
+  answer and in the logs, the access log line and latency metric, and the last resort for
+  errors nothing else handled: a logged 500 with an error id (:func:`errors.unexpected`), so
+  the connection stays usable and no traceback reaches the caller;
+- :class:`BodyChecks`: 413 over the size limit, 415 not JSON, 400 malformed JSON.
+"""
 
 from __future__ import annotations
 
@@ -7,58 +13,140 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tidings.api import errors
 from tidings.api.errors import respond
-from tidings.api.state import AppState
+from tidings.api.metrics import Metrics
 
 request_log = logging.getLogger("tidings.http")
+REQUEST_ID = "tidings.request_id"  # where the request id is kept in the ASGI scope
+WRITES = ("POST", "PUT", "PATCH")
 
 
-def install(app: FastAPI, state: AppState) -> None:
-    @app.middleware("http")
-    async def guard(request: Request,
-                    call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+class RequestContext:
+    """Request ids, access logs, latency metrics and the last resort for unhandled errors."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = (_header(scope, b"x-request-id") or uuid.uuid4().hex)[:64]
+        scope[REQUEST_ID] = request_id
         started = time.perf_counter()
-        response = await _checked(request, call_next, state)
-        elapsed = time.perf_counter() - started
-        response.headers["X-Request-Id"] = request_id[:64]
-        route = request.scope.get("route")
-        template = getattr(route, "path", "unmatched")
-        state.metrics.requests.labels(request.method, template,
-                                      str(response.status_code)).observe(elapsed)
-        request_log.info("%s %s %s %.1fms", request.method, template, response.status_code,
-                         elapsed * 1000, extra={"request_id": request_id[:64]})
-        return response
+        status = 500
+        responded = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, responded
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                responded = True
+                headers = [(k, v) for k, v in message.get("headers", [])
+                           if k.lower() != b"x-request-id"]
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if responded:  # a stream broke off: nothing more can be said to the caller
+                errors.unexpected(exc, request_id)
+            else:
+                await errors.unexpected(exc, request_id)(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            template = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.requests.labels(scope["method"], template, str(status)).observe(elapsed)
+            request_log.info("%s %s %s %.1fms", scope["method"], template, status,
+                             elapsed * 1000, extra={"request_id": request_id})
 
 
-async def _checked(request: Request, call_next: Callable[[Request], Awaitable[Response]],
-                   state: AppState) -> Response:
-    """413 for bodies over the limit, 415 for bodies that are not JSON."""
-    if request.method in ("POST", "PUT", "PATCH") and \
-            not request.url.path.startswith("/v1/unsubscribe/"):
-        length = request.headers.get("content-length")
+class BodyChecks:
+    """Bodies of writes: at most ``max_bytes``, JSON, well-formed (one-click unsubscribe
+    posts are exempt: mail clients send a form there)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITES \
+                or scope["path"].startswith("/v1/unsubscribe/"):
+            await self.app(scope, receive, send)
+            return
+        refusal, body = await self._read(scope, receive)
+        if refusal is None:
+            refusal = self._check(scope, body)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, scope: Scope, receive: Receive) -> tuple[Any, bytes]:
+        length = _header(scope, b"content-length")
         if length is not None:
             try:
-                too_big = int(length) > state.max_body_bytes
+                too_big = int(length) > self.max_bytes
             except ValueError:
-                return respond(400, "bad_request", "Content-Length is not a number")
+                return respond(400, "bad_request", "Content-Length is not a number"), b""
             if too_big:
-                return respond(413, "payload_too_large",
-                               f"the body is over {state.max_body_bytes} bytes")
-        body = await request.body()
-        if len(body) > state.max_body_bytes:
-            return respond(413, "payload_too_large",
-                           f"the body is over {state.max_body_bytes} bytes")
-        content_type = request.headers.get("content-type", "")
-        if body and "json" not in content_type.lower():
+                return self._too_big(), b""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return self._too_big(), b""
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return None, b"".join(chunks)
+
+    def _too_big(self) -> Any:
+        return respond(413, "payload_too_large", f"the body is over {self.max_bytes} bytes")
+
+    def _check(self, scope: Scope, body: bytes) -> Any:
+        if not body:
+            return None
+        content_type = (_header(scope, b"content-type") or "").lower()
+        if "json" not in content_type:
             return respond(415, "unsupported_media_type", "send the body as application/json")
-        if body:
-            try:
-                json.loads(body)
-            except ValueError:
-                return respond(400, "bad_request", "the body is not valid JSON")
-    return await call_next(request)
+        try:
+            json.loads(body)
+        except ValueError:
+            return respond(400, "bad_request", "the body is not valid JSON")
+        return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body already read, then waits for the disconnect."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

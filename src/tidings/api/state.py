@@ -20,7 +20,6 @@ class AppState:
     auth: Authenticator
     metrics: Metrics
     limiter: RateLimiter
-    max_body_bytes: int = 4 * 1024 * 1024
     stream_interval: float = 0.5
     _locales: dict[str, str | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
