@@ -15,7 +15,8 @@ SECTIONS = ("alert", "message")
 BUNDLE_RULES = ("none", "object", "actor", "actor_object")
 AUDIENCE_RULES = ("recipients", "object_subscribers", "actor_followers")
 CHANNELS = ("web", "email", "webhook")
-TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# matched in full: with ``re.match``, ``$`` would also match before a final newline
+TYPE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,12 @@ class Templates:
             if key == "locales" and isinstance(value, Mapping):
                 for code, table in value.items():
                     locales[code] = cls._fields(type_name, table, f"templates.locales.{code}")
-            elif LOCALE.match(key) and isinstance(value, Mapping):
+            elif LOCALE.fullmatch(key) and isinstance(value, Mapping):
                 locales[key] = cls._fields(type_name, value, f"templates.{key}")
             else:
                 values.update(cls._fields(type_name, {key: value}, "templates"))
         for code in locales:
-            if not LOCALE.match(code):
+            if not LOCALE.fullmatch(code):
                 raise InvalidEventType(f"event type {type_name!r}: {code!r} is not a locale "
                                        "like 'de' or 'pt_BR'", field=f"templates.{code}")
         return cls(**values, locales=locales)
@@ -79,7 +80,7 @@ class Templates:
 
 
 TEMPLATE_FIELDS = ("title", "bundled_title", "body", "html", "email_body", "link")
-LOCALE = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
+LOCALE = re.compile(r"[a-z]{2,3}(_[A-Z]{2})?")
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,13 @@ class EventType:
         def bad(message: str, name: str) -> InvalidEventType:
             return InvalidEventType(f"event type {self.name!r}: {message}", field=name)
 
-        if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
+        if not isinstance(self.name, str) or not TYPE_NAME.fullmatch(self.name):
             raise InvalidEventType(
                 "event type name must be 1-64 characters of [A-Za-z0-9_.:-]", field="name"
             )
         if self.name == "*":
             raise bad("'*' is reserved for wildcard subscriptions", "name")
-        if not isinstance(self.category, str) or not TYPE_NAME.match(self.category):
+        if not isinstance(self.category, str) or not TYPE_NAME.fullmatch(self.category):
             raise bad("category must be 1-64 characters of [A-Za-z0-9_.:-]", "category")
         if self.section not in SECTIONS:
             raise bad(f"section must be one of {', '.join(SECTIONS)}", "section")
