@@ -9,19 +9,19 @@ device's stream sees on its next poll.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from tidings.api.jsonshape import dumps
 from tidings.engine import Tidings
 
 KEEPALIVE_SECONDS = 15.0
 
 
 def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    return f"event: {event}\ndata: {dumps(data).decode()}\n\n"
 
 
 async def user_stream(tidings: Tidings, user: str, *, locale: str | None,

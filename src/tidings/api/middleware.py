@@ -4,7 +4,9 @@
   answer and in the logs, the access log line and latency metric, and the last resort for
   errors nothing else handled: a logged 500 with an error id (:func:`errors.unexpected`), so
   the connection stays usable and no traceback reaches the caller;
-- :class:`BodyChecks`: 413 over the size limit, 415 not JSON, 400 malformed JSON.
+- :class:`BodyChecks`: 413 over the size limit, 415 not JSON, 400 malformed JSON, 422 for a
+  body nested deeper than :data:`MAX_DEPTH` levels or holding a lone surrogate (naming the
+  field), so nothing past the door meets either.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tidings.api import errors
+from tidings.api import errors, jsonshape
 from tidings.api.errors import respond
 from tidings.api.metrics import Metrics
 
 request_log = logging.getLogger("tidings.http")
 REQUEST_ID = "tidings.request_id"  # where the request id is kept in the ASGI scope
 WRITES = ("POST", "PUT", "PATCH")
+MAX_DEPTH = 64  # of a whole body; a payload may nest 32 levels (schemas.events)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -132,10 +135,21 @@ class BodyChecks:
         if "json" not in content_type:
             return respond(415, "unsupported_media_type", "send the body as application/json")
         try:
-            json.loads(body)
+            value = json.loads(body)
+        except RecursionError:  # the parser recurses: this deep, it gives up
+            return _invalid("body", f"nests deeper than {MAX_DEPTH} levels")
         except ValueError:
             return respond(400, "bad_request", "the body is not valid JSON")
+        if jsonshape.could_have_problem(body, MAX_DEPTH):
+            found = jsonshape.problem(value, MAX_DEPTH)
+            if found is not None:
+                return _invalid(*found)
         return None
+
+
+def _invalid(field: str, message: str) -> Any:
+    return respond(422, "invalid_input", f"{field}: {message}",
+                   [{"field": field, "message": message}])
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tidings.api.deps import State, error_responses
 from tidings.api.errors import ApiError
+from tidings.api.jsonshape import SafeJSONResponse, shaped
 from tidings.api.live import user_stream
 from tidings.api.schemas.graph import (
     Created,
@@ -17,9 +18,11 @@ from tidings.api.schemas.graph import (
     FollowPage,
     SubscriptionIn,
     SubscriptionPage,
+    TimelineEvent,
     TimelinePage,
 )
 from tidings.api.schemas.inbox import (
+    NotificationOut,
     NotificationPage,
     ReadAll,
     ReadIds,
@@ -60,14 +63,15 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
         user: User, state: State, types: TypesQuery = None, category: CategoryQuery = None,
         section: SectionQuery = None, unread: bool | None = None, limit: LimitQuery = 20,
         cursor: CursorQuery = None, locale: LocaleQuery = None,
-    ) -> dict[str, Any]:
+    ) -> SafeJSONResponse:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
         page = await run_in_threadpool(
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user))
-        return {"items": [item.to_dict() for item in page.items],
-                "next_cursor": page.next_cursor}
+        return SafeJSONResponse({
+            "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
+            "next_cursor": page.next_cursor})
 
     @router.get("/notifications/unread-count", response_model=UnreadCountOut)
     async def unread_count(user: User, state: State, types: TypesQuery = None,
@@ -165,11 +169,12 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
 
     @router.get("/timeline", response_model=TimelinePage)
     async def timeline(user: User, state: State, limit: LimitQuery = 20,
-                       cursor: CursorQuery = None) -> dict[str, Any]:
+                       cursor: CursorQuery = None) -> SafeJSONResponse:
         """Events of the users followed, newest first (push model)."""
         page = await run_in_threadpool(state.tidings.timeline, user, limit=limit,
                                        cursor=cursor)
-        return {"items": page.items, "next_cursor": page.next_cursor}
+        return SafeJSONResponse({"items": [shaped(TimelineEvent, item) for item in page.items],
+                                 "next_cursor": page.next_cursor})
 
     @router.get("/preferences", response_model=Preferences)
     async def get_preferences(user: User, state: State) -> dict[str, Any]:

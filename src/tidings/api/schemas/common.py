@@ -4,7 +4,7 @@ timestamps, the channel and section names, and the 'at least one of' rule."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict
@@ -18,10 +18,16 @@ RFC3339 = re.compile(
 
 
 def _rfc3339(value: Any) -> Any:
-    """Only RFC 3339 text is a timestamp (not a number, a date, or a time without offset)."""
+    """Only RFC 3339 text is a timestamp (not a number, a date, or a time without offset),
+    and only one that falls in years 1-9999 in UTC."""
     if not isinstance(value, str) or not RFC3339.fullmatch(value):
         raise ValueError("must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z")
-    return datetime.fromisoformat(value.upper())
+    parsed = datetime.fromisoformat(value.upper())
+    try:
+        parsed.astimezone(UTC)
+    except (OverflowError, ValueError):  # 0001-01-01T00:00:00+23:59 is in year 0
+        raise ValueError("is out of range: it must fall in the years 1-9999 in UTC") from None
+    return parsed
 
 
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]

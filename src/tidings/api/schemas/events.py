@@ -4,10 +4,31 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
+from tidings.api.jsonshape import depth_and_keys
 from tidings.api.schemas.common import Strict, at_least_one, at_least_one_schema
 from tidings.api.schemas.ids import ObjectKey, TypeName, UserId
+
+MAX_PAYLOAD_DEPTH = 32
+MAX_PAYLOAD_KEYS = 1000
+
+
+def _bounded(payload: dict[str, Any]) -> dict[str, Any]:
+    """Bound what every later read must handle (a render, an encoder, a client)."""
+    depth, keys = depth_and_keys(payload)
+    if depth > MAX_PAYLOAD_DEPTH:
+        raise ValueError(f"nests {depth} levels deep; at most {MAX_PAYLOAD_DEPTH} are allowed")
+    if keys > MAX_PAYLOAD_KEYS:
+        raise ValueError(f"holds {keys} keys; at most {MAX_PAYLOAD_KEYS} are allowed")
+    return payload
 
 
 class EventIn(Strict):
@@ -17,7 +38,10 @@ class EventIn(Strict):
     recipients: list[UserId] = Field(default_factory=list)
     exclude: list[UserId] = Field(default_factory=list,
                                   description="Users never told of this event (privacy).")
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: Annotated[dict[str, Any], AfterValidator(_bounded)] = Field(
+        default_factory=dict,
+        description=f"Any JSON object up to {MAX_PAYLOAD_DEPTH} levels deep with at most "
+                    f"{MAX_PAYLOAD_KEYS:,} keys in all (and 64 KiB).")
     idempotency_key: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
 
 
