@@ -99,8 +99,9 @@ def undocumented(spec: dict[str, Any], method: str, path: str, status: int,
 
 def removals(before: Any, after: Any, where: str = "") -> list[str]:
     """What ``after`` (an OpenAPI document) lost or changed of ``before``: every key of a
-    mapping must stay with an unchanged value, where keys may be added; parameter lists are
-    compared by name, so new parameters may be added; other lists must stay equal."""
+    mapping must stay with an unchanged value, where keys may be added (a new status, a
+    description, a pattern); parameter lists are compared by name, so new parameters may be
+    added; other lists must keep their length, compared item by item."""
     if isinstance(before, dict) and isinstance(after, dict):
         problems = []
         for key, value in before.items():
@@ -115,6 +116,9 @@ def removals(before: Any, after: Any, where: str = "") -> list[str]:
         return [problem for p in before for problem in (
             removals(p, named[(p["name"], p.get("in"))], f"{where}[{p['name']}]")
             if (p["name"], p.get("in")) in named else [f"{where}[{p['name']}]: removed"])]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [problem for index, (old, new) in enumerate(zip(before, after, strict=True))
+                for problem in removals(old, new, f"{where}[{index}]")]
     if before != after:
         return [f"{where}: {before!r} became {after!r}"]
     return []

@@ -9,13 +9,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StringConstraints,
     model_validator,
 )
 
 from tidings.api.jsonshape import depth_and_keys
 from tidings.api.schemas.common import Strict, at_least_one, at_least_one_schema
-from tidings.api.schemas.ids import ObjectKey, TypeName, UserId
+from tidings.api.schemas.ids import IdempotencyKey, ObjectKey, TypeName, UserId
 
 MAX_PAYLOAD_DEPTH = 32
 MAX_PAYLOAD_KEYS = 1000
@@ -42,7 +41,7 @@ class EventIn(Strict):
         default_factory=dict,
         description=f"Any JSON object up to {MAX_PAYLOAD_DEPTH} levels deep with at most "
                     f"{MAX_PAYLOAD_KEYS:,} keys in all (and 64 KiB).")
-    idempotency_key: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+    idempotency_key: IdempotencyKey | None = None
 
 
 class Accepted(BaseModel):

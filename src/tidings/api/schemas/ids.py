@@ -22,6 +22,8 @@ from pydantic import StringConstraints
 INVISIBLE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 VISIBLE = rf"[^{INVISIBLE}]"
 NOT_AT = rf"[^@{INVISIBLE}]"
+# C0 controls and DEL: never part of a key, a name or a reason (and PostgreSQL refuses NUL).
+NO_CONTROL = r"[^\x00-\x1f\x7f]"
 
 USER_ID_BARE = r"[A-Za-z0-9_.:@-]{1,255}"
 TYPE_NAME_BARE = r"[A-Za-z0-9_.:-]{1,64}"
@@ -29,7 +31,11 @@ TYPE_NAME_BARE = r"[A-Za-z0-9_.:-]{1,64}"
 OBJECT_KEY_BARE = r"[^\x00-\x1f]{1,255}"
 # Ids are BIGINT row ids, never 0; 18 digits keep every value below 2**63.
 ROW_ID_BARE = r"[1-9][0-9]{0,17}"
+# Cursors are opaque, made of URL-safe characters (RFC 3986's unreserved set).
+CURSOR_BARE = r"[A-Za-z0-9_.~-]{1,200}"
 UNSUBSCRIBE_TOKEN_BARE = r"[A-Za-z0-9_-]+\.[0-9a-f]+"
+IDEMPOTENCY_KEY_BARE = rf"{NO_CONTROL}{{1,255}}"
+REASON_BARE = rf"{NO_CONTROL}*"
 LOCALE_NAME_BARE = r"[a-z]{2,3}(_[A-Z]{2})?"
 LOCALE_TAG_BARE = r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?"
 TYPES_LIST_BARE = r"[A-Za-z0-9_.:,-]*"
@@ -47,7 +53,10 @@ USER_ID = anchored(USER_ID_BARE)
 TYPE_NAME = anchored(TYPE_NAME_BARE)
 OBJECT_KEY = anchored(OBJECT_KEY_BARE)
 ROW_ID = anchored(ROW_ID_BARE)
+CURSOR = anchored(CURSOR_BARE)
 UNSUBSCRIBE_TOKEN = anchored(UNSUBSCRIBE_TOKEN_BARE)
+IDEMPOTENCY_KEY = anchored(IDEMPOTENCY_KEY_BARE)
+REASON = anchored(REASON_BARE)
 LOCALE_NAME = anchored(LOCALE_NAME_BARE)
 LOCALE_TAG = anchored(LOCALE_TAG_BARE)
 TYPES_LIST = anchored(TYPES_LIST_BARE)
@@ -72,3 +81,5 @@ ObjectKey = Annotated[str, StringConstraints(pattern=OBJECT_KEY)]
 NotificationId = Annotated[str, StringConstraints(pattern=ROW_ID)]
 LocaleName = Annotated[str, StringConstraints(pattern=LOCALE_NAME)]
 LocaleTag = Annotated[str, StringConstraints(pattern=LOCALE_TAG)]
+IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=255,
+                                                  pattern=IDEMPOTENCY_KEY)]

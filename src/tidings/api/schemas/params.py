@@ -15,12 +15,12 @@ TypePath = Annotated[str, Path(pattern=ids.TYPE_NAME)]
 SubscriptionIdPath = Annotated[str, Path(pattern=ids.ROW_ID)]
 UnsubscribeTokenPath = Annotated[str, Path(min_length=3, max_length=600,
                                            pattern=ids.UNSUBSCRIBE_TOKEN)]
-BounceAddressPath = Annotated[str, Path(max_length=254)]
+BounceAddressPath = Annotated[str, Path(max_length=254, pattern=ids.BOUNCE_ADDRESS)]
 
 TypesQuery = Annotated[str | None, Query(max_length=2000, pattern=ids.TYPES_LIST,
                                          description="Comma-separated type names.")]
-CategoryQuery = Annotated[str | None, Query(min_length=1, max_length=64)]
+CategoryQuery = Annotated[str | None, Query(min_length=1, max_length=64, pattern=ids.TYPE_NAME)]
 SectionQuery = Annotated[Section | None, Query()]
 LimitQuery = Annotated[int, Query(ge=1, le=100)]
-CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200)]
+CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=ids.CURSOR)]
 LocaleQuery = Annotated[str | None, Query(pattern=ids.LOCALE_TAG)]
