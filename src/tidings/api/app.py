@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
@@ -23,7 +23,7 @@ from tidings.api import (
     web,
 )
 from tidings.api.auth import Authenticator
-from tidings.api.deps import me_user, path_user
+from tidings.api.deps import me_user, no_unknown_query, path_user
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
 from tidings.api.state import AppState
@@ -56,7 +56,8 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
                 await run_in_threadpool(worker.stop)
 
     app = FastAPI(title="tidings", version="1", lifespan=lifespan,
-                  description="Notification and activity-feed engine: the HTTP API v1.")
+                  description="Notification and activity-feed engine: the HTTP API v1.",
+                  dependencies=[Depends(no_unknown_query)])
     app.state.tidings = state
     errors.install(app)
     app.include_router(routes_events.build())

@@ -1,10 +1,13 @@
-"""Dependencies routes declare: the engine's state, who calls, and which user a route acts on."""
+"""Dependencies routes declare: the engine's state, who calls, which user a route acts on;
+and the app-wide refusal of query parameters a route does not declare."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 
 from tidings.api.auth import Principal, authorize_user, require_server
 from tidings.api.errors import ApiError
@@ -20,9 +23,13 @@ def principal(request: Request, state: State,
               access_token: Annotated[str | None, Query(max_length=4096,
                                                         include_in_schema=False)] = None,
               ) -> Principal:
-    """Who calls. ``?access_token=`` is accepted only on streams (browsers' EventSource)."""
-    query_token = access_token if request.url.path.endswith("/stream") else None
-    return state.auth.authenticate(authorization, query_token)
+    """Who calls. ``?access_token=`` is accepted only on streams (browsers' EventSource
+    cannot send headers); elsewhere a token in the URL, where logs keep it, is refused."""
+    stream = request.url.path.endswith("/stream")
+    caller = state.auth.authenticate(authorization, access_token if stream else None)
+    if access_token is not None and not stream:
+        raise _unknown_query(["access_token"], " (a token in the URL is for streams only)")
+    return caller
 
 
 Caller = Annotated[Principal, Depends(principal)]
@@ -54,3 +61,30 @@ Server = Annotated[Principal, Depends(server)]
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of a route: these statuses answer with the error body."""
     return {status: {"model": ErrorResponse} for status in statuses}
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameters a route (with its dependencies) declares."""
+    names = {field.alias for field in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_names(dependency)
+    return frozenset(names)
+
+
+def no_unknown_query(request: Request) -> None:
+    """Refuse query parameters the route does not declare, naming them (400): a filter the
+    server does not know must not be ignored into an unfiltered answer. An app-wide
+    dependency, so every route of the contract is covered."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.include_in_schema:
+        return  # the web inbox's own pages take what a browser adds
+    declared = _query_names(route.dependant)  # a walk over a handful of dependencies
+    unknown = [name for name in dict.fromkeys(request.query_params) if name not in declared]
+    if unknown:
+        raise _unknown_query(unknown)
+
+
+def _unknown_query(names: list[str], why: str = "") -> ApiError:
+    return ApiError(400, f"unknown query parameter: {', '.join(names)}{why}",
+                    details=[{"field": name, "message": "unknown query parameter"}
+                             for name in names])

@@ -17,12 +17,13 @@ from tidings.api.state import AppState
 
 ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 
-# The page is HTML, but a bad link answers with the JSON error (a "model" here would be
+# The page is HTML, but errors answer with the JSON error body (a "model" here would be
 # published as text/html, the route's own media type).
-BAD_LINK: dict[int | str, dict[str, Any]] = {404: {
-    "description": "Not a valid unsubscribe link.",
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
-}}
+JSON_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+BAD_LINK: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Bad Request", "content": JSON_ERROR},
+    404: {"description": "Not a valid unsubscribe link.", "content": JSON_ERROR},
+}
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

@@ -10,14 +10,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api import errors
-from tidings.api.deps import State
+from tidings.api.deps import State, error_responses
 from tidings.api.errors import respond
 from tidings.api.schemas.common import Health
 from tidings.api.schemas.errors import ErrorResponse
 
 
 def build() -> APIRouter:
-    router = APIRouter(tags=["operations"])
+    router = APIRouter(tags=["operations"], responses=error_responses(400))
 
     @router.get("/healthz", response_model=Health)
     async def healthz() -> dict[str, str]:
