@@ -24,6 +24,7 @@ from tidings.api import (
 )
 from tidings.api.auth import Authenticator
 from tidings.api.deps import me_user, no_unknown_query, path_user
+from tidings.api.live import OpenStreams
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
 from tidings.api.state import AppState
@@ -35,13 +36,15 @@ from tidings.exceptions import ConfigError
 def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str | None,
                run_worker: bool = False, worker_concurrency: int = 1,
                rate_per_second: float = 1000.0, stream_interval: float = 0.5,
-               max_body_bytes: int = 4 * 1024 * 1024,
+               max_body_bytes: int = 4 * 1024 * 1024, max_streams: int = 200,
+               max_streams_per_user: int = 5,
                demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
-    """Build the app around an engine. ``run_worker`` runs the job worker in this process."""
+    """Build the app around an engine. ``run_worker`` runs the job worker in this process;
+    ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's."""
     metrics = Metrics()
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
-                     RateLimiter(rate_per_second),
-                     stream_interval=stream_interval)
+                     RateLimiter(rate_per_second), stream_interval=stream_interval,
+                     streams=OpenStreams(per_user=max_streams_per_user, total=max_streams))
     tidings.listeners.append(metrics.observe)
 
     @contextlib.asynccontextmanager

@@ -9,9 +9,9 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.deps import State, error_responses
-from tidings.api.errors import ApiError
+from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
 from tidings.api.jsonshape import SafeJSONResponse, shaped
-from tidings.api.live import user_stream
+from tidings.api.live import LiveResponse, user_stream
 from tidings.api.schemas.graph import (
     Created,
     Following,
@@ -200,14 +200,18 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
               "description": "Server-Sent Events: `unread` and `notification`."}})
     async def stream(user: User, state: State, request: Request,
                      locale: LocaleQuery = None) -> StreamingResponse:
-        """Live unread count and new items. Browsers may pass ``?access_token=``."""
-        frames = user_stream(state.tidings, user,
-                             locale=locale or await state.locale_of(user),
+        """Live unread count and new items. Browsers may pass ``?access_token=``. A user
+        holds at most 5 streams (a sixth ends the oldest); a full server answers 503."""
+        locale = locale or await state.locale_of(user)
+        slot = state.streams.open(user)
+        if slot is None:
+            raise ApiError(503, f"this server holds {state.streams.total} live streams, "
+                                "its most; try again shortly", code="too_many_streams",
+                           headers={"Retry-After": RETRY_AFTER_SECONDS})
+        frames = user_stream(state.tidings, user, locale=locale, slot=slot,
                              disconnected=request.is_disconnected,
                              interval=state.stream_interval)
-        return StreamingResponse(frames, media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache",
-                                          "X-Accel-Buffering": "no"})
+        return LiveResponse(frames, state.streams, slot)
 
     return router
 
