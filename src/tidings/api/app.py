@@ -24,6 +24,7 @@ from tidings.api import (
 )
 from tidings.api.auth import Authenticator
 from tidings.api.deps import me_user, no_unknown_query, path_user
+from tidings.api.headers import SecurityHeaders
 from tidings.api.live import OpenStreams
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
@@ -71,6 +72,9 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_ops.build())
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
+    app.add_middleware(SecurityHeaders, docs_paths=[
+        path for path in (app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url)
+        if path])
     # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
