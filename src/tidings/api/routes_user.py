@@ -200,8 +200,9 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
               "description": "Server-Sent Events: `unread` and `notification`."}})
     async def stream(user: User, state: State, request: Request,
                      locale: LocaleQuery = None) -> StreamingResponse:
-        """Live unread count and new items. Browsers may pass ``?access_token=``. A user
-        holds at most 5 streams (a sixth ends the oldest); a full server answers 503."""
+        """Live unread count and new items. Browsers may pass ``?access_token=``."""
+        # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
+        # answers 503
         locale = locale or await state.locale_of(user)
         slot = state.streams.open(user)
         if slot is None:
