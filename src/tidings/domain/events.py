@@ -11,14 +11,15 @@ from typing import Any
 
 from tidings.exceptions import InvalidInput, InvalidUserId, PayloadTooLarge, TooManyRecipients
 
-USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
+# matched in full: with ``re.match``, ``$`` would also match before a final newline ("alice\n")
+USER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,255}")
 MAX_OBJECT_LENGTH = 255
 MAX_KEY_LENGTH = 255
 
 
 def check_user_id(value: object, field: str = "user") -> str:
     """Return ``value`` if it is a valid user id, else raise :class:`InvalidUserId`."""
-    if not isinstance(value, str) or not USER_ID.match(value):
+    if not isinstance(value, str) or not USER_ID.fullmatch(value):
         raise InvalidUserId(
             f"{field} must be 1-255 characters of [A-Za-z0-9_.:@-], got {value!r:.80}",
             field=field,
