@@ -23,8 +23,7 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
 
-Sync by decision: the worker, the library and the API share one implementation of each port;
-the API calls them through a thread (see ``docs/architecture.md``, "Sync ports").
+Sync by decision (``docs/architecture.md``, "Sync ports").
 """
 
 from __future__ import annotations
@@ -358,16 +357,11 @@ class Store(Protocol):
     on_enqueue: Callable[[int], None] | None  # told how many jobs each unit enqueued (metrics)
 
     @property
-    def backend(self) -> str:
-        """The kind of store: memory, sqlite, postgresql, mysql."""
-
+    def backend(self) -> str: ...  # the kind of store: memory, sqlite, postgresql, mysql
     @property
-    def queue(self) -> JobAdmin:
-        """The queue's own operations."""
-
+    def queue(self) -> JobAdmin: ...  # the queue's own operations
     @property
-    def notifier(self) -> Notifier:
-        """Live updates of this store's users."""
+    def notifier(self) -> Notifier: ...  # live updates of this store's users
 
     def transact(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one unit that may write; committed when it returns, rolled back
