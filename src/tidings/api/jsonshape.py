@@ -23,25 +23,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _PATH_SHOWN = 4  # segments of a field path an error names before "…"
 
 
-def depth_and_keys(value: Any) -> tuple[int, int]:
-    """How deep ``value`` nests (a scalar is 0, ``{"a": 1}`` is 1) and how many object keys
-    it holds at every level."""
-    deepest = keys = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            keys += len(item)
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        stack.extend((child, depth + 1) for child in children)
-    return deepest, keys
-
-
 def _name(path: list[str]) -> str:
     shown = ".".join(path[:_PATH_SHOWN])
     return shown + ("…" if len(path) > _PATH_SHOWN else "") if shown else "body"

@@ -12,12 +12,9 @@ from pydantic import (
     model_validator,
 )
 
-from tidings.api.jsonshape import depth_and_keys
 from tidings.api.schemas.common import Strict, at_least_one, at_least_one_schema
 from tidings.api.schemas.ids import IdempotencyKey, ObjectKey, TypeName, UserId
-
-MAX_PAYLOAD_DEPTH = 32
-MAX_PAYLOAD_KEYS = 1000
+from tidings.domain.events import MAX_PAYLOAD_DEPTH, MAX_PAYLOAD_KEYS, depth_and_keys
 
 
 def _bounded(payload: dict[str, Any]) -> dict[str, Any]:
