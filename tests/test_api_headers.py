@@ -46,7 +46,7 @@ def assert_locked_down(headers: Any) -> dict[str, list[str]]:
 
 
 def test_the_inbox_and_the_unsubscribe_page_are_locked_down(shared_live: LiveServer) -> None:
-    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(shared_live.tidings), 'bob')}"
+    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(shared_live.tidings.config), 'bob')}"
     with shared_live.http(None) as http:
         for path in ("/", link):
             response = http.get(path)
