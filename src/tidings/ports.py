@@ -75,8 +75,7 @@ class EventStore(Protocol):
 
     def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
                     before: int, limit: int) -> list[int]:
-        """Ids of events created before ``before``: of ``types``, or of any type not in
-        ``other_than`` (both None: any type)."""
+        """Ids of events created before ``before``: of ``types``, or not of ``other_than``."""
 
     def delete(self, event_ids: Sequence[int]) -> None:
         """Remove events for good (retention)."""
@@ -325,8 +324,8 @@ class JobAdmin(Protocol):
 class Notifier(Protocol):
     """Live updates: tell listeners that users' inboxes changed."""
 
-    @property
-    def cross_process(self) -> bool: ...  # whether listeners hear of other processes' changes
+    cross_process: bool  # whether listeners hear of changes made by other processes
+
     def changed(self, users: Sequence[str]) -> None:
         """These users' inboxes or counts changed (called once the change is committed)."""
 
