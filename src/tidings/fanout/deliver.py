@@ -98,6 +98,9 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         tx.timeline.push(event.id, pushed, now)
         checks = [u for u in pushed if random.random() < TRIM_SAMPLE]
         tx.jobs.enqueue_many([trim_spec(u) for u in checks])
+    if delivered:
+        notifier = ctx.store.notifier
+        tx.after_commit(lambda: notifier.changed(delivered))
     ctx.observer.delivered(len(delivered))
     return delivered
 
