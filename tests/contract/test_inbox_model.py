@@ -59,7 +59,8 @@ def deliver(tx: ports.Tx, event_id: int, event: Event, rule: str, category: str,
         base = bases.get(user)
         group = display_hash(bundle, event_id)
         if base is not None and markers.get(user, Markers()).is_unread(
-                base.read_at, base.fresh_at, base.type, base.category, base.section):
+                base.read_at, base.fresh_at, base.type, base.category, base.section,
+                position=(base.created_at, base.event_id)):
             group = base.display_hash  # join the newest group while it is unread
             demote.append((user, group))
         rows.append(NewNotification(user, event_id, now, event.type, category, section,
@@ -153,6 +154,24 @@ class InboxModel(RuleBasedStateMachine):
     def move_watermark(self, user: str, scope: str, back: int) -> None:
         until = self.clock.now_us() - back * 5  # sometimes behind an earlier mark
         self.both(lambda tx: tx.inbox.set_marker(user, scope, until))
+
+    @rule(user=st.sampled_from(USERS), index=st.integers(min_value=0, max_value=20))
+    def read_up_to(self, user: str, index: int) -> None:
+        """Read up to one of the user's notifications (any place, sometimes behind)."""
+        event_id = self.event(index)
+        now = self.clock.now_us()
+
+        def work(tx: ports.Tx) -> bool | None:
+            place = tx.inbox.position_of(user, event_id)
+            return None if place is None else tx.inbox.set_position(user, place, now)
+
+        self.both(work)
+
+    @rule(user=st.sampled_from(USERS), index=st.integers(min_value=0, max_value=20))
+    def remove_one(self, user: str, index: int) -> None:
+        """One recipient deletes their notification."""
+        event_id = self.event(index)
+        self.both(lambda tx: tx.inbox.remove(tx.inbox.keys_of(user, [event_id])))
 
     @rule(index=st.integers(min_value=0, max_value=20))
     def remove_event(self, index: int) -> None:

@@ -318,21 +318,26 @@ def test_trim_keeps_the_newest_events(store: ports.Store, clock: FrozenClock) ->
     deliver(store, [note("bob", e[0], 1)])
     assert write(store, lambda tx: tx.inbox.trim("ann", 10)) == 0
     assert write(store, lambda tx: tx.inbox.trim("ann", 4)) == 2
-    assert set(ids(page(store, "ann"))) == set(e[2:])  # by event id, not by time
+    assert set(ids(page(store, "ann"))) == set(e[:4])  # by time, not by event id
     assert write(store, lambda tx: tx.inbox.trim("ann", 0)) == 4
     assert page(store, "ann") == []
     assert ids(page(store, "bob")) == [e[0]]
 
 
-def test_trim_repairs_the_base_of_a_trimmed_group(store: ports.Store, clock: FrozenClock) -> None:
+def test_trim_takes_the_oldest_members_and_keeps_groups_whole(store: ports.Store,
+                                                               clock: FrozenClock) -> None:
     e = _events(store, clock, 3)
     deliver(store, [note("ann", e[1], 100, group="g")])
     write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
                              tx.inbox.insert([note("ann", e[0], 200, group="g")])))
     deliver(store, [note("ann", e[2], 50, group="h")])
     assert ids(page(store, "ann")) == [e[0], e[2]]
-    assert write(store, lambda tx: tx.inbox.trim("ann", 2)) == 1  # e[0]: the oldest id
-    assert ids(page(store, "ann")) == [e[1], e[2]]
+    assert write(store, lambda tx: tx.inbox.trim("ann", 2)) == 1  # e[2]: the oldest
+    assert ids(page(store, "ann")) == [e[0]]
+    assert read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"].count == 2
+    assert write(store, lambda tx: tx.inbox.trim("ann", 1)) == 1  # e[1], a member
+    assert ids(page(store, "ann")) == [e[0]]
+    assert read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"].count == 1
 
 
 def test_nothing_of_a_failed_unit_stays_in_the_inbox(store: ports.Store,

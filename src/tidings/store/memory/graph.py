@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
-from tidings.domain.views import Follow, Subscription
+from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.memory.state import Journal, State
 
 
@@ -24,6 +24,10 @@ class MemoryGraph:
             return False
         self._j.put(self._s.users, user, now)
         return True
+
+    def add_users(self, users: Sequence[str], now: int) -> None:
+        for user in sorted(set(users)):
+            self.add_user(user, now)
 
     def set_joined(self, user: str, joined: int) -> None:
         if user in self._s.users:
@@ -105,6 +109,42 @@ class MemoryGraph:
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         users = [u for u in self._users_of(source) if u > after]
         return users[n - 1] if 1 <= n <= len(users) else None
+
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
+                              ) -> dict[str, frozenset[str]]:
+        objects = ["*"] if object is None else [object, "*"]
+        found: dict[str, set[str]] = {}
+        for user in set(users):
+            for event_type in {type, "*"}:
+                for obj in objects:
+                    sid = self._s.subscription_keys.get((user, event_type, obj))
+                    if sid is not None:
+                        found.setdefault(user, set()).update(
+                            self._s.subscriptions[sid].channels)
+        return {user: frozenset(channels) for user, channels in found.items()}
+
+    def following(self, users: Sequence[str], followee: str) -> set[str]:
+        followers = self._s.followers.get(followee, {})
+        return {u for u in users if u in followers}
+
+    # -- groups (privacy rules) ----------------------------------------------------------------
+
+    def add_member(self, group: str, user: str, now: int) -> bool:
+        if user in self._s.groups.get(group, {}):
+            return False
+        self._j.put_in(self._s.groups, group, user, now)
+        return True
+
+    def remove_member(self, group: str, user: str) -> bool:
+        return self._j.drop_in(self._s.groups, group, user) is not None
+
+    def members(self, group: str, *, after: str, limit: int) -> list[Member]:
+        members = self._s.groups.get(group, {})
+        return [Member(u, members[u]) for u in sorted(u for u in members if u > after)[:limit]]
+
+    def members_among(self, group: str, users: Sequence[str]) -> set[str]:
+        members = self._s.groups.get(group, {})
+        return {u for u in users if u in members}
 
     # -- mutes ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
-from tidings.domain.readstate import Markers
+from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import (
     BundleBase,
     Filters,
@@ -23,15 +23,14 @@ from tidings.domain.views import (
 )
 from tidings.store.memory.state import Journal, NoteRow, State
 
-TRIM_BATCH = 5000  # as the SQL store: one trim removes at most this many rows
-
 
 def _newest_first(row: NoteRow) -> tuple[int, int]:
     return (-row.created_at, -row.event_id)
 
 
 def _unread(markers: Markers, row: NoteRow) -> bool:
-    return markers.is_unread(row.read_at, row.fresh_at, row.type, row.category, row.section)
+    return markers.is_unread(row.read_at, row.fresh_at, row.type, row.category, row.section,
+                             position=(row.created_at, row.event_id))
 
 
 class MemoryInbox:
@@ -50,24 +49,43 @@ class MemoryInbox:
     # -- watermarks ----------------------------------------------------------------------------
 
     def load_markers(self, user: str) -> Markers:
-        return Markers.from_rows(self._s.markers.get(user, {}))
+        return Markers.from_rows(self._s.markers.get(user, {}), self._s.positions.get(user))
 
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
-        return {u: Markers.from_rows(self._s.markers[u])
-                for u in dict.fromkeys(users) if self._s.markers.get(u)}
+        return {u: self.load_markers(u) for u in dict.fromkeys(users) if self._s.markers.get(u)}
 
     def set_marker(self, user: str, scope: str, until: int) -> None:
         current = self._s.markers.get(user, {}).get(scope)
         if current is None or current < until:
             self._j.put_in(self._s.markers, user, scope, until)
 
+    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
+        current = self._s.positions.get(user)
+        if current is not None and position < current:
+            return False
+        self._j.put(self._s.positions, user, position)
+        self._j.put_in(self._s.markers, user, POSITION, until)
+        return True
+
+    def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
+        row = self._s.notes.get(user, {}).get(event_id)
+        return None if row is None else (row.created_at, event_id)
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        mine = self._s.notes.get(user, {})
+        return [NotificationKey(user, e, mine[e].display_hash, mine[e].bundle_base)
+                for e in sorted(set(event_ids)) if e in mine]
+
     # -- delivery ------------------------------------------------------------------------------
 
-    def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
+                     before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
+        # units are serialised by the store's lock: deciders for one bundle never overlap
         bases: dict[str, BundleBase] = {}
         for user in dict.fromkeys(users):
             candidates = [r for r in self._rows(user)
-                          if r.bundle_base and r.bundle_hash == bundle_hash]
+                          if r.bundle_base and r.bundle_hash == bundle_hash
+                          and (before is None or (r.created_at, r.event_id) < before)]
             if not candidates:
                 continue
             row = min(candidates, key=_newest_first)
@@ -92,6 +110,10 @@ class MemoryInbox:
                 bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
                 read_at=None))
             self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
+
+    def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
+        # the bound is the true count here
+        return sorted(u for u in set(users) if len(self._s.notes.get(u, {})) > cap)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for user, group in dict.fromkeys(groups):
@@ -197,8 +219,9 @@ class MemoryInbox:
 
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         mine = self._s.notes.get(user, {})
-        return [ReadState(event_id=r.event_id, read_at=r.read_at, fresh_at=r.fresh_at,
-                          type=r.type, category=r.category, section=r.section)
+        return [ReadState(event_id=r.event_id, created_at=r.created_at, read_at=r.read_at,
+                          fresh_at=r.fresh_at, type=r.type, category=r.category,
+                          section=r.section)
                 for r in (mine[e] for e in sorted(set(event_ids)) if e in mine)]
 
     # -- removal -------------------------------------------------------------------------------
@@ -227,11 +250,9 @@ class MemoryInbox:
         return removed
 
     def trim(self, user: str, cap: int) -> int:
-        newest_first = sorted(self._s.notes.get(user, {}), reverse=True)
-        if len(newest_first) <= cap:
-            return 0
-        boundary = newest_first[cap]
-        doomed = sorted(e for e in newest_first if e <= boundary)[:TRIM_BATCH]
-        mine = self._s.notes[user]
-        return self.remove([NotificationKey(user, e, mine[e].display_hash, mine[e].bundle_base)
-                            for e in doomed])
+        newest_first = sorted(self._rows(user), key=_newest_first)
+        return self.remove([NotificationKey(user, r.event_id, r.display_hash, r.bundle_base)
+                            for r in newest_first[cap:]])
+
+    def forget_bundle_locks(self, before: int, limit: int) -> int:
+        return 0  # no lock state: the store's lock serialises units

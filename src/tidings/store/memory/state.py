@@ -164,10 +164,12 @@ class State:
     following: dict[str, dict[str, int]] = field(default_factory=dict)  # follower -> followee
     followers: dict[str, dict[str, int]] = field(default_factory=dict)  # followee -> follower
     mutes: dict[str, dict[tuple[str, str], None]] = field(default_factory=dict)
+    groups: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> member -> since
     # inbox
     notes: dict[str, dict[int, NoteRow]] = field(default_factory=dict)
     holders: dict[int, dict[str, None]] = field(default_factory=dict)  # event -> users
     markers: dict[str, dict[str, int]] = field(default_factory=dict)
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)  # read up to a place
     # timeline
     timelines: dict[str, dict[int, int]] = field(default_factory=dict)
     # settings

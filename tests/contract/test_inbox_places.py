@@ -1,0 +1,97 @@
+"""InboxStore: read up to a place, one user's own rows, bundle bases before a place, the size
+bound of the inbox cap, and the bundle locks' upkeep."""
+
+from __future__ import annotations
+
+from contract_kit import deliver, ids, note, page, publish, read, unread, write
+
+from tidings import ports
+from tidings.clock import FrozenClock
+from tidings.domain.views import NotificationKey
+
+
+def _events(store: ports.Store, clock: FrozenClock, count: int) -> list[int]:
+    return [publish(store, clock.now_us()) for _ in range(count)]
+
+
+def test_a_read_up_to_place_covers_rows_at_or_below_it(store: ports.Store,
+                                                      clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100), note("ann", e[1], 200), note("ann", e[2], 200),
+                    note("ann", e[3], 300), note("bob", e[0], 100)])
+    assert read(store, lambda tx: tx.inbox.position_of("ann", e[1])) == (200, e[1])
+    assert read(store, lambda tx: tx.inbox.position_of("cat", e[1])) is None
+
+    assert write(store, lambda tx: tx.inbox.set_position("ann", (200, e[1]), 250)) is True
+
+    markers = read(store, lambda tx: tx.inbox.load_markers("ann"))
+    assert markers.position == (250, 200, e[1])
+    assert ids(page(store, "ann")) == [e[3], e[2], e[1], e[0]]
+    assert [r.event_id for r in page(store, "ann") if not markers.is_unread(
+        r.read_at, r.fresh_at, r.type, r.category, r.section,
+        position=(r.created_at, r.event_id))] == [e[1], e[0]]
+    assert unread(store, "ann") == 2  # e[2] (same time, higher id) and e[3]
+    assert unread(store, "bob") == 1
+    (state,) = read(store, lambda tx: tx.inbox.read_states("ann", [e[0]]))
+    assert (state.event_id, state.created_at) == (e[0], 100)
+
+
+def test_a_read_up_to_place_moves_forward_only(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 2)
+    deliver(store, [note("ann", e[0], 100), note("ann", e[1], 200)])
+    assert write(store, lambda tx: tx.inbox.set_position("ann", (200, e[1]), 300)) is True
+    assert write(store, lambda tx: tx.inbox.set_position("ann", (100, e[0]), 400)) is False
+    markers = read(store, lambda tx: tx.inbox.load_markers("ann"))
+    assert markers.position == (300, 200, e[1])
+    assert unread(store, "ann") == 0
+
+
+def test_keys_of_name_the_users_own_rows_only(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 2)
+    deliver(store, [note("ann", e[0], 1, group="g"), note("bob", e[0], 1, group="h")])
+    keys = read(store, lambda tx: tx.inbox.keys_of("ann", [e[0], e[1]]))
+    assert keys == [NotificationKey("ann", e[0], "g", True)]
+    assert read(store, lambda tx: tx.inbox.keys_of("ann", [])) == []
+
+
+def test_bundle_bases_before_a_place(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[0], 100, group="g1", bundle="b"),
+                    note("ann", e[1], 300, group="g2", bundle="b"),
+                    note("ann", e[2], 300, group="g3", bundle="b")])
+
+    def bases(before: tuple[int, int] | None) -> dict[str, int]:
+        found = write(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b", before=before))
+        return {user: base.event_id for user, base in found.items()}
+
+    assert bases(None) == {"ann": e[2]}
+    assert bases((300, e[2])) == {"ann": e[1]}  # strictly before
+    assert bases((200, 0)) == {"ann": e[0]}
+    assert bases((100, e[0])) == {}
+
+
+def test_the_size_bound_is_never_below_the_truth(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", i, 10 + n) for n, i in enumerate(e)])
+    deliver(store, [note("bob", e[0], 1)])
+    over = read(store, lambda tx: tx.inbox.over_cap(["ann", "bob", "cat"], 3))
+    assert over == ["ann"]
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 4)) == []
+    write(store, lambda tx: tx.inbox.remove(tx.inbox.keys_for_events([e[0]])))
+    # a removal may leave the bound high (SQL) or not (memory); a trim makes it exact
+    assert write(store, lambda tx: tx.inbox.trim("ann", 3)) == 0
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 2)) == ["ann"]
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 3)) == []
+    deliver(store, [note("ann", e[0], 5)])
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 3)) == ["ann"]
+
+
+def test_forgetting_bundle_locks_keeps_the_inbox(store: ports.Store, clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    deliver(store, [note("ann", event, 100, bundle="b")])
+    write(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b"))
+    clock.advance(10)
+    forgotten = write(store, lambda tx: tx.inbox.forget_bundle_locks(clock.now_us(), 100))
+    assert forgotten == (0 if store.backend in ("memory", "sqlite") else 1)
+    assert write(store, lambda tx: tx.inbox.forget_bundle_locks(clock.now_us(), 100)) == 0
+    assert ids(page(store, "ann")) == [event]
