@@ -9,6 +9,7 @@ import json
 import pytest
 
 from engines import all_items, table_rows
+from test_live_updates import Heard
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings, UnreadCount
 from tidings.exceptions import NotFound
@@ -138,3 +139,13 @@ def test_deleting_a_bundles_newest_member_repairs_the_bundle(
     assert (item.id, item.count, item.actors, item.read) == (links[1], 2, ["ben", "ann"], False)
     assert [(n.id, n.count) for n in t.notifications("carol").items] == [(links[2], 3)]
     assert t.unread_count("bob") == UnreadCount(1, "1")
+
+
+def test_live_listeners_hear_of_both(t: Tidings, clock: FrozenClock) -> None:
+    ids = _mentions(t, clock, 2)
+    heard = Heard()
+    t.watch("bob", heard)
+    t.mark_read_up_to("bob", ids[0])
+    assert heard.wait_for(1)
+    t.delete_notification("bob", ids[1])
+    assert heard.wait_for(2)

@@ -197,6 +197,7 @@ class InboxService:
             position = tx.inbox.position_of(user, number)
             if position is None:
                 raise NotFound(f"notification {notification_id} of {user} does not exist")
+            self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             # the unread base rows at or below the position (``before`` is exclusive)
             covered = tx.inbox.page(user, Filters(unread=True), markers, limit=UNREAD_CAP,
@@ -224,6 +225,7 @@ class InboxService:
             keys = tx.inbox.keys_of(user, [number])
             if not keys:
                 raise NotFound(f"notification {notification_id} of {user} does not exist")
+            self._announce(tx, user)
             tx.inbox.remove(keys)
 
         self.store.transact(work)
