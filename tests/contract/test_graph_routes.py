@@ -1,5 +1,5 @@
-"""GraphStore: users registered by delivery, the channels of matching subscriptions, who of a
-batch follows someone, and groups for privacy rules."""
+"""GraphStore: the channels of matching subscriptions, who of a batch follows someone, and
+groups for privacy rules."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ from contract_kit import read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.views import Member
-
-
-def test_add_users_registers_the_new_and_keeps_the_known(store: ports.Store) -> None:
-    write(store, lambda tx: tx.graph.add_user("ann", 5))
-    write(store, lambda tx: tx.graph.add_users(["bob", "ann", "bob"], 9))
-    assert write(store, lambda tx: tx.graph.add_user("bob", 20)) is False
-    assert write(store, lambda tx: tx.graph.add_user("ann", 20)) is False
-    assert write(store, lambda tx: tx.graph.add_user("cat", 20)) is True
-    write(store, lambda tx: tx.graph.add_users([], 9))
 
 
 def test_subscription_channels_are_the_union_of_matching_ones(store: ports.Store,

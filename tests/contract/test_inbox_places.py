@@ -1,5 +1,5 @@
-"""InboxStore: read up to a place, one user's own rows, bundle bases before a place, the size
-bound of the inbox cap, and the bundle locks' upkeep."""
+"""InboxStore: read up to a place, one user's own rows, bundle bases before a place, the users
+an insert registers, the size bound of the inbox cap, and the bundle locks' upkeep."""
 
 from __future__ import annotations
 
@@ -95,3 +95,13 @@ def test_forgetting_bundle_locks_keeps_the_inbox(store: ports.Store, clock: Froz
     assert forgotten == (0 if store.backend in ("memory", "sqlite") else 1)
     assert write(store, lambda tx: tx.inbox.forget_bundle_locks(clock.now_us(), 100)) == 0
     assert ids(page(store, "ann")) == [event]
+
+
+def test_insert_registers_the_users_it_writes_to(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 2)
+    write(store, lambda tx: tx.graph.add_user("ann", 5))
+    deliver(store, [note("ann", e[0], 100), note("bob", e[0], 100), note("bob", e[1], 90)])
+    assert write(store, lambda tx: tx.graph.add_user("ann", 500)) is False
+    assert write(store, lambda tx: tx.graph.add_user("bob", 500)) is False
+    assert write(store, lambda tx: tx.graph.add_user("cat", 500)) is True
+    assert read(store, lambda tx: tx.inbox.load_markers("bob")).all == 0  # no watermark

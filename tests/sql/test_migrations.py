@@ -19,7 +19,7 @@ from tidings.store.sql.migrate import (
     head_revision,
     upgrade,
 )
-from tidings.store.sql.schema import inbox_sizes, jobs, metadata, notifications
+from tidings.store.sql.schema import jobs, metadata, notifications, users
 
 
 def schema_diffs(url: str) -> list[Any]:
@@ -156,19 +156,23 @@ def mysql_column_collations(url: str) -> set[str]:
 
 
 
-def test_inbox_sizes_start_from_the_stored_notifications(empty_store_url: str) -> None:
+def test_holders_of_notifications_are_registered_with_their_inbox_rows(
+        empty_store_url: str) -> None:
     upgrade(empty_store_url, "0005")
     row = {"event_id": 0, "created_at": 0, "fresh_at": 0, "type": "t", "category": "c",
            "section": "alert", "bundle_hash": "h", "display_hash": "h", "bundle_base": True}
     db = Database(empty_store_url, pool_size=0)
     try:
         with db.write() as conn:
+            conn.execute(insert(users).values(user_id="carol", created_at=5))
             conn.execute(insert(notifications), [
-                {**row, "user_id": user, "event_id": i}
+                {**row, "user_id": user, "event_id": i, "created_at": 10 * i}
                 for i, user in enumerate(["bob", "bob", "bob", "carol"], start=1)])
         upgrade(empty_store_url)
         with db.read() as conn:
-            sizes = dict(conn.execute(select(inbox_sizes.c.user_id, inbox_sizes.c.estimate)).all())
-        assert sizes == {"bob": 3, "carol": 1}
+            found = {r.user_id: (r.created_at, r.inbox_rows)
+                     for r in conn.execute(select(users))}
+        # bob, sent notifications before ever touching anything, is not new any more
+        assert found == {"bob": (10, 3), "carol": (5, 1)}
     finally:
         db.dispose()

@@ -89,9 +89,6 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     # (newest by time kept), in this unit, so no path leaves an inbox over it.
     for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
         tx.inbox.trim(user, ctx.config.inbox_cap)
-    # Users met here are known from now on, so their first subscribe or follow does not mark
-    # what they were just sent read ("read up to now" is for users tidings never saw).
-    tx.graph.add_users(delivered, now)
     if timeline:
         allowed = set(candidates)
         pushed = [u for u in timeline if u in allowed]

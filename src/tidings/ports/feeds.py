@@ -55,8 +55,10 @@ class InboxStore(Protocol):
         """Those of ``users`` who already hold a notification of this event."""
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
-        """Write base rows; a (user, event) already stored is skipped. Keeps, per user, a
-        bound of the rows stored that is never below the true count (see :meth:`over_cap`)."""
+        """Write base rows; a (user, event) already stored is skipped. Registers the users
+        written to (as ``GraphStore.add_user`` would, dated with their row, no watermark) and
+        keeps per user a bound of the rows stored, never below the true count (see
+        :meth:`over_cap`)."""
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         """Those of ``users`` who may hold more than ``cap`` notifications (by the bound

@@ -52,10 +52,6 @@ class GraphStore(Protocol):
     def add_user(self, user: str, now: int) -> bool:
         """Register a user; True if the user is new."""
 
-    def add_users(self, users: Sequence[str], now: int) -> None:
-        """Register users fan-out delivered to, setting nothing else (no watermark); users
-        already known are left as they are."""
-
     def set_joined(self, user: str, joined: int) -> None:
         """Correct a registered user's join time (import)."""
 

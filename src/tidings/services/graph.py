@@ -22,7 +22,7 @@ from tidings.services.common import check_ids, check_limit
 def touch_user(tx: Tx, user: str, now: int) -> None:
     """Register a user on first contact; a new user starts 'read up to now' (Gazelle).
 
-    A user fan-out already delivered to is registered (``GraphStore.add_users``), so this
+    A user fan-out already delivered to is registered (``InboxStore.insert``), so this
     does not mark what they were sent read."""
     if tx.graph.add_user(user, now):
         tx.inbox.set_marker(user, "all", now)

@@ -25,10 +25,6 @@ class MemoryGraph:
         self._j.put(self._s.users, user, now)
         return True
 
-    def add_users(self, users: Sequence[str], now: int) -> None:
-        for user in sorted(set(users)):
-            self.add_user(user, now)
-
     def set_joined(self, user: str, joined: int) -> None:
         if user in self._s.users:
             self._j.put(self._s.users, user, joined)

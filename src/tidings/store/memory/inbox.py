@@ -110,6 +110,8 @@ class MemoryInbox:
                 bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
                 read_at=None))
             self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
+            if new.user_id not in self._s.users:  # known from now on (no watermark)
+                self._j.put(self._s.users, new.user_id, new.created_at)
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         # the bound is the true count here

@@ -17,7 +17,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, insert, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Insert,
+    Table,
+    create_engine,
+    event,
+    func,
+    insert,
+    literal_column,
+    text,
+)
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import postgresql as pg_dialect
@@ -187,19 +198,19 @@ class Database:
         return my.on_duplicate_key_update({c: my.inserted[c] for c in update})
 
     def upsert_add(self, table: Table, keys: Sequence[str], column: str) -> Any:
-        """An INSERT (for executemany) that, when the key exists, adds the given ``column``
-        value to the stored one instead."""
+        """An INSERT (for executemany) that, when the key exists, only adds the given
+        ``column`` value to the stored one (NULL counting as 0)."""
+        stored = func.coalesce(table.c[column], literal_column("0"))  # no bound parameter
         if self.backend == "postgresql":
             pg = pg_dialect.insert(table)
             return pg.on_conflict_do_update(
-                index_elements=list(keys), set_={column: table.c[column] + pg.excluded[column]})
+                index_elements=list(keys), set_={column: stored + pg.excluded[column]})
         if self.backend == "sqlite":
             lite = sqlite_dialect.insert(table)
             return lite.on_conflict_do_update(
-                index_elements=list(keys),
-                set_={column: table.c[column] + lite.excluded[column]})
+                index_elements=list(keys), set_={column: stored + lite.excluded[column]})
         my = mysql_dialect.insert(table)
-        return my.on_duplicate_key_update({column: table.c[column] + my.inserted[column]})
+        return my.on_duplicate_key_update({column: stored + my.inserted[column]})
 
     def insert_many(self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
                     *, ignore: bool = False, batch: int = 1000) -> None:

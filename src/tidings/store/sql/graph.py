@@ -13,8 +13,6 @@ from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import follows, group_members, mutes, subscriptions, users
 
-users_table = users  # the name ``users`` is taken by parameters below
-
 IN_LIST = 5000  # ids per IN (…) list
 
 
@@ -49,11 +47,6 @@ class SqlGraph:
         result = self.conn.execute(self.db.insert_ignore(users).values(user_id=user,
                                                                         created_at=now))
         return result.rowcount == 1
-
-    def add_users(self, users: Sequence[str], now: int) -> None:
-        # in key order, so two units registering overlapping users lock rows alike
-        self.db.insert_many(self.conn, users_table, [
-            {"user_id": u, "created_at": now} for u in sorted(set(users))], ignore=True)
 
     def set_joined(self, user: str, joined: int) -> None:
         self.conn.execute(update(users).where(users.c.user_id == user).values(created_at=joined))

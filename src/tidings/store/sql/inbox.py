@@ -84,6 +84,7 @@ class SqlInbox:
         self.db = db
         self.conn = conn
         self.clock = clock
+        self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
 
     # -- watermarks -----------------------------------------------------------------------
 
@@ -160,10 +161,11 @@ class SqlInbox:
              "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
              "bundle_base": True, "read_at": None} for r in rows
         ], ignore=True)
-        inboxcap.grow(self.db, self.conn, [r.user_id for r in rows])
+        self.sizes.update(inboxcap.grow(self.db, self.conn,
+                                        [(r.user_id, r.created_at) for r in rows]))
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
-        return inboxcap.over_cap(self.conn, users, cap)
+        return inboxcap.over_cap(self.conn, users, cap, self.sizes)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for start in range(0, len(groups), BATCH):
@@ -205,7 +207,7 @@ class SqlInbox:
         return bundlelocks.forget(self.conn, before, limit)
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self.remove)
+        return inboxcap.trim(self.conn, user, cap, self.remove, self.sizes)
 
     # -- read state -------------------------------------------------------------------------
 

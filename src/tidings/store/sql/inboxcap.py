@@ -1,9 +1,10 @@
 """The per-user inbox cap on SQL: an upper bound of each inbox's size, and an exact trim that
 keeps the newest notifications by (created_at, event id).
 
-``inbox_sizes`` grows with every insert and is not lowered by removals (retraction, retention),
-so it is never below the true count. Fan-out asks :func:`over_cap` for the users it wrote to;
-only those whose bound passes the cap are trimmed, and the trim resets the bound to the truth.
+``users.inbox_rows`` grows with every insert — the same upsert registers the users written to —
+and is not lowered by removals (retraction, retention), so it is never below the true count.
+Fan-out asks :func:`over_cap` for the users it wrote to; only those whose bound passes the cap
+are trimmed, and the trim resets the bound to the truth.
 """
 
 from __future__ import annotations
@@ -11,32 +12,48 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Connection, and_, false, or_, select, true, update
+from sqlalchemy import Connection, and_, bindparam, false, or_, select, true, update
 
 from tidings.domain.views import NotificationKey
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import inbox_sizes, notifications
+from tidings.store.sql.schema import notifications, users
 
 IN_LIST = 5000
 n = notifications.c
-s = inbox_sizes.c
+s = users.c
 
 
-def grow(db: Database, conn: Connection, users: Sequence[str]) -> None:
-    """Count one more stored notification per entry of ``users`` (in key order)."""
-    counts = Counter(users)
-    if counts:
-        conn.execute(db.upsert_add(inbox_sizes, ["user_id"], "estimate"),
-                     [{"user_id": u, "estimate": counts[u]} for u in sorted(counts)])
+def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """Register the users of these (user, created_at) rows (dated with their first) and count
+    one more stored notification per row, in key order; return the new bounds where the
+    backend hands them back with the write (``RETURNING``), so the check that follows need not
+    read them again."""
+    counts = Counter(user for user, _ in written)
+    if not counts:
+        return {}
+    first: dict[str, int] = {}
+    for user, created_at in written:
+        first[user] = min(created_at, first.get(user, created_at))
+    rows = [{"user_id": u, "created_at": first[u], "inbox_rows": counts[u]}
+            for u in sorted(counts)]
+    upsert = db.upsert_add(users, ["user_id"], "inbox_rows")
+    if db.backend == "mysql":  # no RETURNING on an upsert
+        conn.execute(upsert, rows)
+        return {}
+    returned = conn.execute(upsert.returning(s.user_id, s.inbox_rows), rows)
+    return {r.user_id: r.inbox_rows for r in returned}
 
 
-def over_cap(conn: Connection, users: Sequence[str], cap: int) -> list[str]:
-    """Those of ``users`` whose bound passes ``cap``."""
-    found: list[str] = []
-    wanted = sorted(set(users))
+def over_cap(conn: Connection, names: Sequence[str], cap: int,
+             known: dict[str, int]) -> list[str]:
+    """Those of ``names`` whose bound passes ``cap``; ``known`` bounds are not read again."""
+    found = [u for u in set(names) if known.get(u, 0) > cap]
+    wanted = sorted(u for u in set(names) if u not in known)
     for start in range(0, len(wanted), IN_LIST):
+        # literal ids, as InboxStore.delivered does: no generic plan over a long IN list
         found += conn.execute(select(s.user_id).where(
-            s.user_id.in_(wanted[start:start + IN_LIST]), s.estimate > cap)).scalars()
+            s.user_id.in_(bindparam("users", wanted[start:start + IN_LIST], expanding=True,
+                                    literal_execute=True)), s.inbox_rows > cap)).scalars()
     return sorted(found)
 
 
@@ -74,9 +91,9 @@ def _at_or_before(conn: Connection, user: str, boundary: tuple[int, int]
 
 
 def trim(conn: Connection, user: str, cap: int,
-         remove: Callable[[Sequence[NotificationKey]], int]) -> int:
+         remove: Callable[[Sequence[NotificationKey]], int], known: dict[str, int]) -> int:
     """Delete the user's notifications older than their newest ``cap`` (by time); set the
-    bound to what is left. Returns rows deleted."""
+    bound to what is left (in ``known`` too). Returns rows deleted."""
     removed = 0
     while True:
         newest = _newest(conn, user, cap + 1)
@@ -87,5 +104,7 @@ def trim(conn: Connection, user: str, cap: int,
         if complete:
             newest = newest[:cap]
             break
-    conn.execute(update(inbox_sizes).where(s.user_id == user).values(estimate=len(newest)))
+    conn.execute(update(users).where(s.user_id == user).values(inbox_rows=len(newest)))
+    if user in known:
+        known[user] = len(newest)
     return removed

@@ -75,11 +75,16 @@ event_types = Table(
     **MYSQL,
 )
 
+# ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet).
+# Every insert of notifications registers their users here and raises it, in one upsert; no
+# removal lowers it, so it is never below the true count; an exact trim resets it. Fan-out trims
+# a user exactly only when it passes the cap, so the cap holds after every delivery.
 users = Table(
     "users",
     metadata,
     Column("user_id", String(USER), primary_key=True),
     Column("created_at", BigInteger, nullable=False),
+    Column("inbox_rows", BigInteger),
     **MYSQL,
 )
 
@@ -180,17 +185,6 @@ bundle_locks = Table(
     Column("created_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("user_id", "bundle_hash"),
     Index(None, "created_at"),
-    **MYSQL,
-)
-
-# Per user, an upper bound of the notifications stored: every insert adds to it, removals do
-# not take from it, and an exact trim resets it. Fan-out trims a user exactly only when this says
-# the cap may be passed, so the cap holds after every delivery at the cost of one narrow write.
-inbox_sizes = Table(
-    "inbox_sizes",
-    metadata,
-    Column("user_id", String(USER), primary_key=True),
-    Column("estimate", BigInteger, nullable=False),
     **MYSQL,
 )
 
