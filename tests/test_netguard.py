@@ -22,7 +22,7 @@ REFUSED = {
     "169.254.169.254": "link-local", "fe80::1": "link-local",
     "224.0.0.1": "multicast", "239.255.255.250": "multicast", "ff02::1": "multicast",
     "240.0.0.1": "private", "255.255.255.255": "private",  # reserved; Python files them as
-    "100.64.0.1": "not globally routable",                    # private, shared (CGN)
+    "100.64.0.1": "non-public",                               # private, shared (CGN)
     "192.0.2.1": "private", "2001:db8::1": "private",       # documentation
     "::ffff:127.0.0.1": "loopback", "::ffff:169.254.169.254": "link-local",
     "::ffff:10.0.0.1": "private", "2002:7f00:1::1": "loopback",         # 6to4

@@ -133,7 +133,7 @@ def forbidden(address: IPAddress) -> str | None:
     if address.is_reserved:
         return "reserved"
     if not address.is_global:
-        return "not globally routable"
+        return "non-public"
     return None
 
 
@@ -174,8 +174,9 @@ def check(url: str, allow: AllowList, *, resolver: Resolver = system_resolver,
         for address in addresses:
             reason = forbidden(address)
             if reason:
-                raise UnsafeUrl(f"{host} leads to {address}, a {reason} address; webhooks "
-                                "may only reach public addresses")
+                article = "an" if reason[0] in "aeiou" else "a"
+                raise UnsafeUrl(f"{host} leads to {address}, {article} {reason} address; "
+                                "webhooks may only reach public addresses")
         if parsed.scheme != "https":
             raise UnsafeUrl("webhooks must use https (unless the operator's allow-list names "
                             "the host)")
