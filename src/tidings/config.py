@@ -56,6 +56,10 @@ class Config:
     email_daily_cap: int = 25
     digest_skip_read: bool = True
     webhook_secret: str | None = None
+    webhook_allow: tuple[str, ...] = ()
+    webhook_connect_timeout: float = 3.0
+    webhook_read_timeout: float = 5.0
+    webhook_concurrency: int = 1
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     chunk_size: int = 5000
@@ -83,6 +87,13 @@ class Config:
             email_daily_cap=_int(env, "TIDINGS_EMAIL_DAILY_CAP", cls.email_daily_cap, 1),
             digest_skip_read=env.get("TIDINGS_DIGEST_SKIP_READ", "1") not in ("0", "false"),
             webhook_secret=env.get("TIDINGS_WEBHOOK_SECRET") or None,
+            webhook_allow=_list(env, "TIDINGS_WEBHOOK_ALLOW"),
+            webhook_connect_timeout=_float(env, "TIDINGS_WEBHOOK_CONNECT_TIMEOUT",
+                                           cls.webhook_connect_timeout),
+            webhook_read_timeout=_float(env, "TIDINGS_WEBHOOK_READ_TIMEOUT",
+                                        cls.webhook_read_timeout),
+            webhook_concurrency=_int(env, "TIDINGS_WEBHOOK_CONCURRENCY",
+                                     cls.webhook_concurrency, 0),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),

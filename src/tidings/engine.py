@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from tidings.channels import email, outbound_channels
+from tidings.channels import email, outbound_channels, webhook
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
 from tidings.domain.events import Event, Limits
@@ -27,7 +27,7 @@ from tidings.domain.views import (
 )
 from tidings.jobs.context import Handler, JobContext
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import Worker
+from tidings.jobs.worker import Lane, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -61,7 +61,8 @@ class Tidings:
         self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
                                      [c.on_retract for c in channels if c.on_retract])
         self.graph = GraphService(self.store, self.catalog, self.clock)
-        self.settings = SettingsService(self.store, self.clock)
+        self.settings = SettingsService(self.store, self.clock,
+                                        webhook.url_check(self.config))
         self.inbox = InboxService(self.store, self.catalog, self.clock)
         self.handlers: dict[str, Handler] = handlers(channels)
         self.job_context = JobContext(self.config, self.clock, self.catalog, self.store,
@@ -285,9 +286,18 @@ class Tidings:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2) -> Worker:
-        return Worker(self.job_context, self.handlers, concurrency=concurrency,
-                      poll_seconds=poll_seconds,
+    def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
+               webhook_concurrency: int | None = None) -> Worker:
+        """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
+        ``webhook_concurrency`` (default ``TIDINGS_WEBHOOK_CONCURRENCY``, 1) threads of their
+        own for webhook deliveries, so a slow receiver can never hold up fan-out. With 0 this
+        worker leaves webhooks to another one."""
+        webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
+                    else webhook_concurrency)
+        lanes = [Lane("jobs", concurrency, exclude=(webhook.WEBHOOK,))]
+        if webhooks > 0:
+            lanes.append(Lane("webhooks", webhooks, funcs=(webhook.WEBHOOK,)))
+        return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 
     def run_jobs(self, max_jobs: int | None = None) -> int:
