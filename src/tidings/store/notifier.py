@@ -1,8 +1,8 @@
 """An in-process notifier: listeners in this process hear of changes at once.
 
 Processes that share a store but not memory (several API processes, separate workers) still
-see changes by polling; a notifier over Redis pub/sub or PostgreSQL LISTEN/NOTIFY replaces this
-one where the store offers it.
+see changes by polling; with a Redis hot store, ``tidings.store.redis.notifier`` carries the
+changes between processes and uses this one for the callbacks of each.
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ class LocalNotifier:
                 callback()
             except Exception:  # one broken listener must not stop the others or the writer
                 log.exception("a live-update listener failed")
+
+    def users(self) -> list[str]:
+        """The users someone listens to."""
+        with self._lock:
+            return list(self._listeners)
 
     def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
         with self._lock:
