@@ -102,28 +102,49 @@ class Redis:
     def pipeline(self, calls: Sequence[tuple[str, str, Sequence[Any]]],
                  what: str = "pipeline") -> list[Any]:
         """Run script calls ``(name, prefix, args)`` and plain commands ``("", command,
-        args)`` in one pipeline (split by node on a cluster); every call is idempotent, so a
-        NOSCRIPT answer reloads the scripts and runs the whole batch again."""
+        args)`` in pipelines, one per server. Every call is idempotent, so a NOSCRIPT answer
+        (a server that lost its scripts) or a moved slot runs the whole batch again."""
         if not calls:
             return []
         with guard(what):
-            for attempt in range(2):
-                pipe = self.client.pipeline(transaction=False)
-                for name, first, args in calls:
-                    if name:
-                        pipe.evalsha(self.scripts[name].sha, 1, first, *args)
-                    else:
-                        pipe.execute_command(first, *args)
-                results: list[Any] = pipe.execute(raise_on_error=False)
-                missing = any(isinstance(r, rex.NoScriptError) for r in results)
-                if missing and attempt == 0:
+            for attempt in range(3):
+                results = self._execute(calls)
+                errors = [r for r in results if isinstance(r, Exception)]
+                if attempt < 2 and any(isinstance(e, rex.NoScriptError) for e in errors):
                     self.load_scripts()
                     continue
-                for result in results:
-                    if isinstance(result, Exception):
-                        raise result
+                if attempt < 2 and any(isinstance(e, (rex.AskError, rex.TryAgainError))
+                                       for e in errors):
+                    self.client.nodes_manager.initialize()  # the slots moved: ask again
+                    continue
+                if errors:
+                    raise errors[0]
                 return results
         raise AssertionError("unreachable")
+
+    def _execute(self, calls: Sequence[tuple[str, str, Sequence[Any]]]) -> list[Any]:
+        # A cluster pipeline refuses EVALSHA: group the calls by the node serving their slot
+        # and send each group through that node's own connection.
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for index, (name, first, args) in enumerate(calls):
+            if self.cluster:
+                node = self.client.get_node_from_key(first if name else args[0])
+                client, members = groups.setdefault(node.name, (node.redis_connection, []))
+            else:
+                client, members = groups.setdefault("", (self.client, []))
+            members.append(index)
+        results: list[Any] = [None] * len(calls)
+        for client, members in groups.values():
+            pipe = client.pipeline(transaction=False)
+            for index in members:
+                name, first, args = calls[index]
+                if name:
+                    pipe.evalsha(self.scripts[name].sha, 1, first, *args)
+                else:
+                    pipe.execute_command(first, *args)
+            for index, result in zip(members, pipe.execute(raise_on_error=False), strict=True):
+                results[index] = result
+        return results
 
     def ping(self) -> None:
         with guard("ping"):
