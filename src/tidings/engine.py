@@ -302,5 +302,10 @@ class Tidings:
         """Run every runnable job in this process (the embedded mode and tests)."""
         return Worker(self.job_context, self.handlers, batch=10).drain(max_jobs)
 
+    def redeliver_retained(self) -> int:
+        """Queue the fan-out of every retained event again, dated at its creation (inboxes
+        and timelines only): ``tidings rebuild-hot-store`` after a Redis loss."""
+        return self.publishing.redeliver_retained()
+
     def schedule_maintenance(self) -> None:
         self.publishing.schedule_maintenance()
