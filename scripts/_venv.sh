@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # Sourced by scripts/test and scripts/demo: make sure .venv exists and holds this checkout,
-# installed editable with its test extras. Needs only python3 (3.11+) and network access to PyPI.
-# pip runs again only when pyproject.toml changes (its hash is kept in .venv/.tidings-installed).
+# installed editable. Needs only python3 (3.11+) and network access to PyPI.
+# TIDINGS_EXTRAS names the extras to install: scripts/test asks for "test" (pytest, browsers'
+# driver, linters), scripts/demo for none (the runtime alone). pip runs again only when
+# pyproject.toml changes or extras are wanted that are not there yet (the pyproject hash and the
+# extras are kept in .venv/.tidings-installed).
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -16,11 +19,18 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -m pip --version >/dev/
     fi
 fi
 
+extras="${TIDINGS_EXTRAS-test}"
 stamp="$venv/.tidings-installed"
-want="$("$venv/bin/python" -c 'import hashlib, sys
+hash="$("$venv/bin/python" -c 'import hashlib, sys
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml")"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    echo "installing tidings and its test dependencies into .venv ..." >&2
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[test]"
-    echo "$want" >"$stamp"
+read -r have_hash have_extras <"$stamp" 2>/dev/null || { have_hash=""; have_extras=""; }
+if [[ "$have_hash" != "$hash" || ( -n "$extras" && "$have_extras" != "$extras" ) ]]; then
+    if [[ -n "$extras" ]]; then
+        echo "installing tidings and its $extras dependencies into .venv ..." >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
+    else
+        echo "installing tidings into .venv ..." >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root"
+    fi
+    echo "$hash $extras" >"$stamp"
 fi

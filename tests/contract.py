@@ -95,3 +95,30 @@ def undocumented(spec: dict[str, Any], method: str, path: str, status: int,
     if body is None or schema is None:
         return []
     return [where + problem for problem in shape_problems(spec, schema, body)]
+
+
+def removals(before: Any, after: Any, where: str = "") -> list[str]:
+    """What ``after`` (an OpenAPI document) lost or changed of ``before``: every key of a
+    mapping must stay with an unchanged value, where keys may be added (a new status, a
+    description, a pattern); parameter lists are compared by name, so new parameters may be
+    added; other lists must keep their length, compared item by item."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        problems = []
+        for key, value in before.items():
+            if key not in after:
+                problems.append(f"{where}/{key}: removed")
+            else:
+                problems += removals(value, after[key], f"{where}/{key}")
+        return problems
+    if (isinstance(before, list) and isinstance(after, list) and where.endswith("/parameters")
+            and all(isinstance(p, dict) and "name" in p for p in before + after)):
+        named = {(p["name"], p.get("in")): p for p in after}
+        return [problem for p in before for problem in (
+            removals(p, named[(p["name"], p.get("in"))], f"{where}[{p['name']}]")
+            if (p["name"], p.get("in")) in named else [f"{where}[{p['name']}]: removed"])]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [problem for index, (old, new) in enumerate(zip(before, after, strict=True))
+                for problem in removals(old, new, f"{where}[{index}]")]
+    if before != after:
+        return [f"{where}: {before!r} became {after!r}"]
+    return []

@@ -141,7 +141,14 @@ def start(stack: contextlib.ExitStack, url: str, **options: Any) -> LiveServer:
     tidings.load_types()
     settings: dict[str, Any] = {"api_keys": (SERVER_KEY,), "token_secret": TOKEN_SECRET,
                                 "run_worker": True, "stream_interval": 0.05, **options}
+    # The embedded worker queues and runs a maintenance job as it starts; wait for it, so a
+    # test comparing the store before and after a request does not see that job come and go.
+    first_job = threading.Event()
+    tidings.listeners.append(
+        lambda name, _value: first_job.set() if name == "job_completed" else None)
     base_url = stack.enter_context(serve(create_app(tidings, **settings)))
+    if settings["run_worker"] and not first_job.wait(STARTUP_SECONDS):
+        raise RuntimeError("the test server's worker did not run its start-up job")
     return LiveServer(base_url, tidings)
 
 

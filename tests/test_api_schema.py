@@ -2,7 +2,8 @@
 ``/openapi.json`` (valid and invalid) and runs all its checks on each answer.
 
 No 5xx, every status declared, every body matching its declared schema, invalid input rejected
-and valid input accepted. The app runs in-process (ASGI) on a SQLite clone seeded with a small
+and valid input accepted; at least 2,000 cases over every operation (counted, and checked when
+the whole module runs). The app runs in-process (ASGI) on a SQLite clone seeded with a small
 wiki, so listings return real items. Every route is called, the SSE stream too: Schemathesis
 reads an event stream until ``max_stream_events`` events have come, then hangs up.
 
@@ -18,7 +19,9 @@ import random
 import re
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +40,10 @@ from tidings.engine import Tidings
 SERVER_KEY = "schema-test-key"
 AUTH = {"Authorization": f"Bearer {SERVER_KEY}"}
 TOKEN_SECRET = "schema-test-secret-0123456789abcdef"  # 32+ bytes, as HS256 wants
-# Modest, so the whole file runs in well under a minute; raise it for a deeper search.
-MAX_EXAMPLES = int(os.environ.get("TIDINGS_SCHEMA_EXAMPLES", "25"))
+# Examples per operation: enough for MIN_CASES over the whole schema in about a minute;
+# raise it for a deeper search.
+MAX_EXAMPLES = int(os.environ.get("TIDINGS_SCHEMA_EXAMPLES", "50"))
+MIN_CASES = 2000
 USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
 TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
@@ -127,8 +132,31 @@ def _ground(case: Any, coin: int) -> None:
             email["timezone"] = rng.choice(TIME_ZONES)
 
 
+@dataclass
+class Tally:
+    """Cases called per operation, over the whole module."""
+
+    cases: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)  # by class: "2xx", "4xx"…
+
+
+@pytest.fixture(scope="module")
+def tally() -> Iterator[Tally]:
+    counted = Tally()
+    yield counted
+    operations = {f"{method.upper()} {path}"
+                  for path, methods in schema.raw_schema["paths"].items() for method in methods}
+    total = sum(counted.cases.values())
+    print(f"\nschemathesis: {total} cases over {len(counted.cases)} operations, answers "
+          f"{dict(sorted(counted.statuses.items()))}")
+    assert counted.statuses["5xx"] == 0
+    if set(counted.cases) == operations:  # the whole run, not a selection of it
+        assert total >= MIN_CASES, f"only {total} cases; raise TIDINGS_SCHEMA_EXAMPLES"
+
+
 @schema.parametrize()
-def test_every_route_honours_its_schema(case: Any, app: FastAPI) -> None:
+def test_every_route_honours_its_schema(case: Any, app: FastAPI, tally: Tally) -> None:
+    tally.cases[f"{case.operation.method.upper()} {case.operation.path}"] += 1
     # Three cases in four use stored names (types, users, no foreign cursor), so the check that
     # valid input is accepted applies; the fourth keeps the generated ones, which a store can
     # rightly refuse (an undeclared type: 422), so that check is left out for it.
@@ -138,7 +166,8 @@ def test_every_route_honours_its_schema(case: Any, app: FastAPI) -> None:
         _ground(case, coin)
     else:
         excluded.append(positive_data_acceptance)
-    case.call_and_validate(app=app, excluded_checks=excluded)
+    response = case.call_and_validate(app=app, excluded_checks=excluded)
+    tally.statuses[f"{response.status_code // 100}xx"] += 1
 
 
 def test_the_contract_tested_is_the_one_served(app: FastAPI) -> None:

@@ -163,7 +163,7 @@ def test_a_bad_limit_is_refused(seeded: Tidings) -> None:
 
 def test_a_malformed_user_id_is_refused_everywhere(seeded: Tidings) -> None:
     t = seeded
-    for user in ("", "bo b", "x" * 256, "bob/../alice", None, 7):
+    for user in ("", "bo b", "x" * 256, "bob/../alice", "alice\n", None, 7):
         _refuses_user(t, user)
 
 
@@ -224,3 +224,13 @@ def test_bad_graph_requests_are_refused(seeded: Tidings) -> None:
     _raises(t, InvalidInput, "object", lambda: t.mute("bob", object="o" * 256))
     _raises(t, UnknownEventType, "type", lambda: t.retract(type="nope"))
     _raises(t, InvalidUserId, "actor", lambda: t.retract(actor="a b"))
+
+
+def test_names_are_matched_in_full() -> None:
+    """``$`` matches before a final newline; a name with one is not the name without."""
+    from tidings.domain.types import EventType
+    from tidings.exceptions import InvalidEventType
+
+    for fields in ({"name": "mention\n"}, {"name": "x", "category": "talk\n"}):
+        with _case(repr(fields)), pytest.raises(InvalidEventType):
+            EventType(**fields)

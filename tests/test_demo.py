@@ -16,6 +16,7 @@ from tidings.engine import Tidings
 
 
 def run_demo(data_dir: Path, port: int, seconds: float) -> str:
+    """Run the demo to its end; its standard output."""
     result = subprocess.run(
         [sys.executable, "-m", "tidings.cli", "demo", "--data-dir", str(data_dir),
          "--port", str(port), "--duration", str(seconds), "--interval", "0.2",
@@ -75,3 +76,28 @@ def test_demo_page_and_sign_in_list(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=30)
     assert process.returncode is not None
+
+
+def test_demo_on_a_busy_port_says_so_before_anything_else(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tidings.cli", "demo", "--data-dir", str(tmp_path),
+             "--port", str(port), "--duration", "2"],
+            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert f"127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+    assert "sign in as" not in result.stdout
+    assert not (tmp_path / "tidings.db").exists(), "nothing is set up before the port is ours"
+
+
+def test_demo_logs_each_published_event_and_reaches_the_viewers(tmp_path: Path) -> None:
+    out = run_demo(tmp_path, free_port(), 4)
+    lines = [line for line in out.splitlines() if " page:" in line or " → " in line]
+    assert len(lines) >= 5, out[-2000:]
+    assert any(viewer in line.split("→")[-1] for line in lines if "→" in line
+               for viewer in VIEWERS)

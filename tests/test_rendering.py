@@ -62,7 +62,7 @@ def test_names_and_payloads_are_text_never_markup() -> None:
 def test_templates_cannot_reach_python() -> None:
     sneaky = EventType.from_dict("x", {"templates": {"title": "{{ payload.__class__.__mro__ }}"}})
     title = render_all(sneaky, ctx(["a"], 0)).title
-    assert title.startswith("[template error:") and "<class" not in title
+    assert title == "a did page-linked on San Francisco" and "<class" not in title
 
 
 def test_locales() -> None:
@@ -80,3 +80,58 @@ def test_bad_locale_templates_name_the_field() -> None:
     with pytest.raises(InvalidEventType) as info:
         EventType.from_dict("x", {"templates": {"de": {"title": 3}}})
     assert info.value.field == "templates.de.title"
+
+
+# -- the default title, for types that declare none (Echo's wording) --------------------------
+
+BUNDLED = EventType("page-linked", bundle="object")
+
+
+def bundle(actors: list[str], count: int | None = None) -> RenderContext:
+    return RenderContext(type="page-linked", actor=actors[0], object="page:San_Francisco",
+                         payload={}, actors=actors[:3], count=count or len(actors),
+                         others=min(len(actors) - 1, 99))
+
+
+@pytest.mark.parametrize(("actors", "english", "german"), [
+    (["A"], "A did page-linked on San Francisco",
+     "A hat page-linked auf San Francisco ausgelöst"),
+    (["A", "B"], "A and 1 other did page-linked on San Francisco",
+     "A und 1 weitere Person haben page-linked auf San Francisco ausgelöst"),
+    ([f"u{n}" for n in range(100)], "u0 and 99+ others did page-linked on San Francisco",
+     "u0 und 99+ weitere Personen haben page-linked auf San Francisco ausgelöst"),
+])
+def test_the_default_title_names_the_others_of_a_bundle(actors: list[str], english: str,
+                                                        german: str) -> None:
+    assert render_all(BUNDLED, bundle(actors)).title == english
+    assert render_all(BUNDLED, bundle(actors), "de").title == german
+
+
+def test_the_default_title_without_an_object_has_no_dangling_on() -> None:
+    mention = EventType("mention")
+    alone = RenderContext(type="mention", actor="alice", object=None, payload={},
+                          actors=["alice"], count=1, others=0)
+
+    assert render_all(mention, alone).title == "alice did mention"
+    assert render_all(mention, alone, "de").title == "alice hat mention ausgelöst"
+    nobody = RenderContext(type="mention", actor=None, object=None, payload={}, actors=[],
+                           count=1, others=0)
+    assert render_all(mention, nobody).title == "someone did mention"
+
+
+def test_the_default_title_is_escaped_in_html() -> None:
+    evil = "<img src=x onerror=alert(1)>"
+    rendered = render_all(BUNDLED, bundle([evil, "B"]))
+
+    assert rendered.title == f"{evil} and 1 other did page-linked on San Francisco"
+    assert rendered.html == (
+        "&lt;img src=x onerror=alert(1)&gt; and 1 other did page-linked on San Francisco")
+
+
+def test_a_type_declared_over_the_api_without_a_title_gets_the_default() -> None:
+    # the API fills in the documented default template; it means "the default title"
+    declared = EventType.from_dict("page-linked", {
+        "bundle": "object", "templates": {"title": "{{ actor }} did {{ type }} on {{ object }}"}})
+
+    assert render_all(declared, bundle(["A", "B"])).title == (
+        "A and 1 other did page-linked on San Francisco")

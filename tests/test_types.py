@@ -145,12 +145,81 @@ def test_a_broken_types_file_says_what_is_wrong(tmp_path: Path, text: str | None
     assert names in str(error.value)
 
 
-@pytest.mark.parametrize("name", ["", "*", "has space", "x" * 65, "ünï"])
+@pytest.mark.parametrize("name", ["", "*", "has space", "x" * 65, "ünï", "mention\n", "\ud800"])
 def test_a_bad_type_name_is_refused(name: str) -> None:
     with pytest.raises(InvalidEventType) as error:
         EventType(name=name)
 
     assert error.value.field == "name"
+
+
+def test_a_category_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(InvalidEventType) as error:
+        EventType(name="x", category="talk\n")
+
+    assert error.value.field == "category"
+
+
+BAD_TEMPLATES: list[tuple[dict[str, Any], str]] = [
+    ({"title": "{{ actor "}, "templates.title"),
+    ({"title": "{% for x in %}{% endfor %}"}, "templates.title"),
+    ({"bundled_title": "{% if %}"}, "templates.bundled_title"),
+    ({"body": "{% endfor %}"}, "templates.body"),
+    ({"html": "<b>{{ actor }</b>"}, "templates.html"),
+    ({"email_body": "{% block %}"}, "templates.email_body"),
+    ({"link": "/{{ object|no_such_filter }}"}, "templates.link"),
+    ({"title": "{{ actor is no_such_test }}"}, "templates.title"),
+    ({"de": {"title": "{{ actor "}}, "templates.de.title"),
+    ({"title": "x" * 10_001}, "templates.title"),
+    ({"title": "\ud800"}, "templates.title"),
+    ({"title": "ok", "body": "caf\udce9"}, "templates.body"),
+    ({"de": {"bundled_title": "a\udfffb"}}, "templates.de.bundled_title"),
+    ({"locales": {"de": {"link": "\ud800/x"}}}, "templates.de.link"),
+]
+
+
+@pytest.mark.parametrize(("templates", "field"), BAD_TEMPLATES,
+                         ids=[f"{f}-{i}" for i, (_, f) in enumerate(BAD_TEMPLATES)])
+def test_a_bad_template_is_refused_when_the_type_is_declared(templates: dict[str, Any],
+                                                             field: str) -> None:
+    with pytest.raises(InvalidEventType) as error:
+        EventType.from_dict("bad-type", {"templates": templates})
+
+    assert error.value.field == field
+    assert field in str(error.value)
+    str(error.value).encode("utf-8")  # the message itself can be sent
+
+
+@pytest.mark.parametrize(("templates", "field"), [
+    (Templates(title="{{ actor "), "templates.title"),
+    (Templates(link="{% if %}"), "templates.link"),
+    (Templates(body="\ud800"), "templates.body"),
+    (Templates(locales={"de": {"title": "\udfff"}}), "templates.de.title"),
+    (Templates(locales={"de": {"subject": "x"}}), "templates.de.subject"),
+    (Templates(locales={"\ud800": {"title": "x"}}), "templates.'\\ud800'"),
+    (Templates(locales={"de\n": {"title": "x"}}), "templates.'de\\n'"),
+])
+def test_a_type_built_in_code_is_checked_the_same_way(templates: Templates, field: str) -> None:
+    with pytest.raises(InvalidEventType) as error:
+        EventType(name="bad-type", templates=templates)
+
+    assert error.value.field == field
+    str(error.value).encode("utf-8")
+
+
+def test_a_bad_template_in_a_types_file_names_the_field(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[types.x]\n[types.x.templates]\ntitle = "{{ actor "\n')
+
+    with pytest.raises(ConfigError, match=r"TIDINGS_TYPES_FILE: .*templates\.title"):
+        load_types_file(path)
+
+
+def test_every_declared_type_reads_back_from_json_in_utf8(tmp_path: Path) -> None:
+    for event_type in load_types_file(_write(tmp_path, WIKI)):
+        text = json.dumps(event_type.to_dict(), ensure_ascii=False).encode("utf-8")
+        data = json.loads(text)
+
+        assert EventType.from_dict(data.pop("name"), data) == event_type
 
 
 def test_an_unknown_type_is_a_clear_error() -> None:

@@ -17,14 +17,30 @@ from tidings.config import Config
 from tidings.exceptions import TidingsError
 
 app = typer.Typer(help="tidings: a notification and activity-feed engine.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    rich_markup_mode=None)
 console = Console()
 err = Console(stderr=True)
 
 DatabaseOption = Annotated[str | None, typer.Option(
-    "--database-url", envvar="TIDINGS_DATABASE_URL",
+    "--database-url", metavar="URL", envvar="TIDINGS_DATABASE_URL",
     help="Store URL: sqlite:///path, postgresql://…, mysql+pymysql://… "
          "[default: sqlite:///./tidings.db]")]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from tidings import __version__
+
+        console.print(f"tidings {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True,
+        help="Show the version and exit.")] = False) -> None:
+    """tidings: a notification and activity-feed engine."""
 
 
 def _config(database_url: str | None) -> Config:
@@ -62,13 +78,15 @@ def migrate(database_url: DatabaseOption = None) -> None:
 @app.command()
 def serve(
     database_url: DatabaseOption = None,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(
+        metavar="PORT", min=1, max=65535, help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(metavar="N", min=1, help="Server processes.")] = 1,
     no_worker: Annotated[bool, typer.Option(
         "--no-worker", help="Do not run jobs in the server (run `tidings worker` instead).")
     ] = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="Job threads per server process."
+    concurrency: Annotated[int, typer.Option(
+        metavar="N", min=1, help="Job threads per server process."
                                              )] = 1,
     json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
 ) -> None:
@@ -99,8 +117,10 @@ def serve(
 @app.command()
 def worker(
     database_url: DatabaseOption = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Jobs run at once (threads).")] = 1,
-    poll: Annotated[float, typer.Option(help="Seconds to wait when the queue is empty.")] = 0.2,
+    concurrency: Annotated[int, typer.Option(
+        metavar="N", min=1, help="Jobs run at once (threads).")] = 1,
+    poll: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Seconds to wait when the queue is empty.")] = 0.2,
     json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
 ) -> None:
     """Run fan-out, retention and delivery jobs until SIGTERM or Ctrl-C (finishing running jobs)."""
@@ -125,7 +145,7 @@ def worker(
 
 @app.command("import")
 def import_(
-    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+    path: Annotated[Path, typer.Argument(metavar="FILE", exists=True, dir_okay=False, readable=True,
                                          help="JSON Lines file (see docs/import.md).")],
     database_url: DatabaseOption = None,
     strict: Annotated[bool, typer.Option(help="Stop at the first bad line.")] = False,
@@ -156,7 +176,8 @@ def import_(
 
 @app.command()
 def jobs(database_url: DatabaseOption = None,
-         failures: Annotated[int, typer.Option(help="Recent failures to list.")] = 10) -> None:
+         failures: Annotated[int, typer.Option(
+             metavar="N", help="Recent failures to list.")] = 10) -> None:
     """Show the job queue: queued, runnable, running, failed, and recent failures."""
     from tidings.engine import Tidings
 
@@ -203,9 +224,10 @@ def rebuild_hot_store(
 
 @app.command()
 def bounce(
-    address: Annotated[str, typer.Argument(help="The address that bounced.")],
+    address: Annotated[str, typer.Argument(metavar="ADDRESS", help="The address that bounced.")],
     database_url: DatabaseOption = None,
-    reason: Annotated[str, typer.Option(help="Why (kept with the record).")] = "hard bounce",
+    reason: Annotated[str, typer.Option(
+        metavar="TEXT", help="Why (kept with the record).")] = "hard bounce",
     clear: Annotated[bool, typer.Option("--clear", help="The address works again.")] = False,
 ) -> None:
     """Record a hard bounce: mail to ADDRESS stops (web delivery goes on); --clear undoes it."""
@@ -237,16 +259,22 @@ def types(database_url: DatabaseOption = None) -> None:
 
 @app.command()
 def demo(
-    data_dir: Annotated[Path, typer.Option(help="Folder for the demo's SQLite file.")] =
+    data_dir: Annotated[Path, typer.Option(
+        metavar="DIR", help="Folder for the demo's SQLite file.")] =
         Path("tidings-demo"),
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    events: Annotated[int, typer.Option(min=0, help="Events published at start.")] = 60,
-    interval: Annotated[float, typer.Option(min=0.05, help="Seconds between events after.")
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(
+        metavar="PORT", min=1, max=65535, help="Port to listen on.")] = 8000,
+    events: Annotated[int, typer.Option(
+        metavar="N", min=0, help="Events published at start.")] = 60,
+    interval: Annotated[float, typer.Option(
+        metavar="SECONDS", min=0.05, help="Seconds between events after.")
                         ] = 2.0,
-    duration: Annotated[float | None, typer.Option(help="Stop after this many seconds.")
+    duration: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Stop after this many seconds.")
                         ] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed (default: new each run).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        metavar="N", help="Random seed (default: new each run).")] = None,
 ) -> None:
     """Run a small wiki on SQLite: the web inbox, live bundles, sign-in links. Ctrl-C stops."""
     from tidings.demo.run import run

@@ -13,7 +13,10 @@ The tree::
     │   └── InvalidEventType        an event type declaration that does not hold together
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
-    ├── StoreUnavailable            a backend cannot be reached (maps to 503)
+    ├── StoreUnavailable            a backend cannot serve now: unreachable, too busy, timed
+    │                               out (maps to 503; try again later)
+    ├── StoreRejected               the store refused a value (NUL in PostgreSQL text, a number
+    │                               out of its column's range; maps to 422)
     ├── StoreConflict               a write lost a race on a unique key (retried by the caller)
     ├── LeaseLost                   a job's lease passed to another worker; its unit rolls back
     ├── SchemaOutOfDate             the database needs ``tidings migrate``
@@ -101,6 +104,15 @@ class LeaseLost(TidingsError):
     code = "lease_lost"
 
 
+class StoreRejected(TidingsError):
+    """The store refused a value of the request (a data error); nothing was written.
+
+    The caller's input is at fault, not the store: retrying the same request fails again.
+    """
+
+    code = "invalid_input"
+
+
 class SchemaOutOfDate(TidingsError):
     """The database schema is not at the version this code needs."""
 
@@ -122,6 +134,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "SchemaOutOfDate",
+    "StoreRejected",
     "StoreUnavailable",
     "TidingsError",
     "TooManyRecipients",

@@ -9,10 +9,8 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
 
 - **Atomic units.** On a store that has transactions (SQL, memory) everything done through one
   ``Tx`` commits together or not at all, jobs included. A store that cannot join that
-  transaction (Redis for inboxes and timelines, ``docs/redis.md``) must make each write
-  **idempotent** instead, so that a job retried after a crash writes nothing twice; it holds
-  its writes until the unit's work has returned and sends them just before the commit, so a
-  unit that fails writes nothing there either.
+  transaction (Redis, ``docs/redis.md``) sends its writes just before the commit and makes
+  each **idempotent**, so that a job retried after a crash writes nothing twice.
 - **Idempotent writes.** ``InboxStore.insert`` skips a (user, event) already stored;
   ``TimelineStore.push`` skips a (user, event) already there; ``JobQueue.enqueue_many`` skips a
   ``unique_key`` already queued; ``MailStore.add_batch`` skips a (user, event) already
@@ -25,8 +23,7 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
 
-Sync by decision: the worker, the library and the API share one implementation of each port;
-the API calls them through a thread (see ``docs/architecture.md``, "Sync ports").
+Sync by decision (``docs/architecture.md``, "Sync ports").
 """
 
 from __future__ import annotations
@@ -119,7 +116,8 @@ class GraphStore(Protocol):
 
     def audience(self, source: AudienceSource, *, after: str, upto: str | None,
                  limit: int | None = None) -> list[str]:
-        """Distinct users of a source with ids in (after, upto], ascending."""
+        """Distinct users of a source with ids in (after, upto], ascending by code point
+        (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
 
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
@@ -166,30 +164,20 @@ class InboxStore(Protocol):
         """(user, display hash) groups whose current base row stops being the base."""
 
     def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        """Write one event into these users' inboxes; return the users newly written.
-
-        A user who already holds the event is skipped (and not returned, unless the row was
-        written by the same ``delivery.writer``: a retried job). Each new row joins the
-        newest display group of its bundle while that group is unread, else starts a group of
-        its own: :func:`tidings.domain.bundling.join_or_start`, judged on the user's stored
-        watermarks. Stores with transactions run it as the steps above (``bundle_bases``,
-        ``delivered``, ``demote``, ``insert``); a store without them (Redis) runs the same
-        rule per user as one atomic server-side step.
-        """
+        """Write one event to these users (``join_or_start`` on stored watermarks: the steps
+        above on SQL, one Lua script per user on Redis); return those newly written, and
+        those written before by the same ``delivery.writer`` (a retried job)."""
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
              before: tuple[int, int] | None) -> list[InboxRow]:
         """Base rows newest first by (created_at, event id), strictly before ``before``,
-        matching every filter (types, category, section, read state under ``markers``, actor,
-        object, event id below ``max_id`` and above ``since_id``); rows whose event is gone
-        are not listed."""
+        matching every filter; rows whose event is gone are not listed."""
 
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         """Member count (up to the actor scan) and newest distinct actors per display group."""
 
     def unread_count(self, user: str, filters: Filters, markers: Markers) -> int:
-        """Unread base rows matching ``filters`` (its ``unread`` is ignored), counted up to
-        the cap."""
+        """Unread base rows matching ``filters``, counted up to the cap."""
 
     def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
         """Display groups holding any of these events."""
@@ -200,7 +188,7 @@ class InboxStore(Protocol):
 
     def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
                       object: str | None) -> list[NotificationKey]:
-        """The user's notifications matching every given field (none given: none)."""
+        """The user's notifications matching every given field."""
 
     def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
                     markers: Markers) -> int:
@@ -217,7 +205,8 @@ class InboxStore(Protocol):
         base. Returns rows deleted."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Delete a user's oldest notifications beyond ``cap``; return rows deleted."""
+        """Delete a user's oldest notifications beyond ``cap``, at most 5,000 a call (call
+        again while it returns rows); return rows deleted."""
 
 
 class TimelineStore(Protocol):
@@ -325,7 +314,8 @@ class JobAdmin(Protocol):
 
     def fail(self, job: Job, error: str) -> bool:
         """Record a failed attempt; retry later with backoff or, after the last, give up.
-        True if it will be retried."""
+        True if it will be retried. A claim whose lease passed to another worker records
+        nothing and returns False."""
 
     def release(self, job: Job) -> None:
         """Give a claimed job back without counting the attempt (a graceful stop)."""
@@ -378,23 +368,18 @@ class Store(Protocol):
     on_enqueue: Callable[[int], None] | None  # told how many jobs each unit enqueued (metrics)
 
     @property
-    def backend(self) -> str:
-        """The kind of store: memory, sqlite, postgresql, mysql."""
-
+    def backend(self) -> str: ...  # the kind of store: memory, sqlite, postgresql, mysql
     @property
-    def queue(self) -> JobAdmin:
-        """The queue's own operations."""
-
+    def queue(self) -> JobAdmin: ...  # the queue's own operations
     @property
-    def notifier(self) -> Notifier:
-        """Live updates of this store's users."""
+    def notifier(self) -> Notifier: ...  # live updates of this store's users
 
     def transact(self, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in one unit that may write; committed when it returns, rolled back
         when it raises. Retried from the start on a transient conflict (deadlock)."""
 
     def read(self) -> AbstractContextManager[Tx]:
-        """A unit that only reads."""
+        """A unit that only reads (writes in it are refused or undefined)."""
 
     def ping(self) -> None:
         """Raise :class:`tidings.exceptions.StoreUnavailable` unless the store answers."""
@@ -408,16 +393,5 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections."""
 
-__all__ = [
-    "EventStore",
-    "GraphStore",
-    "InboxStore",
-    "JobAdmin",
-    "JobQueue",
-    "MailStore",
-    "Notifier",
-    "SettingsStore",
-    "Store",
-    "TimelineStore",
-    "Tx",
-]
+__all__ = ["EventStore", "GraphStore", "InboxStore", "JobAdmin", "JobQueue", "MailStore",
+           "Notifier", "SettingsStore", "Store", "TimelineStore", "Tx"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import jwt
 
 from tidings.api.errors import ApiError
-from tidings.domain.events import USER_ID
+from tidings.api.schemas import ids
 
 BEARER = "bearer"
 
@@ -57,7 +57,7 @@ class Authenticator:
         except jwt.InvalidTokenError:
             raise _unauthorized("invalid token") from None
         subject = claims.get("sub")
-        if not isinstance(subject, str) or not USER_ID.match(subject):
+        if not ids.matches(ids.USER_ID_BARE, subject):
             raise _unauthorized("the token's sub is not a valid user id")
         return Principal("user", user=subject)
 

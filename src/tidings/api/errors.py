@@ -1,15 +1,23 @@
-"""One place that maps errors to HTTP statuses and the contract's JSON error shape:
-``{"error": {"code", "message", "details"}}``."""
+"""The one place that maps errors to HTTP: statuses, and the contract's JSON error body
+``{"error": {"code", "message", "details"}}``.
+
+- :class:`ApiError` (raised by routes and dependencies) carries its own status;
+- a :class:`TidingsError` maps by its kind (:func:`status_of`): bad input 4xx, a store that
+  cannot serve now 503 with ``Retry-After``, a value the store refused 422;
+- request validation errors are 422 naming the field (400 for malformed JSON);
+- anything else — a driver's integrity error, a defect — is :func:`unexpected`: logged with
+  an error id, answered 500 with that id and never a traceback.
+"""
 
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -19,9 +27,9 @@ from tidings.exceptions import (
     NotFound,
     PayloadTooLarge,
     SchemaOutOfDate,
+    StoreRejected,
     StoreUnavailable,
     TidingsError,
-    TooManyRecipients,
 )
 
 log = logging.getLogger("tidings.api")
@@ -49,6 +57,12 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def invalid(field: str, message: str, status: int = 422) -> ApiError:
+    """Bad input in ``field``: the message names it, and so do the details."""
+    return ApiError(status, f"{field}: {message}",
+                    details=[{"field": field, "message": message}])
+
+
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None
                ) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or []}}
@@ -60,9 +74,10 @@ def respond(status: int, code: str, message: str, details: list[dict[str, Any]] 
 
 
 def status_of(exc: TidingsError) -> int:
-    if isinstance(exc, PayloadTooLarge | TooManyRecipients):
-        return 413 if isinstance(exc, PayloadTooLarge) else 422
-    if isinstance(exc, InvalidInput):
+    """The HTTP status of a tidings error, by its kind."""
+    if isinstance(exc, PayloadTooLarge):
+        return 413
+    if isinstance(exc, InvalidInput | StoreRejected):
         return 422
     if isinstance(exc, NotFound):
         return 404
@@ -71,6 +86,29 @@ def status_of(exc: TidingsError) -> int:
     if isinstance(exc, StoreUnavailable | SchemaOutOfDate):
         return 503
     return 500
+
+
+def unexpected(exc: BaseException, request_id: str | None = None) -> JSONResponse:
+    """Log ``exc`` with a new error id and answer 500 with that id (the log has the rest)."""
+    error_id = secrets.token_hex(6)
+    log.error("unexpected error (error id %s): %s: %s", error_id, type(exc).__name__,
+              _first_line(exc), exc_info=exc, extra={"request_id": request_id,
+                                                     "error_id": error_id})
+    return respond(500, "internal_error",
+                   f"an unexpected error occurred; it was logged (error id {error_id})")
+
+
+def tidings_error(exc: TidingsError, request_id: str | None = None) -> JSONResponse:
+    """The answer to a :class:`TidingsError`."""
+    status = status_of(exc)
+    if status == 500:
+        return unexpected(exc, request_id)
+    field = getattr(exc, "field", None)
+    details = [{"field": field, "message": str(exc)}] if field else []
+    headers = {"Retry-After": RETRY_AFTER_SECONDS} if status == 503 else None
+    if status == 503:
+        log.warning("store unavailable: %s", exc, extra={"request_id": request_id})
+    return respond(status, exc.code, str(exc), details, headers)
 
 
 def allowed_methods(request: Request) -> str:
@@ -94,22 +132,26 @@ def _field_path(location: Any) -> str:
     return ".".join(parts) or str(location[-1] if location else "request")
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else "(no message)"
+
+
+def _request_id(request: Request) -> str | None:
+    value = request.scope.get("tidings.request_id")
+    return value if isinstance(value, str) else None
+
+
 def install(app: FastAPI) -> None:
+    """Register the handlers; :mod:`tidings.api.middleware` answers what escapes them."""
+
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return respond(exc.status, exc.code, exc.message, exc.details, exc.headers)
 
     @app.exception_handler(TidingsError)
-    async def tidings_error(_request: Request, exc: TidingsError) -> JSONResponse:
-        status = status_of(exc)
-        details = []
-        field = getattr(exc, "field", None)
-        if field:
-            details.append({"field": field, "message": str(exc)})
-        headers = {"Retry-After": RETRY_AFTER_SECONDS} if status == 503 else None
-        if status == 500:
-            log.error("unexpected error: %s", exc)
-        return respond(status, exc.code, str(exc), details, headers)
+    async def on_tidings_error(request: Request, exc: TidingsError) -> JSONResponse:
+        return tidings_error(exc, _request_id(request))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -132,14 +174,3 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405:
             headers["Allow"] = allowed_methods(request)
         return respond(exc.status_code, code, message, headers=headers or None)
-
-    @app.exception_handler(sa_exc.DBAPIError)
-    async def store_error(_request: Request, exc: sa_exc.DBAPIError) -> JSONResponse:
-        log.warning("store error: %s", str(exc.orig).splitlines()[0] if exc.orig else exc)
-        return respond(503, "unavailable", "the store is unavailable; try again shortly",
-                       headers={"Retry-After": RETRY_AFTER_SECONDS})
-
-    @app.exception_handler(Exception)
-    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error")
-        return respond(500, "internal_error", "an unexpected error occurred")

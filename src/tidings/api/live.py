@@ -4,42 +4,116 @@ Every stream polls the store (one capped count and one newest-base-row query eve
 ``interval`` seconds), so it works the same whether the worker runs in this process or on
 another machine, on every backend. A mark-read on one device changes the count every other
 device's stream sees on its next poll.
+
+Each stream costs two queries per interval, so :class:`OpenStreams` bounds them: a user holds
+at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
+reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
+from tidings.api.jsonshape import dumps
 from tidings.engine import Tidings
 
 KEEPALIVE_SECONDS = 15.0
+EVICTED_RETRY_MS = 60_000  # how long a stream ended for a newer one waits to reconnect
+
+
+@dataclass(eq=False)
+class Slot:
+    """One open stream's place; ``ended`` is set when a newer stream of its user takes it."""
+
+    user: str
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class OpenStreams:
+    """The live streams of this process, bounded per user and in all. Used from the event
+    loop only, so it needs no lock."""
+
+    def __init__(self, *, per_user: int = 5, total: int = 200) -> None:
+        self.per_user = per_user
+        self.total = total
+        self._held: dict[str, list[Slot]] = {}
+        self._count = 0
+
+    def open(self, user: str) -> Slot | None:
+        """A place for a new stream of ``user`` (ending their oldest if they hold
+        ``per_user``), or None when the process holds ``total`` already."""
+        held = self._held.setdefault(user, [])
+        if len(held) >= self.per_user:
+            self.close(held[0])
+        elif self._count >= self.total:
+            if not held:
+                del self._held[user]
+            return None
+        slot = Slot(user)
+        self._held.setdefault(user, []).append(slot)
+        self._count += 1
+        return slot
+
+    def close(self, slot: Slot) -> None:
+        """Give the place back (and end its stream if it still runs); idempotent."""
+        slot.ended.set()
+        held = self._held.get(slot.user, [])
+        if slot in held:
+            held.remove(slot)
+            self._count -= 1
+            if not held:
+                del self._held[slot.user]
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class LiveResponse(StreamingResponse):
+    """A stream that gives its place back however it ends (finished, ended for a newer one,
+    the client gone, or cancelled before its first frame)."""
+
+    def __init__(self, frames: AsyncIterator[str], streams: OpenStreams, slot: Slot) -> None:
+        super().__init__(frames, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self._streams = streams
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._streams.close(self._slot)
 
 
 def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    return f"event: {event}\ndata: {dumps(data).decode()}\n\n"
 
 
 async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
-                      disconnected: Callable[[], Any], interval: float = 0.5,
+                      disconnected: Callable[[], Any], slot: Slot, interval: float = 0.5,
                       ) -> AsyncIterator[str]:
-    """Yield SSE frames: ``unread`` when the count changes, ``notification`` for new items."""
+    """Yield SSE frames: ``unread`` when the count changes, ``notification`` for new items,
+    until the client goes or ``slot`` is taken by a newer stream."""
     last_count: tuple[int, str] | None = None
     newest: str | None = None
     idle = 0.0
     first = True
     yield "retry: 2000\n\n"
-    while not await disconnected():
+    while not slot.ended.is_set() and not await disconnected():
         try:
             count = await run_in_threadpool(tidings.unread_count, user)
             page = await run_in_threadpool(
                 lambda: tidings.notifications(user, limit=10, locale=locale))
         except Exception:  # a store outage: keep the stream, try again later
-            await asyncio.sleep(max(interval, 1.0))
+            await _pause(slot, max(interval, 1.0))
             continue
         frames = []
         top = page.items[0].id if page.items else None
@@ -65,4 +139,12 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield ": keepalive\n\n"
-        await asyncio.sleep(interval)
+        await _pause(slot, interval)
+    if slot.ended.is_set():
+        yield f"retry: {EVICTED_RETRY_MS}\n\n"
+
+
+async def _pause(slot: Slot, seconds: float) -> None:
+    """Sleep ``seconds``, or less if the stream is ended meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(slot.ended.wait(), seconds)

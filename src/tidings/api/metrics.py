@@ -33,3 +33,14 @@ class Metrics:
             "tidings_http_request_duration_seconds", "HTTP request latency",
             ["method", "route", "status"], registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28))
+
+    def observe(self, name: str, value: float) -> None:
+        """Count what the engine reports (its ``listeners`` hook)."""
+        if name == "delivered":
+            self.notifications_written.inc(value)
+        elif name == "fanout_seconds":
+            self.fanout_seconds.observe(value)
+        elif name == "emails_sent":
+            self.emails_sent.inc(value)
+        elif name.startswith("job_"):
+            self.jobs.labels(name[4:]).inc(value)

@@ -9,6 +9,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.auth import Authenticator
+from tidings.api.live import OpenStreams
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
 from tidings.engine import Tidings
@@ -20,8 +21,8 @@ class AppState:
     auth: Authenticator
     metrics: Metrics
     limiter: RateLimiter
-    max_body_bytes: int = 4 * 1024 * 1024
     stream_interval: float = 0.5
+    streams: OpenStreams = field(default_factory=OpenStreams)
     _locales: dict[str, str | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

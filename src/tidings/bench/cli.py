@@ -23,19 +23,24 @@ from tidings.bench.report import write_json
 from tidings.config import Config
 
 bench_app = typer.Typer(
-    help="Benchmarks (W2 inbox, W3 fan-out): a table on stdout, JSON with --json.",
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+    help="Benchmarks, each a table on stdout (JSON with --json): inbox is W2 (unread counts, "
+         "bundled first pages, mark all read in-process), fanout is W3 (one event to many "
+         "followers through worker processes), http is W4 (the W2 reads and POST /v1/events "
+         "through `tidings serve`).",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    rich_markup_mode=None)
 console = Console()
 err = Console(stderr=True)
 S = TypeVar("S")
 
 StoreOption = Annotated[str | None, typer.Option(
-    "--store", show_default="a temporary SQLite file",
+    "--store", metavar="URL", show_default="a temporary SQLite file",
     help="Server or SQLite URL; the bench creates its own database there and drops it after, "
          "never touching others.")]
 JsonOption = Annotated[Path | None, typer.Option(
-    "--json", dir_okay=False, help="Also write the results to this JSON file.")]
-RoundsOption = Annotated[int, typer.Option(min=1, help="Rounds; figures are their median.")]
+    "--json", metavar="FILE", dir_okay=False, help="Also write the results to this JSON file.")]
+RoundsOption = Annotated[int, typer.Option(
+    min=1, metavar="N", help="Rounds; figures are their median.")]
 
 
 def _counts(text: str, option: str, scale: float = 1.0) -> tuple[int, ...]:
@@ -72,19 +77,22 @@ def _run(work: Callable[[S, Progress], dict[str, Any]], settings: S,
 def fanout(
     store: StoreOption = None,
     subscribers: Annotated[str, typer.Option(
-        help="Followers of the one event's actor, comma-separated (times --scale).")]
+        metavar="N", help="Followers of the one event's actor, comma-separated (times --scale).")]
         = "10000,100000",
     workers: Annotated[str, typer.Option(
-        help="Worker processes, comma-separated (SQLite: 1 only).")] = "1,2,4",
+        metavar="N", help="Worker processes, comma-separated (SQLite: 1 only).")] = "1,2,4",
     rounds: RoundsOption = 3,
-    scale: Annotated[float, typer.Option(min=0.0001, help="Multiplies --subscribers.")] = 1.0,
+    scale: Annotated[float, typer.Option(
+        metavar="X", min=0.0001, help="Multiplies --subscribers.")] = 1.0,
     chunk_size: Annotated[int | None, typer.Option(
-        min=1, show_default="TIDINGS_CHUNK_SIZE or 5000", help="Fan-out chunk size.")] = None,
+        metavar="N", min=1, show_default="TIDINGS_CHUNK_SIZE or 5000",
+        help="Fan-out chunk size.")] = None,
     poll: Annotated[float, typer.Option(
-        min=0.001, help="The workers' idle poll interval, seconds.")] = 0.01,
+        metavar="SECONDS", min=0.001, help="The workers' idle poll interval, seconds.")] = 0.01,
     json_file: JsonOption = None,
 ) -> None:
-    """W3: one event to N followers; deliveries/s and time until every inbox row is written."""
+    """W3, fan-out: one event to N followers; deliveries/s and time until every inbox row
+    is written."""
     settings = fanout_workload.FanoutSettings(
         store=store, subscribers=_counts(subscribers, "--subscribers", scale),
         workers=_counts(workers, "--workers"), scale=scale, rounds=rounds,
@@ -96,13 +104,16 @@ def fanout(
 def inbox(
     store: StoreOption = None,
     scale: Annotated[float, typer.Option(
-        min=0.0001, help="1.0 = 10,000 users and 1,000,000 notifications.")] = 0.01,
+        metavar="X", min=0.0001, help="1.0 = 10,000 users and 1,000,000 notifications.")] = 0.01,
     rounds: RoundsOption = 3,
-    ops: Annotated[int, typer.Option(min=1, help="Requests per figure per round.")] = 300,
-    seed: Annotated[int, typer.Option(help="Random seed for the data and the requests.")] = 1,
+    ops: Annotated[int, typer.Option(
+        metavar="N", min=1, help="Requests per figure per round.")] = 300,
+    seed: Annotated[int, typer.Option(
+        metavar="N", help="Random seed for the data and the requests.")] = 1,
     json_file: JsonOption = None,
 ) -> None:
-    """W2: unread count, first page of the bundled inbox and mark all read, per second."""
+    """W2, inbox reads in-process: unread count, first page of the bundled inbox and mark
+    all read, per second."""
     settings = inbox_workload.InboxSettings(store=store, scale=scale, rounds=rounds, ops=ops,
                                             seed=seed)
     _run(inbox_workload.run, settings, inbox_workload.table, json_file)
@@ -112,19 +123,21 @@ def inbox(
 def http(
     store: StoreOption = None,
     scale: Annotated[float, typer.Option(
-        min=0.0001, help="The W2 data set: 1.0 = 10,000 users and 1,000,000 notifications."
-    )] = 0.01,
+        metavar="X", min=0.0001,
+        help="The W2 data set: 1.0 = 10,000 users and 1,000,000 notifications.")] = 0.01,
     seconds: Annotated[float, typer.Option(
-        min=0.1, max=600, help="Seconds each figure is timed, per round.")] = 3.0,
+        metavar="SECONDS", min=0.1, max=600,
+        help="Seconds each figure is timed, per round.")] = 3.0,
     rounds: RoundsOption = 3,
     concurrency: Annotated[int, typer.Option(
-        min=1, max=1024, help="Connections the load generator keeps busy.")] = 8,
+        metavar="N", min=1, max=1024, help="Connections the load generator keeps busy.")] = 8,
     processes: Annotated[int, typer.Option(
-        min=1, max=64, help="Server processes (`tidings serve --workers`).")] = 2,
-    seed: Annotated[int, typer.Option(help="Random seed for the data and the requests.")] = 1,
+        metavar="N", min=1, max=64, help="Server processes (`tidings serve --workers`).")] = 2,
+    seed: Annotated[int, typer.Option(
+        metavar="N", help="Random seed for the data and the requests.")] = 1,
     json_file: JsonOption = None,
 ) -> None:
-    """W4: unread counts, first pages and publishing per second through `tidings serve` on
+    """W4, HTTP: unread counts, first pages and publishing per second through `tidings serve` on
     loopback (a separate worker process fans out)."""
     settings = http_workload.HttpSettings(store=store, scale=scale, seconds=seconds,
                                           rounds=rounds, concurrency=concurrency,

@@ -37,11 +37,18 @@ def build_world(tidings: Tidings, rng: random.Random) -> None:
         tidings.subscribe(user, "page-linked", "page:San_Francisco")
 
 
+VIEWER_SHARE = 0.4  # of the events with recipients: aimed at a signed-in viewer
+
+
 def events(rng: random.Random) -> Iterator[Event]:
-    """An endless stream of wiki events in a realistic mix."""
+    """An endless stream of wiki events in a realistic mix; a share of them is aimed at the
+    viewers whose sign-in links the demo prints, so their bells move within seconds."""
     while True:
         actor = rng.choice(USERS)
         others = [u for u in USERS if u != actor]
+        viewers = [u for u in VIEWERS if u != actor]
+        if rng.random() < VIEWER_SHARE:
+            others = viewers
         page = rng.choice(PAGES)
         kind = rng.choices(["link", "mention", "talk", "revert", "thanks", "edit"],
                            [30, 15, 15, 10, 10, 20])[0]
@@ -51,7 +58,7 @@ def events(rng: random.Random) -> Iterator[Event]:
                         payload={"from": source})
         elif kind == "mention":
             yield Event("mention", actor=actor, object=f"page:{page}",
-                        recipients=rng.sample(others, 2))
+                        recipients=rng.sample(others, min(2, len(others))))
         elif kind == "talk":
             target = rng.choice(others)
             yield Event("edit-user-talk", actor=actor, object=f"page:User_talk:{target}",

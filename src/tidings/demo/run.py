@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import secrets
+import socket
 import threading
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ from rich.table import Table
 
 from tidings.config import Config
 from tidings.demo import USERS, VIEWERS, build_world, events, wiki_types
+from tidings.domain.events import Event
 from tidings.engine import Tidings
+from tidings.exceptions import ConfigError
 
 TOKEN_TTL = 30 * 86400
 
@@ -42,6 +45,28 @@ def open_world(data_dir: Path) -> Tidings:
     return tidings
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """The demo's listening socket, bound before anything is printed or published."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another port "
+                          f"with --port, e.g. tidings demo --port {port + 1}") from None
+    listener.listen(128)
+    return listener
+
+
+def describe(event: Event) -> str:
+    """One line for the terminal per published event."""
+    to = f" → {', '.join(event.recipients)}" if event.recipients else ""
+    where = f" {event.object}" if event.object else ""
+    return f"{time.strftime('%H:%M:%S')}  {event.actor} {event.type}{where}{to}"
+
+
 def print_inboxes(console: Console, tidings: Tidings) -> None:
     for user in VIEWERS:
         count = tidings.unread_count(user)
@@ -63,6 +88,7 @@ def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
     from tidings.api.app import create_app
     from tidings.api.auth import Authenticator
 
+    listener = _bind(host, port)  # first: a busy port is said before anything else happens
     tidings = open_world(data_dir)
     keys = _secrets(data_dir)
     rng = random.Random(seed)
@@ -83,10 +109,13 @@ def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
 
     def publish_forever() -> None:
         while not stop.wait(interval * rng.uniform(0.5, 1.5)):
+            event = next(stream)
             try:
-                tidings.publish(next(stream))
+                tidings.publish(event)
             except Exception as exc:  # keep the demo going through a hiccup
                 console.print(f"[yellow]publish failed: {exc}[/yellow]")
+            else:
+                console.print(describe(event), highlight=False)
 
     def stop_after() -> None:
         if duration is not None and not stop.wait(duration):
@@ -108,7 +137,7 @@ def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
         thread.start()
     started = time.monotonic()
     try:
-        server.run()
+        server.run(sockets=[listener])
     finally:
         stop.set()
         for thread in threads:

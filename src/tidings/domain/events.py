@@ -11,14 +11,15 @@ from typing import Any
 
 from tidings.exceptions import InvalidInput, InvalidUserId, PayloadTooLarge, TooManyRecipients
 
-USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
+# matched in full: with ``re.match``, ``$`` would also match before a final newline ("alice\n")
+USER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,255}")
 MAX_OBJECT_LENGTH = 255
 MAX_KEY_LENGTH = 255
 
 
 def check_user_id(value: object, field: str = "user") -> str:
     """Return ``value`` if it is a valid user id, else raise :class:`InvalidUserId`."""
-    if not isinstance(value, str) or not USER_ID.match(value):
+    if not isinstance(value, str) or not USER_ID.fullmatch(value):
         raise InvalidUserId(
             f"{field} must be 1-255 characters of [A-Za-z0-9_.:@-], got {value!r:.80}",
             field=field,
@@ -64,6 +65,29 @@ class Event:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+MAX_PAYLOAD_DEPTH = 32
+MAX_PAYLOAD_KEYS = 1000
+
+
+def depth_and_keys(value: Any) -> tuple[int, int]:
+    """How deep ``value`` nests (a scalar is 0, ``{"a": 1}`` is 1) and how many object keys
+    it holds at every level; without recursion, so any value can be measured."""
+    deepest = keys = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            keys += len(item)
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest, keys
+
+
 @dataclass(frozen=True)
 class Limits:
     max_payload_bytes: int = 64 * 1024
@@ -102,6 +126,13 @@ def validate_event(event: Event, limits: Limits) -> str:
         raise InvalidInput("idempotency_key must be 1-255 characters", field="idempotency_key")
     if not isinstance(event.payload, Mapping):
         raise InvalidInput("payload must be a JSON object", field="payload")
+    depth, keys = depth_and_keys(event.payload)
+    if depth > MAX_PAYLOAD_DEPTH:
+        raise InvalidInput(f"payload nests {depth} levels deep; at most {MAX_PAYLOAD_DEPTH} are "
+                           "allowed", field="payload")
+    if keys > MAX_PAYLOAD_KEYS:
+        raise InvalidInput(f"payload holds {keys} keys; at most {MAX_PAYLOAD_KEYS} are allowed",
+                           field="payload")
     try:
         # NaN and Infinity are not JSON: stored, they would reach clients as invalid JSON
         text = json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False,

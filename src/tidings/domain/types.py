@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from jinja2 import TemplateSyntaxError
+
+from tidings.domain.sandbox import SOURCE_LIMIT, compile_template
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 
 SECTIONS = ("alert", "message")
 BUNDLE_RULES = ("none", "object", "actor", "actor_object")
 AUDIENCE_RULES = ("recipients", "object_subscribers", "actor_followers")
 CHANNELS = ("web", "email", "webhook")
-TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+TYPE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # whole string: fullmatch
+# the title a type gets when it declares none; rendered as the built-in, localised default
+# title ("alice did mention", "Carol and 1 other did page-linked on San Francisco")
+DEFAULT_TITLE = "{{ actor }} did {{ type }} on {{ object }}"
+
+
+def _shown(name: Any) -> str:
+    """A key for an error message or field: as given when it is plain text, else escaped."""
+    return name if isinstance(name, str) and name.isprintable() and _encodes(name) else ascii(name)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,7 @@ class Templates:
     Templates are Jinja2 text; the names they may use are documented in ``docs/types.md``.
     """
 
-    title: str = "{{ actor }} did {{ type }} on {{ object }}"
+    title: str = DEFAULT_TITLE
     bundled_title: str | None = None
     body: str | None = None
     html: str | None = None
@@ -47,16 +69,40 @@ class Templates:
         for key, value in data.items():
             if key == "locales" and isinstance(value, Mapping):
                 for code, table in value.items():
-                    locales[code] = cls._fields(type_name, table, f"templates.locales.{code}")
-            elif LOCALE.match(key) and isinstance(value, Mapping):
+                    locales[code] = cls._fields(type_name, table,
+                                                f"templates.locales.{_shown(code)}")
+            elif isinstance(key, str) and LOCALE.fullmatch(key) and isinstance(value, Mapping):
                 locales[key] = cls._fields(type_name, value, f"templates.{key}")
             else:
                 values.update(cls._fields(type_name, {key: value}, "templates"))
-        for code in locales:
-            if not LOCALE.match(code):
-                raise InvalidEventType(f"event type {type_name!r}: {code!r} is not a locale "
-                                       "like 'de' or 'pt_BR'", field=f"templates.{code}")
         return cls(**values, locales=locales)
+
+    def check(self, type_name: str) -> None:
+        """Every template is text that compiles in the sandbox; every locale is a locale.
+
+        Raises :class:`InvalidEventType` naming the field (``templates.title``,
+        ``templates.de.body``), so a bad template is refused when the type is declared rather
+        than failing on every read.
+        """
+        tables: list[tuple[str, Mapping[str, Any]]] = [("templates", {
+            key: getattr(self, key) for key in TEMPLATE_FIELDS})]
+        for code, table in self.locales.items():
+            if not isinstance(code, str) or not LOCALE.fullmatch(code):
+                raise InvalidEventType(f"event type {type_name!r}: {_shown(code)!r} is not a "
+                                       "locale like 'de' or 'pt_BR'",
+                                       field=f"templates.{_shown(code)}")
+            if not isinstance(table, Mapping):
+                raise InvalidEventType(f"event type {type_name!r}: templates.{code} must be a "
+                                       "table", field=f"templates.{code}")
+            tables.append((f"templates.{code}", table))
+        for where, table in tables:
+            for key, source in table.items():
+                name = f"{where}.{_shown(key)}"
+                if key not in TEMPLATE_FIELDS:
+                    raise InvalidEventType(f"event type {type_name!r}: unknown template "
+                                           f"{_shown(key)!r}", field=name)
+                if source is not None:
+                    _check_template(type_name, name, source, html=key == "html")
 
     @staticmethod
     def _fields(type_name: str, table: Any, where: str) -> dict[str, str]:
@@ -66,8 +112,9 @@ class Templates:
         result = {}
         for key, value in table.items():
             if key not in TEMPLATE_FIELDS:
-                raise InvalidEventType(f"event type {type_name!r}: unknown template {key!r}",
-                                       field=f"{where}.{key}")
+                raise InvalidEventType(
+                    f"event type {type_name!r}: unknown template {_shown(key)!r}",
+                    field=f"{where}.{_shown(key)}")
             if value is None:
                 continue
             if not isinstance(value, str):
@@ -79,7 +126,25 @@ class Templates:
 
 
 TEMPLATE_FIELDS = ("title", "bundled_title", "body", "html", "email_body", "link")
-LOCALE = re.compile(r"^[a-z]{2,3}(_[A-Z]{2})?$")
+LOCALE = re.compile(r"[a-z]{2,3}(_[A-Z]{2})?")  # whole string: fullmatch
+
+
+def _check_template(type_name: str, name: str, source: Any, *, html: bool) -> None:
+    def bad(message: str) -> InvalidEventType:
+        return InvalidEventType(f"event type {type_name!r}: {name} {message}", field=name)
+
+    if not isinstance(source, str):
+        raise bad("must be a string")
+    if not _encodes(source):
+        raise bad("is not valid Unicode text (it holds a lone surrogate)")
+    if len(source) > SOURCE_LIMIT:
+        raise bad(f"is longer than {SOURCE_LIMIT} characters")
+    try:
+        compile_template(source, html, "en")
+    except TemplateSyntaxError as exc:
+        raise bad(f"does not compile: {exc.message} (line {exc.lineno})") from None
+    except Exception as exc:  # e.g. nesting too deep for the compiler
+        raise bad(f"does not compile: {type(exc).__name__}") from None
 
 
 @dataclass(frozen=True)
@@ -101,13 +166,13 @@ class EventType:
         def bad(message: str, name: str) -> InvalidEventType:
             return InvalidEventType(f"event type {self.name!r}: {message}", field=name)
 
-        if not isinstance(self.name, str) or not TYPE_NAME.match(self.name):
+        if not isinstance(self.name, str) or not TYPE_NAME.fullmatch(self.name):
             raise InvalidEventType(
                 "event type name must be 1-64 characters of [A-Za-z0-9_.:-]", field="name"
             )
         if self.name == "*":
             raise bad("'*' is reserved for wildcard subscriptions", "name")
-        if not isinstance(self.category, str) or not TYPE_NAME.match(self.category):
+        if not isinstance(self.category, str) or not TYPE_NAME.fullmatch(self.category):
             raise bad("category must be 1-64 characters of [A-Za-z0-9_.:-]", "category")
         if self.section not in SECTIONS:
             raise bad(f"section must be one of {', '.join(SECTIONS)}", "section")
@@ -130,6 +195,23 @@ class EventType:
             or self.retention_days < 1
         ):
             raise bad("retention_days must be a positive integer", "retention_days")
+        if not isinstance(self.templates, Templates):
+            raise bad("templates must be Templates", "templates")
+        self.templates.check(self.name)
+        try:  # what is stored must read back: JSON in UTF-8, unchanged
+            data = self.to_dict()
+            text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+            same = json.loads(text.encode("utf-8")) == data
+        except (TypeError, ValueError) as exc:
+            raise bad(f"cannot be stored as JSON ({type(exc).__name__})", "type") from None
+        if not same:
+            raise bad("does not read back unchanged from JSON", "type")
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of the whole definition: a redeclared type gets a new one."""
+        text = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -146,7 +228,8 @@ class EventType:
         }
         for key in data:
             if key not in known:
-                raise InvalidEventType(f"event type {name!r}: unknown key {key!r}", field=key)
+                raise InvalidEventType(f"event type {name!r}: unknown key {_shown(key)!r}",
+                                       field=_shown(key))
         templates_data = data.get("templates", {})
         if not isinstance(templates_data, Mapping):
             raise InvalidEventType(

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterable
 
 from tidings.clock import Clock
 from tidings.domain.types import EventType, Templates, TypeRegistry
+from tidings.exceptions import InvalidEventType
 from tidings.ports import Store
+
+log = logging.getLogger("tidings.types")
 
 
 class Catalog:
@@ -36,9 +40,13 @@ class Catalog:
             stored = tx.settings.load_types()
         loaded = []
         for name, definition in stored:
-            data = json.loads(definition)
-            data.pop("name", None)
-            loaded.append(EventType.from_dict(name, data))
+            try:
+                data = json.loads(definition)
+                data.pop("name", None)
+                loaded.append(EventType.from_dict(name, data))
+            except (InvalidEventType, ValueError) as exc:
+                # stored before today's validation: skipped (and said), never fatal to readers
+                log.warning("stored event type %r is not valid and is skipped: %s", name, exc)
         with self._lock:
             for event_type in loaded:
                 self.types.add(event_type)

@@ -94,7 +94,8 @@ class InboxService:
                                        row.section)
         payload: dict[str, Any] = json.loads(row.payload)
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
-                            payload=payload, actors=actors[:3], count=count, others=others)
+                            payload=payload, actors=actors[:3], count=count, others=others,
+                            event_id=str(row.event_id))
         rendered = render_all(self.catalog.or_default(row.type), ctx, language)
         return Notification(
             id=str(row.event_id), type=row.type, category=row.category, section=row.section,

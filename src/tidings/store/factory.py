@@ -1,12 +1,16 @@
 """The composition root: a store URL (and its settings) becomes a :class:`tidings.ports.Store`.
 
-Only this module knows which implementation serves which URL; everything above it sees ports.
+``memory://`` (any name after it) gives a new :class:`tidings.store.memory.MemoryStore`; every
+other URL is a SQL database (SQLite, PostgreSQL, MariaDB/MySQL). Only this module knows which
+implementation serves which URL; everything above it sees ports.
 """
 
 from __future__ import annotations
 
 from tidings.clock import Clock
 from tidings.ports import Store
+
+MEMORY = "memory://"
 
 
 def open_store(url: str, clock: Clock, *, lease_seconds: float = 60.0, max_attempts: int = 8,
@@ -17,12 +21,12 @@ def open_store(url: str, clock: Clock, *, lease_seconds: float = 60.0, max_attem
     ``hot_url`` (``redis://…`` or ``redis+cluster://…``) moves inboxes, read watermarks,
     unread counts and timelines of a SQL store to Redis, and live updates to its pub/sub.
     """
-    if url.startswith("memory://"):
-        from tidings.store.memory import MemoryStore  # type: ignore[import-not-found,unused-ignore]
+    if url.startswith(MEMORY):
+        from tidings.store.memory import MemoryStore
 
-        memory: Store = MemoryStore(clock, lease_seconds=lease_seconds,
-                                    max_attempts=max_attempts, backoff_seconds=backoff_seconds)
-        return memory
+        return MemoryStore(clock, lease_seconds=lease_seconds, max_attempts=max_attempts,
+                           backoff_seconds=backoff_seconds)
+    # imported here: a memory store needs neither SQLAlchemy nor a driver
     from tidings.store.sql.store import SqlStore
 
     sql = SqlStore(url, clock, lease_seconds=lease_seconds, max_attempts=max_attempts,

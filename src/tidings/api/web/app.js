@@ -49,6 +49,20 @@
     return node;
   }
 
+  // A link is followed only when it is an http(s) URL or a path on this site. "//evil.example",
+  // "/\evil.example" (read as "//"), "javascript:", and links holding whitespace or control
+  // characters (which browsers strip or reinterpret) are shown as plain text. The server checks
+  // links the same way; this guards against anything older or elsewhere.
+  function safeLink(link) {
+    if (typeof link !== "string" || !link || /[\\\p{Cc}\p{Cf}\p{Cs}\p{Z}]/u.test(link)) return null;
+    if (link.startsWith("/")) return link.startsWith("//") ? null : link;
+    if (!/^https?:\/\//i.test(link)) return null;
+    try {
+      const url = new URL(link);
+      return url.username || url.password || !url.hostname ? null : link;
+    } catch (error) { return null; }
+  }
+
   function relativeTime(iso) {
     const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
     if (seconds < 60) return "just now";
@@ -112,7 +126,8 @@
     function render(item) {
       const li = el("li", { class: item.read ? "read" : "unread", "data-id": item.id });
       const title = el("div", { class: "title" });
-      if (item.link && /^(https?:\/\/|\/)/.test(item.link)) title.append(el("a", { href: item.link, text: item.title }));
+      const link = safeLink(item.link);
+      if (link) title.append(el("a", { href: link, text: item.title }));
       else title.textContent = item.title;
       const meta = el("div", { class: "meta", text:
         `${item.actors.join(", ")} · ${relativeTime(item.created_at)} · ${item.section}` +

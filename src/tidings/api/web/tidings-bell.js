@@ -49,6 +49,20 @@
     'stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M18 8a6 6 0 0 ' +
     '0-12 0c0 7-3 9-3 9h18s-3-2-3-9"/><path d="M13.73 21a2 2 0 0 1-3.46 0"/></svg>';
 
+  // A link is followed only when it is an http(s) URL or a path on this site. "//evil.example",
+  // "/\evil.example" (read as "//"), "javascript:", and links holding whitespace or control
+  // characters (which browsers strip or reinterpret) are not followed. The server checks
+  // links the same way; this guards against anything older or elsewhere.
+  function safeLink(link) {
+    if (typeof link !== "string" || !link || /[\\\p{Cc}\p{Cf}\p{Cs}\p{Z}]/u.test(link)) return null;
+    if (link.startsWith("/")) return link.startsWith("//") ? null : link;
+    if (!/^https?:\/\//i.test(link)) return null;
+    try {
+      const url = new URL(link);
+      return url.username || url.password || !url.hostname ? null : link;
+    } catch (error) { return null; }
+  }
+
   function relativeTime(iso) {
     const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
     if (seconds < 60) return "just now";
@@ -221,7 +235,8 @@
         } catch (error) { /* still follow the link */ }
       }
       this.dispatchEvent(new CustomEvent("tidings-open", { detail: item }));
-      if (item.link && /^(https?:\/\/|\/)/.test(item.link)) window.location.assign(item.link);
+      const link = safeLink(item.link);
+      if (link) window.location.assign(link);
       else { this.load(); this.refreshCount(); }
     }
 

@@ -15,6 +15,7 @@ from tidings.channels.email.smtp import Mail, SmtpMailer
 from tidings.channels.email.tokens import signing_secret, unsubscribe_token
 from tidings.config import Config
 from tidings.domain.bundling import OTHERS_CAP
+from tidings.domain.links import absolute_link
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.types import EventType
 from tidings.domain.views import StoredEvent
@@ -38,12 +39,11 @@ def item(config: Config, event_type: EventType, event: StoredEvent, actors: list
     """One listed notification of a mail: title, body and an absolute link."""
     others = min(max(len(actors) - 1, 0), OTHERS_CAP)
     ctx = RenderContext(type=event.type, actor=event.actor, object=event.object,
-                        payload=event.payload, actors=actors[:3], count=count, others=others)
+                        payload=event.payload, actors=actors[:3], count=count, others=others,
+                        event_id=str(event.id))
     rendered = render_all(event_type, ctx, normalise_locale(prefs.get("locale")))
-    link = rendered.link
-    if link and link.startswith("/"):
-        link = config.public_url + link
-    return {"title": rendered.title, "body": rendered.body, "link": link}
+    return {"title": rendered.title, "body": rendered.body,
+            "link": absolute_link(rendered.link, config.public_url)}
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,11 @@
 
 ``write()`` opens a transaction that may write (``BEGIN IMMEDIATE`` on SQLite, so a
 transaction that reads and then writes never dead-ends on a lock upgrade); ``read()`` opens one
-that only reads. Connection failures become :class:`StoreUnavailable`; deadlocks and
-serialisation failures are retried a few times by :meth:`Database.transact`.
+that only reads. Driver errors are classified by kind (:func:`classify`): a store that cannot
+serve now (connection lost, too busy, timed out, deadlocked) raises :class:`StoreUnavailable`,
+a value it refuses raises :class:`StoreRejected`, anything else (integrity errors, defects)
+stays the driver's error. Deadlocks and serialisation failures are retried a few times by
+:meth:`Database.transact`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from tidings.exceptions import ConfigError, StoreUnavailable
+from tidings.exceptions import ConfigError, StoreRejected, StoreUnavailable, TidingsError
 
 T = TypeVar("T")
 
@@ -138,20 +141,23 @@ class Database:
             try:
                 with self.write() as conn:
                     return work(conn)
-            except sa_exc.DBAPIError as exc:
-                if attempt == attempts - 1 or not is_retryable(exc):
+            except StoreUnavailable as exc:
+                if attempt == attempts - 1 or exc.__cause__ is None \
+                        or not is_retryable(exc.__cause__):
                     raise
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
+        """Driver errors as their kind's :class:`TidingsError` (see :func:`classify`)."""
         try:
             yield
         except sa_exc.DBAPIError as exc:
-            if exc.connection_invalidated or _is_connection_error(exc):
-                raise StoreUnavailable(f"the store cannot be reached: {_first_line(exc)}") from exc
-            raise
+            error = classify(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     def insert_ignore(self, table: Table) -> Insert:
         """An INSERT that skips rows whose unique key already exists."""
@@ -196,7 +202,20 @@ class Database:
         self.engine.dispose()
 
 
+def classify(exc: sa_exc.DBAPIError) -> TidingsError | None:
+    """The error a driver error stands for, or None when it is neither an outage nor a refused
+    value (an integrity error, which the engine may handle, or a defect): leave it as it is."""
+    if exc.connection_invalidated or _is_connection_error(exc):
+        return StoreUnavailable(f"the store cannot be reached: {_first_line(exc)}")
+    if _is_unavailable(exc):
+        return StoreUnavailable(f"the store cannot serve this now: {_first_line(exc)}")
+    if isinstance(exc, sa_exc.DataError):
+        return StoreRejected(f"the store refused a value: {_first_line(exc)}")
+    return None
+
+
 def is_retryable(exc: BaseException) -> bool:
+    """A deadlock, serialisation failure or lock timeout: the transaction may succeed again."""
     message = str(getattr(exc, "orig", exc)).lower()
     code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "").lower()
     args = getattr(getattr(exc, "orig", None), "args", ())
@@ -214,6 +233,35 @@ def _is_connection_error(exc: sa_exc.DBAPIError) -> bool:
              "connection is closed", "the database system is", "connection reset",
              "timeout expired", "name or service not known", "no route to host")
     return isinstance(exc, sa_exc.OperationalError) and any(s in message for s in signs)
+
+
+# PostgreSQL SQLSTATE classes (and codes) of a store that cannot serve now: connection
+# exception, transaction rollback (deadlock, serialisation), insufficient resources, operator
+# intervention (statement timeout, shutdown), system error, lock not available.
+_PG_UNAVAILABLE = ("08", "40", "53", "57", "58", "55P03")
+# MariaDB/MySQL: too many connections, shutdown, lock wait timeout, deadlock, query
+# interrupted or over its time limit, connection killed, client-side connection errors.
+_MYSQL_UNAVAILABLE = frozenset({1040, 1053, 1205, 1213, 1317, 1927, 3024, 4031,
+                                2002, 2003, 2006, 2013, 2055})
+# SQLite primary result codes: busy, locked, out of memory, I/O error, disk full, cannot open.
+_SQLITE_UNAVAILABLE = frozenset({5, 6, 7, 10, 13, 14})
+
+
+def _is_unavailable(exc: sa_exc.DBAPIError) -> bool:
+    """The store is there but cannot serve now; the same request may succeed later."""
+    if not isinstance(exc, sa_exc.OperationalError) and not is_retryable(exc):
+        return False
+    orig = exc.orig
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):  # pymysql: (error number, message)
+        return args[0] in _MYSQL_UNAVAILABLE
+    sqlite_code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(sqlite_code, int):
+        return sqlite_code & 0xFF in _SQLITE_UNAVAILABLE
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate:
+        return sqlstate.startswith(_PG_UNAVAILABLE)
+    return is_retryable(exc)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -133,15 +133,17 @@ class SqlJobAdmin:
         def work(conn: Connection) -> bool:
             now = self.clock.now_us()
             final = job.attempts >= self.max_attempts
-            _log_failure(conn, job, error, final=final, now=now)
             mine = and_(jobs.c.id == job.id, jobs.c.grabbed_until == job.token)
             if final:
-                conn.execute(delete(jobs).where(mine))
+                changed = conn.execute(delete(jobs).where(mine)).rowcount
+            else:
+                delay = backoff_us(job.attempts, self.backoff_us, self.max_backoff_us)
+                changed = conn.execute(update(jobs).where(mine).values(
+                    run_after=now + delay, grabbed_until=0)).rowcount
+            if changed != 1:  # another worker holds the job now: its run is the one that counts
                 return False
-            delay = backoff_us(job.attempts, self.backoff_us, self.max_backoff_us)
-            conn.execute(update(jobs).where(mine).values(run_after=now + delay,
-                                                         grabbed_until=0))
-            return True
+            _log_failure(conn, job, error, final=final, now=now)
+            return not final
 
         return self.db.transact(work)
 

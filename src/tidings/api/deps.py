@@ -1,0 +1,90 @@
+"""Dependencies routes declare: the engine's state, who calls, which user a route acts on;
+and the app-wide refusal of query parameters a route does not declare."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from tidings.api.auth import Principal, authorize_user, require_server
+from tidings.api.errors import ApiError
+from tidings.api.schemas.errors import ErrorResponse
+from tidings.api.schemas.params import UserPath
+from tidings.api.state import AppState, get_state
+
+State = Annotated[AppState, Depends(get_state)]
+
+
+def principal(request: Request, state: State,
+              authorization: Annotated[str | None, Header()] = None,
+              access_token: Annotated[str | None, Query(max_length=4096,
+                                                        include_in_schema=False)] = None,
+              ) -> Principal:
+    """Who calls. ``?access_token=`` is accepted only on streams (browsers' EventSource
+    cannot send headers); elsewhere a token in the URL, where logs keep it, is refused."""
+    stream = request.url.path.endswith("/stream")
+    caller = state.auth.authenticate(authorization, access_token if stream else None)
+    if access_token is not None and not stream:
+        raise _unknown_query(["access_token"], " (a token in the URL is for streams only)")
+    return caller
+
+
+Caller = Annotated[Principal, Depends(principal)]
+
+
+def path_user(caller: Caller, user: UserPath) -> str:
+    """The user of ``/v1/users/{user}/…``, if the caller may act on them."""
+    authorize_user(caller, user)
+    return user
+
+
+def me_user(caller: Caller) -> str:
+    """The user of ``/v1/me/…``: the user token's own."""
+    if caller.user is None:
+        raise ApiError(403, "/v1/me needs a user token; a server key names the user in "
+                            "/v1/users/{user}")
+    return caller.user
+
+
+def server(caller: Caller) -> Principal:
+    """The caller, who must hold a server key."""
+    require_server(caller)
+    return caller
+
+
+Server = Annotated[Principal, Depends(server)]
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route: these statuses answer with the error body."""
+    return {status: {"model": ErrorResponse} for status in statuses}
+
+
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameters a route (with its dependencies) declares."""
+    names = {field.alias for field in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_names(dependency)
+    return frozenset(names)
+
+
+def no_unknown_query(request: Request) -> None:
+    """Refuse query parameters the route does not declare, naming them (400): a filter the
+    server does not know must not be ignored into an unfiltered answer. An app-wide
+    dependency, so every route of the contract is covered."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.include_in_schema:
+        return  # the web inbox's own pages take what a browser adds
+    declared = _query_names(route.dependant)  # a walk over a handful of dependencies
+    unknown = [name for name in dict.fromkeys(request.query_params) if name not in declared]
+    if unknown:
+        raise _unknown_query(unknown)
+
+
+def _unknown_query(names: list[str], why: str = "") -> ApiError:
+    return ApiError(400, f"unknown query parameter: {', '.join(names)}{why}",
+                    details=[{"field": name, "message": "unknown query parameter"}
+                             for name in names])

@@ -1,0 +1,95 @@
+"""Publishing (server key): events, batches of events, retractions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+
+from tidings.api import errors
+from tidings.api.auth import Principal
+from tidings.api.deps import Server, State, error_responses
+from tidings.api.errors import ApiError
+from tidings.api.ratelimit import RateLimiter
+from tidings.api.schemas.events import Accepted, BatchIn, BatchOut, EventIn, Removed, RetractionIn
+from tidings.api.state import AppState
+from tidings.exceptions import TidingsError
+
+ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
+
+
+def _limit(state: AppState, caller: Principal, cost: float) -> None:
+    wait = state.limiter.take(caller.key or "", cost)
+    if wait:
+        raise ApiError(429, "too many events; slow down", headers={
+            "Retry-After": RateLimiter.retry_after(wait)})
+
+
+def build() -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["events"], responses=ERRORS)
+
+    @router.post("/events", response_model=Accepted, status_code=202)
+    async def publish(body: EventIn, state: State, caller: Server) -> dict[str, str]:
+        """Accept an event; 202 means durable. A repeated idempotency key returns the first."""
+        _limit(state, caller, 1)
+        published = await run_in_threadpool(state.tidings.publish,
+                                            body.model_dump(exclude_unset=True))
+        if published.created:
+            state.metrics.events_accepted.inc()
+        return {"id": published.id, "status": "accepted"}
+
+    @router.post("/events/batch", response_model=BatchOut, status_code=202)
+    async def publish_batch(body: BatchIn, state: State, caller: Server) -> dict[str, Any]:
+        """Up to 1,000 events; each item is answered on its own (accepted or its error)."""
+        _limit(state, caller, len(body.events))
+        items: list[dict[str, Any]] = []
+        valid: list[tuple[int, dict[str, Any]]] = []
+        for index, raw in enumerate(body.events):
+            try:
+                event = EventIn.model_validate(raw)
+                state.tidings.validate_event(event.model_dump(exclude_unset=True))
+                valid.append((index, event.model_dump(exclude_unset=True)))
+            except TidingsError as exc:
+                items.append(_item_error(index, exc.code, str(exc), getattr(exc, "field", None)))
+            except ValueError as exc:
+                items.append(_item_error(index, "invalid_input", _pydantic_message(exc), None))
+        accepted: dict[int, str] = {}
+        for index, fields in valid:
+            try:
+                published = await run_in_threadpool(state.tidings.publish, fields)
+            except TidingsError as exc:
+                if errors.status_of(exc) == 503:
+                    raise
+                items.append(_item_error(index, exc.code, str(exc), getattr(exc, "field", None)))
+                continue
+            accepted[index] = published.id
+            if published.created:
+                state.metrics.events_accepted.inc()
+        items += [{"index": i, "status": "accepted", "id": event_id}
+                  for i, event_id in accepted.items()]
+        return {"items": sorted(items, key=lambda item: item["index"])}
+
+    @router.post("/retractions", response_model=Removed)
+    async def retract(body: RetractionIn, state: State, _caller: Server) -> dict[str, int]:
+        """Remove the matching notifications from every inbox (a like withdrawn)."""
+        removed = await run_in_threadpool(state.tidings.retract, type=body.type,
+                                          actor=body.actor, object=body.object)
+        return {"removed": removed}
+
+    return router
+
+
+def _item_error(index: int, code: str, message: str, field: str | None) -> dict[str, Any]:
+    details = [{"field": field, "message": message}] if field else []
+    return {"index": index, "status": "error",
+            "error": {"code": code, "message": message, "details": details}}
+
+
+def _pydantic_message(exc: ValueError) -> str:
+    errors_list = getattr(exc, "errors", None)
+    if callable(errors_list):
+        first = errors_list()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "event"
+        return f"{where}: {first.get('msg', 'invalid')}"
+    return str(exc)

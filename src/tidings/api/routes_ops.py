@@ -1,0 +1,43 @@
+"""Operations: liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from tidings.api import errors
+from tidings.api.deps import State, error_responses
+from tidings.api.errors import respond
+from tidings.api.schemas.common import Health
+from tidings.api.schemas.errors import ErrorResponse
+
+
+def build() -> APIRouter:
+    router = APIRouter(tags=["operations"], responses=error_responses(400))
+
+    @router.get("/healthz", response_model=Health)
+    async def healthz() -> dict[str, str]:
+        """The process is alive."""
+        return {"status": "ok"}
+
+    @router.get("/readyz", response_model=Health, responses={503: {"model": ErrorResponse}})
+    async def readyz(state: State) -> Any:
+        """The store and the queue are reachable."""
+        try:
+            await run_in_threadpool(state.tidings.ping)
+        except Exception as exc:
+            return respond(503, "unavailable", f"store not reachable: {type(exc).__name__}",
+                           headers={"Retry-After": errors.RETRY_AFTER_SECONDS})
+        return {"status": "ready"}
+
+    @router.get("/metrics", response_class=PlainTextResponse,
+                responses={200: {"content": {"text/plain": {}}}})
+    async def metrics(state: State) -> Response:
+        """Prometheus text format."""
+        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

@@ -1,0 +1,67 @@
+"""Subscriptions, follows and the timeline they feed."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tidings.api.schemas.common import Channel, Strict
+from tidings.api.schemas.ids import ObjectKey, TypeName
+
+
+def _web() -> list[Channel]:
+    return ["web"]
+
+
+class SubscriptionIn(Strict):
+    type: TypeName | Literal["*"] = "*"
+    object: ObjectKey = "*"
+    channels: list[Channel] = Field(default_factory=_web, min_length=1)
+
+
+class Created(BaseModel):
+    id: str
+
+
+class SubscriptionOut(BaseModel):
+    id: str
+    type: str
+    object: str
+    channels: list[str]
+    created_at: str
+
+
+class SubscriptionPage(BaseModel):
+    items: list[SubscriptionOut]
+    next_cursor: str | None
+
+
+class FollowOut(BaseModel):
+    user: str
+    since: str
+
+
+class FollowPage(BaseModel):
+    items: list[FollowOut]
+    next_cursor: str | None
+
+
+class Following(BaseModel):
+    user: str
+    other: str
+    following: bool
+
+
+class TimelineEvent(BaseModel):
+    id: str
+    type: str
+    actor: str | None
+    object: str | None
+    payload: dict[str, Any]
+    created_at: str
+
+
+class TimelinePage(BaseModel):
+    items: list[TimelineEvent]
+    next_cursor: str | None

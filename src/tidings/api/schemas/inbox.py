@@ -1,0 +1,114 @@
+"""A user's inbox: notifications, the unread count, and marking read, unread and seen."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from tidings.api.schemas.common import Section, Strict, Timestamp, at_least_one, at_least_one_schema
+from tidings.api.schemas.ids import NotificationId, ObjectKey, TypeName, UserId
+
+
+class NotificationOut(BaseModel):
+    id: str
+    type: str
+    category: str
+    section: str
+    object: str | None
+    actor: str | None
+    actors: list[str]
+    count: int
+    others: int
+    title: str
+    body: str | None
+    link: str | None
+    html: str
+    created_at: str
+    read: bool
+    seen: bool
+    payload: dict[str, Any]
+
+
+class NotificationPage(BaseModel):
+    items: list[NotificationOut]
+    next_cursor: str | None
+
+
+class UnreadCountOut(BaseModel):
+    count: int
+    display: str
+
+
+class MatchIn(Strict):
+    """At least one of the three, not null."""
+
+    model_config = ConfigDict(json_schema_extra=at_least_one_schema("actor", "type", "object"))
+    actor: UserId | None = None
+    type: TypeName | None = None
+    object: ObjectKey | None = None
+
+    @model_validator(mode="after")
+    def _given(self) -> MatchIn:
+        at_least_one(self, ("actor", "type", "object"))
+        return self
+
+
+class ReadIds(Strict):
+    """Mark these notifications (and their bundles) read."""
+
+    ids: list[NotificationId] = Field(max_length=1000)
+
+
+class ReadAll(Strict):
+    """Mark everything read, or everything of some types, of a category or of a section."""
+
+    model_config = ConfigDict(json_schema_extra={"maxProperties": 2})
+    all: Literal[True]
+    types: list[TypeName] | None = None
+    category: TypeName | None = None
+    section: Section | None = None
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> ReadAll:
+        if len(self.model_fields_set - {"all"}) > 1:
+            raise ValueError("give at most one of types, category, section")
+        return self
+
+
+class ReadMatch(Strict):
+    """Mark read what matches (Jiepang's 'from this user, of this type, on this object')."""
+
+    match: MatchIn
+
+
+def _read_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        given = [key for key in ("ids", "all", "match") if key in value]
+        return given[0] if len(given) == 1 else None
+    return value.__class__.__name__.removeprefix("Read").lower() or None
+
+
+ReadIn = Annotated[
+    Annotated[ReadIds, Tag("ids")] | Annotated[ReadAll, Tag("all")]
+    | Annotated[ReadMatch, Tag("match")],
+    Discriminator(_read_kind, custom_error_type="invalid_read",
+                  custom_error_message="give exactly one of ids, all (true) or match",
+                  custom_error_context={}),
+]
+
+
+class UnreadIn(Strict):
+    ids: list[NotificationId] = Field(max_length=1000)
+
+
+class SeenIn(Strict):
+    until: Timestamp | None = None
+
+
+class Updated(BaseModel):
+    updated: int
+
+
+class SeenOut(BaseModel):
+    seen_until: str

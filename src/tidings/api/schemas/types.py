@@ -1,0 +1,68 @@
+"""Event type declarations as the API takes and shows them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from tidings.api.schemas.common import (
+    CLOSED_KEYS,
+    Audience,
+    Channel,
+    JsonInt,
+    Section,
+    Strict,
+    json_int,
+)
+from tidings.api.schemas.ids import LocaleName, TypeName
+
+
+def _default_audience() -> list[Audience]:
+    return ["recipients", "object_subscribers"]
+
+
+def _web() -> list[Channel]:
+    return ["web"]
+
+
+class LocaleTemplates(Strict):
+    title: str | None = None
+    bundled_title: str | None = None
+    body: str | None = None
+    html: str | None = None
+    email_body: str | None = None
+    link: str | None = None
+
+
+class TemplatesModel(Strict):
+    title: str = "{{ actor }} did {{ type }} on {{ object }}"
+    bundled_title: str | None = None
+    body: str | None = None
+    html: str | None = None
+    email_body: str | None = None
+    link: str | None = None
+    locales: dict[LocaleName, LocaleTemplates] = Field(
+        default_factory=dict, json_schema_extra=CLOSED_KEYS,
+        description="Per locale (`de`, `pt_BR`), the templates that differ in that language.")
+
+
+class TypeIn(Strict):
+    category: TypeName = "general"
+    section: Section = "alert"
+    priority: JsonInt = Field(5, ge=1, le=10)
+    bundle: Literal["none", "object", "actor", "actor_object"] = "none"
+    channels: list[Channel] = Field(default_factory=_web)
+    audience: list[Audience] = Field(default_factory=_default_audience, min_length=1)
+    templates: TemplatesModel = Field(default_factory=TemplatesModel)
+    retention_days: Annotated[int, Field(ge=1), BeforeValidator(json_int)] | None = None
+    mandatory: bool = False
+
+
+class TypeOut(TypeIn):
+    model_config = ConfigDict(extra="ignore", strict=False)
+    name: str
+
+
+class TypeList(BaseModel):
+    items: list[TypeOut]

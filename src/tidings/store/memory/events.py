@@ -1,0 +1,113 @@
+"""EventStore in memory: accepted events by id, and the idempotency-key index."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tidings.domain.events import Event
+from tidings.domain.views import StoredEvent
+from tidings.exceptions import StoreConflict
+from tidings.store.memory.state import EventRow, Journal, State
+
+
+def stored(row: EventRow) -> StoredEvent:
+    """A fresh value for a reader: its payload and lists are its own to change."""
+    return StoredEvent(
+        id=row.id, type=row.type, actor=row.actor, object=row.object,
+        payload=json.loads(row.payload), recipients=list(row.recipients),
+        exclude=list(row.exclude), idempotency_key=row.idempotency_key,
+        body_hash=row.body_hash, created_at=row.created_at, retracted_at=row.retracted_at,
+    )
+
+
+class MemoryEvents:
+    """Events of one unit of work."""
+
+    def __init__(self, state: State, journal: Journal) -> None:
+        self._s = state
+        self._j = journal
+
+    def insert(self, event: Event, payload_json: str, now: int) -> int:
+        key = event.idempotency_key
+        if key is not None and key in self._s.event_keys:
+            # as the SQL store's unique index: the unit fails, the caller looks the key up again
+            raise StoreConflict(f"idempotency_key {key!r} is already stored")
+        event_id = self._j.next_id(self._s.seq, "events")
+        self._j.put(self._s.events, event_id, EventRow(
+            id=event_id, type=event.type, actor=event.actor, object=event.object,
+            payload=payload_json, recipients=tuple(event.recipients),
+            exclude=tuple(event.exclude), idempotency_key=key, body_hash=event.body_hash(),
+            created_at=event.created_at if event.created_at is not None else now,
+            retracted_at=None,
+        ))
+        if key is not None:
+            self._j.put(self._s.event_keys, key, event_id)
+        return event_id
+
+    def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
+        # one unit at a time holds the store: there is nothing to lock
+        row = self._s.events.get(event_id)
+        return stored(row) if row is not None else None
+
+    def get_by_key(self, key: str) -> StoredEvent | None:
+        event_id = self._s.event_keys.get(key)
+        return self.get(event_id) if event_id is not None else None
+
+    def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
+                 after_id: int = 0, limit: int = 1000) -> list[int]:
+        found: list[int] = []
+        for event_id in sorted(self._s.events):
+            if event_id <= after_id:
+                continue
+            row = self._s.events[event_id]
+            if row.retracted_at is not None:
+                continue
+            if ((type is not None and row.type != type)
+                    or (actor is not None and row.actor != actor)
+                    or (object is not None and row.object != object)):
+                continue
+            found.append(event_id)
+            if len(found) >= limit:
+                break
+        return found
+
+    def mark_retracted(self, event_ids: Sequence[int], now: int) -> None:
+        for event_id in event_ids:
+            row = self._s.events.get(event_id)
+            if row is not None:
+                self._j.put(self._s.events, event_id, replace(row, retracted_at=now))
+
+    def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
+                    before: int, limit: int) -> list[int]:
+        wanted = set(types) if types is not None else None
+        unwanted = set(other_than) if other_than is not None else None
+        found: list[int] = []
+        for event_id in sorted(self._s.events):
+            row = self._s.events[event_id]
+            if row.created_at >= before:
+                continue
+            if wanted is not None and row.type not in wanted:
+                continue
+            if unwanted is not None and row.type in unwanted:
+                continue
+            found.append(event_id)
+            if len(found) >= limit:
+                break
+        return found
+
+    def delete(self, event_ids: Sequence[int]) -> None:
+        for event_id in event_ids:
+            row = self._j.drop(self._s.events, event_id)
+            if row is not None and row.idempotency_key is not None:
+                self._j.drop(self._s.event_keys, row.idempotency_key)
+
+    def actors_of(self, event_ids: Sequence[int]) -> list[str]:
+        actors: list[str] = []
+        for event_id in sorted(set(event_ids), reverse=True):
+            row = self._s.events.get(event_id)
+            if row is not None and row.actor and row.actor not in actors:
+                actors.append(row.actor)
+        return actors
+

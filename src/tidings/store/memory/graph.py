@@ -1,0 +1,138 @@
+"""GraphStore in memory: users, subscriptions (indexed by target), follows both ways, mutes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.views import Follow, Subscription
+from tidings.store.memory.state import Journal, State
+
+
+class MemoryGraph:
+    """The graph of one unit of work."""
+
+    def __init__(self, state: State, journal: Journal) -> None:
+        self._s = state
+        self._j = journal
+
+    # -- users ---------------------------------------------------------------------------------
+
+    def add_user(self, user: str, now: int) -> bool:
+        if user in self._s.users:
+            return False
+        self._j.put(self._s.users, user, now)
+        return True
+
+    def set_joined(self, user: str, joined: int) -> None:
+        if user in self._s.users:
+            self._j.put(self._s.users, user, joined)
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
+                          now: int) -> Subscription:
+        # as the SQL store keeps them: one column of the sorted, distinct names
+        stored = tuple(sorted({c for c in channels if c}))
+        key = (user, type, object)
+        existing = self._s.subscription_keys.get(key)
+        if existing is not None:
+            subscription = replace(self._s.subscriptions[existing], channels=stored)
+        else:
+            subscription = Subscription(id=self._j.next_id(self._s.seq, "subscriptions"),
+                                        user=user, type=type, object=object, channels=stored,
+                                        created_at=now)
+            self._j.put(self._s.subscription_keys, key, subscription.id)
+            self._j.put_in(self._s.subscribers, (type, object), user, subscription.id)
+        self._j.put(self._s.subscriptions, subscription.id, subscription)
+        return subscription
+
+    def delete_subscription(self, user: str, subscription_id: int) -> bool:
+        found = self._s.subscriptions.get(subscription_id)
+        if found is None or found.user != user:
+            return False
+        self._j.drop(self._s.subscriptions, subscription_id)
+        self._j.drop(self._s.subscription_keys, (found.user, found.type, found.object))
+        self._j.drop_in(self._s.subscribers, (found.type, found.object), found.user)
+        return True
+
+    def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
+        mine = sorted(s.id for s in self._s.subscriptions.values()
+                      if s.user == user and s.id > after_id)
+        return [self._s.subscriptions[i] for i in mine[:limit]]
+
+    # -- follows -------------------------------------------------------------------------------
+
+    def add_follow(self, follower: str, followee: str, now: int) -> bool:
+        if followee in self._s.following.get(follower, {}):
+            return False
+        self._j.put_in(self._s.following, follower, followee, now)
+        self._j.put_in(self._s.followers, followee, follower, now)
+        return True
+
+    def remove_follow(self, follower: str, followee: str) -> bool:
+        if self._j.drop_in(self._s.following, follower, followee) is None:
+            return False
+        self._j.drop_in(self._s.followers, followee, follower)
+        return True
+
+    def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
+        edges = (self._s.followers if followers else self._s.following).get(user, {})
+        others = sorted(u for u in edges if u > after)[:limit]
+        return [Follow(other, edges[other]) for other in others]
+
+    # -- audiences -----------------------------------------------------------------------------
+
+    def _users_of(self, source: AudienceSource) -> list[str]:
+        """Every user of the source, ascending."""
+        found: set[str] = set()
+        if source.kind == OBJECT_SUBSCRIBERS:
+            objects = ["*"] if source.object is None else [source.object, "*"]
+            for event_type in {source.type, "*"}:
+                for obj in objects:
+                    found.update(self._s.subscribers.get((event_type, obj), {}))
+        elif source.kind == ACTOR_FOLLOWERS and source.actor is not None:
+            found.update(self._s.followers.get(source.actor, {}))
+        return sorted(found)
+
+    def audience(self, source: AudienceSource, *, after: str, upto: str | None,
+                 limit: int | None = None) -> list[str]:
+        users = [u for u in self._users_of(source)
+                 if u > after and (upto is None or u <= upto)]
+        return users if limit is None else users[:limit]
+
+    def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
+        users = [u for u in self._users_of(source) if u > after]
+        return users[n - 1] if 1 <= n <= len(users) else None
+
+    # -- mutes ---------------------------------------------------------------------------------
+
+    def add_mute(self, user: str, kind: str, value: str) -> None:
+        if (kind, value) not in self._s.mutes.get(user, {}):
+            self._j.put_in(self._s.mutes, user, (kind, value), None)
+
+    def remove_mute(self, user: str, kind: str, value: str) -> int:
+        if (kind, value) not in self._s.mutes.get(user, {}):
+            return 0
+        self._j.drop_in(self._s.mutes, user, (kind, value))
+        return 1
+
+    def replace_mutes(self, user: str, pairs: Sequence[tuple[str, str]]) -> None:
+        for pair in list(self._s.mutes.get(user, {})):
+            self._j.drop_in(self._s.mutes, user, pair)
+        for kind, value in pairs:
+            self.add_mute(user, kind, value)
+
+    def mutes(self, user: str) -> list[tuple[str, str]]:
+        return sorted(self._s.mutes.get(user, {}))
+
+    def muting(self, users: Sequence[str], actor: str | None, object: str | None) -> set[str]:
+        wanted: set[tuple[str, str]] = set()
+        if actor is not None:
+            wanted.add(("actor", actor))
+        if object is not None:
+            wanted.add(("object", object))
+        if not wanted:
+            return set()
+        return {u for u in users if not wanted.isdisjoint(self._s.mutes.get(u, {}))}

@@ -1,0 +1,257 @@
+"""InboxStore in memory: notification rows per user with their bundling columns, watermarks.
+
+The same rows and the same rules as the SQL store: one row per (user, event); the newest
+member of each display group is its base row, which every list and count reads; unread is
+judged against the user's watermarks by :class:`tidings.domain.readstate.Markers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
+from tidings.domain.readstate import Markers
+from tidings.domain.views import (
+    BundleBase,
+    Delivery,
+    Filters,
+    GroupInfo,
+    InboxRow,
+    NewNotification,
+    NotificationKey,
+    ReadState,
+)
+from tidings.store import stepwise
+from tidings.store.memory.state import Journal, NoteRow, State
+
+TRIM_BATCH = 5000  # as the SQL store: one trim removes at most this many rows
+
+
+def _newest_first(row: NoteRow) -> tuple[int, int]:
+    return (-row.created_at, -row.event_id)
+
+
+def _unread(markers: Markers, row: NoteRow) -> bool:
+    return markers.is_unread(row.read_at, row.fresh_at, row.type, row.category, row.section)
+
+
+class MemoryInbox:
+    """The inbox of one unit of work."""
+
+    def __init__(self, state: State, journal: Journal) -> None:
+        self._s = state
+        self._j = journal
+
+    def _rows(self, user: str) -> Iterable[NoteRow]:
+        return self._s.notes.get(user, {}).values()
+
+    def _put(self, row: NoteRow) -> None:
+        self._j.put_in(self._s.notes, row.user_id, row.event_id, row)
+
+    # -- watermarks ----------------------------------------------------------------------------
+
+    def load_markers(self, user: str) -> Markers:
+        return Markers.from_rows(self._s.markers.get(user, {}))
+
+    def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
+        return {u: Markers.from_rows(self._s.markers[u])
+                for u in dict.fromkeys(users) if self._s.markers.get(u)}
+
+    def set_marker(self, user: str, scope: str, until: int) -> None:
+        current = self._s.markers.get(user, {}).get(scope)
+        if current is None or current < until:
+            self._j.put_in(self._s.markers, user, scope, until)
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str) -> dict[str, BundleBase]:
+        bases: dict[str, BundleBase] = {}
+        for user in dict.fromkeys(users):
+            candidates = [r for r in self._rows(user)
+                          if r.bundle_base and r.bundle_hash == bundle_hash]
+            if not candidates:
+                continue
+            row = min(candidates, key=_newest_first)
+            bases[user] = BundleBase(
+                user_id=user, event_id=row.event_id, display_hash=row.display_hash,
+                created_at=row.created_at, fresh_at=row.fresh_at, read_at=row.read_at,
+                type=row.type, category=row.category, section=row.section)
+        return bases
+
+    def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
+        holders = self._s.holders.get(event_id, {})
+        return {u for u in users if u in holders}
+
+    def insert(self, rows: Sequence[NewNotification]) -> None:
+        for new in rows:
+            if new.event_id in self._s.notes.get(new.user_id, {}):
+                continue
+            self._put(NoteRow(
+                user_id=new.user_id, event_id=new.event_id, created_at=new.created_at,
+                fresh_at=new.created_at, type=new.type, category=new.category,
+                section=new.section, actor=new.actor, object=new.object,
+                bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
+                read_at=None))
+            self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
+
+    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
+        return stepwise.deliver(self, delivery, users)
+
+    def demote(self, groups: Sequence[tuple[str, str]]) -> None:
+        for user, group in dict.fromkeys(groups):
+            for row in list(self._rows(user)):
+                if row.bundle_base and row.display_hash == group:
+                    self._put(replace(row, bundle_base=False))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _matches(self, row: NoteRow, filters: Filters, markers: Markers) -> bool:
+        if not row.bundle_base:
+            return False
+        if filters.types and row.type not in filters.types:
+            return False
+        if filters.category is not None and row.category != filters.category:
+            return False
+        if filters.section is not None and row.section != filters.section:
+            return False
+        if filters.actor is not None and row.actor != filters.actor:
+            return False
+        if filters.object is not None and row.object != filters.object:
+            return False
+        if filters.max_id is not None and row.event_id >= filters.max_id:
+            return False
+        if filters.since_id is not None and row.event_id <= filters.since_id:
+            return False
+        return filters.unread is None or _unread(markers, row) == filters.unread
+
+    def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
+             before: tuple[int, int] | None) -> list[InboxRow]:
+        rows = sorted((r for r in self._rows(user) if self._matches(r, filters, markers)),
+                      key=_newest_first)
+        page: list[InboxRow] = []
+        for row in rows:
+            if len(page) >= limit:
+                break
+            if before is not None and (row.created_at, row.event_id) >= before:
+                continue
+            event = self._s.events.get(row.event_id)
+            if event is None:  # the SQL store joins the event: a row without one is not listed
+                continue
+            page.append(InboxRow(
+                event_id=row.event_id, user_id=row.user_id, created_at=row.created_at,
+                fresh_at=row.fresh_at, type=row.type, category=row.category,
+                section=row.section, actor=row.actor, object=row.object,
+                bundle_hash=row.bundle_hash, display_hash=row.display_hash,
+                read_at=row.read_at, payload=event.payload))
+        return page
+
+    def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
+        wanted = set(groups)
+        members: dict[str, list[NoteRow]] = {}
+        for row in self._rows(user):
+            if row.display_hash in wanted:
+                members.setdefault(row.display_hash, []).append(row)
+        info: dict[str, GroupInfo] = {}
+        for group, rows in members.items():
+            scanned = sorted(rows, key=_newest_first)[:ACTOR_SCAN]
+            actors: list[str] = []
+            for row in scanned:
+                if row.actor is not None and row.actor not in actors:
+                    actors.append(row.actor)
+            info[group] = GroupInfo(count=len(scanned), actors=actors,
+                                    distinct_actors=len(actors))
+        return info
+
+    def unread_count(self, user: str, filters: Filters, markers: Markers) -> int:
+        unread = replace(filters, unread=True)
+        count = 0
+        for row in self._rows(user):
+            if self._matches(row, unread, markers):
+                count += 1
+                if count >= UNREAD_CAP:
+                    break
+        return count
+
+    # -- read state ----------------------------------------------------------------------------
+
+    def _groups_where(self, user: str, rows: Iterable[NoteRow]) -> list[str]:
+        return sorted({r.display_hash for r in rows})
+
+    def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
+        mine = self._s.notes.get(user, {})
+        return self._groups_where(user, (mine[e] for e in set(event_ids) if e in mine))
+
+    def _matching(self, user: str, actor: str | None, type: str | None,
+                  object: str | None) -> list[NoteRow]:
+        if actor is None and type is None and object is None:
+            return []
+        return [r for r in self._rows(user)
+                if (actor is None or r.actor == actor) and (type is None or r.type == type)
+                and (object is None or r.object == object)]
+
+    def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
+                        object: str | None) -> list[str]:
+        return self._groups_where(user, self._matching(user, actor, type, object))
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        return [NotificationKey(user, r.event_id, r.display_hash, r.bundle_base)
+                for r in sorted(self._matching(user, actor, type, object),
+                                key=lambda r: r.event_id)]
+
+    def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
+                    markers: Markers) -> int:
+        wanted = set(groups)
+        changed = 0
+        for row in list(self._rows(user)):
+            if row.display_hash not in wanted:
+                continue
+            if row.bundle_base and _unread(markers, row) != (not read):
+                changed += 1
+            if read:
+                self._put(replace(row, read_at=now))
+            else:
+                self._put(replace(row, read_at=None, fresh_at=now))
+        return changed
+
+    def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
+        mine = self._s.notes.get(user, {})
+        return [ReadState(event_id=r.event_id, read_at=r.read_at, fresh_at=r.fresh_at,
+                          type=r.type, category=r.category, section=r.section)
+                for r in (mine[e] for e in sorted(set(event_ids)) if e in mine)]
+
+    # -- removal -------------------------------------------------------------------------------
+
+    def keys_for_events(self, event_ids: Sequence[int]) -> list[NotificationKey]:
+        keys: list[NotificationKey] = []
+        for event_id in sorted(set(event_ids)):
+            for user in sorted(self._s.holders.get(event_id, {})):
+                row = self._s.notes[user][event_id]
+                keys.append(NotificationKey(user, event_id, row.display_hash, row.bundle_base))
+        return keys
+
+    def remove(self, keys: Sequence[NotificationKey]) -> int:
+        removed = 0
+        for key in keys:
+            if self._j.drop_in(self._s.notes, key.user_id, key.event_id) is not None:
+                self._j.drop_in(self._s.holders, key.event_id, key.user_id)
+                removed += 1
+        # as the SQL store: the keys say which groups lost their base
+        orphaned = {(k.user_id, k.display_hash) for k in keys if k.bundle_base}
+        for user, group in sorted(orphaned):
+            members = [r for r in self._rows(user) if r.display_hash == group]
+            if members:
+                newest = min(members, key=_newest_first)
+                self._put(replace(newest, bundle_base=True))
+        return removed
+
+    def trim(self, user: str, cap: int) -> int:
+        newest_first = sorted(self._s.notes.get(user, {}), reverse=True)
+        if len(newest_first) <= cap:
+            return 0
+        boundary = newest_first[cap]
+        doomed = sorted(e for e in newest_first if e <= boundary)[:TRIM_BATCH]
+        mine = self._s.notes[user]
+        return self.remove([NotificationKey(user, e, mine[e].display_hash, mine[e].bundle_base)
+                            for e in doomed])

@@ -1,0 +1,98 @@
+"""MemoryStore: every port in one process's memory, one unit of work at a time.
+
+Units are serialised by one lock per store and made atomic by an undo journal (see
+:mod:`tidings.store.memory.state`): a unit that raises leaves the store exactly as it found it,
+jobs it enqueued included. Nothing survives the process: it is for tests, demos and embedding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from tidings import ports
+from tidings.clock import Clock
+from tidings.jobs.model import SECOND
+from tidings.store.memory.events import MemoryEvents
+from tidings.store.memory.graph import MemoryGraph
+from tidings.store.memory.inbox import MemoryInbox
+from tidings.store.memory.jobs import MemoryJobAdmin, MemoryJobQueue, QueueSettings
+from tidings.store.memory.mail import MemoryMail
+from tidings.store.memory.settings import MemorySettings
+from tidings.store.memory.state import Journal, State
+from tidings.store.memory.timeline import MemoryTimeline
+from tidings.store.notifier import LocalNotifier
+
+T = TypeVar("T")
+
+
+class MemoryTx:
+    """One unit of work: every port over the same state and the same journal."""
+
+    def __init__(self, store: MemoryStore, state: State, journal: Journal) -> None:
+        self.events = MemoryEvents(state, journal)
+        self.graph = MemoryGraph(state, journal)
+        self.inbox = MemoryInbox(state, journal)
+        self.timeline = MemoryTimeline(state, journal)
+        self.settings = MemorySettings(state, journal)
+        self.mail = MemoryMail(state, journal)
+        self.jobs = MemoryJobQueue(state, journal, store.queue_settings, store.enqueued)
+
+
+class MemoryStore:
+    """A store held in memory, implementing every port of :mod:`tidings.ports`."""
+
+    backend = "memory"
+
+    def __init__(self, clock: Clock, *, lease_seconds: float = 60.0, max_attempts: int = 8,
+                 backoff_seconds: float = 2.0) -> None:
+        self.clock = clock
+        self._state = State()
+        self._lock = threading.RLock()
+        self.queue_settings = QueueSettings(
+            clock=clock, lease_us=int(lease_seconds * SECOND), max_attempts=max_attempts,
+            backoff_us=int(backoff_seconds * SECOND))
+        self.queue = MemoryJobAdmin(self._unit, self.queue_settings)
+        self.notifier = LocalNotifier()
+        # told how many jobs each enqueue added (metrics)
+        self.on_enqueue: Callable[[int], None] | None = None
+
+    def enqueued(self, count: int) -> None:
+        if self.on_enqueue is not None:
+            self.on_enqueue(count)
+
+    def _unit(self, work: Callable[[State, Journal], T]) -> T:
+        """Run ``work`` alone; undo everything it wrote if it raises."""
+        with self._lock:
+            journal = Journal(writable=True)
+            try:
+                return work(self._state, journal)
+            except BaseException:
+                journal.rollback()
+                raise
+
+    def transact(self, work: Callable[[ports.Tx], T]) -> T:
+        return self._unit(lambda state, journal: work(MemoryTx(self, state, journal)))
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[ports.Tx]:
+        with self._lock:
+            yield MemoryTx(self, self._state, Journal(writable=False))
+
+    def ping(self) -> None:
+        """Always answers: the store is this process."""
+
+    def migrate(self) -> None:
+        """Nothing to create: the tables are dicts."""
+
+    def check_schema(self) -> None:
+        """Always current."""
+
+    def close(self) -> None:
+        """Nothing to release: the state stays readable until the store is dropped."""
+
+
+_check_store: type[ports.Store] = MemoryStore
+_check_tx: type[ports.Tx] = MemoryTx

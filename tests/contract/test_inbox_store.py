@@ -1,0 +1,354 @@
+"""InboxStore: idempotent rows, base rows per display group, pages, counts, read state, removal."""
+
+from __future__ import annotations
+
+import pytest
+from contract_kit import EVERYTHING, deliver, ids, note, page, publish, read, unread, write
+
+from tidings import ports
+from tidings.clock import FrozenClock
+from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.readstate import Markers
+from tidings.domain.views import Filters, NotificationKey
+
+
+def _events(store: ports.Store, clock: FrozenClock, count: int) -> list[int]:
+    return [publish(store, clock.now_us()) for _ in range(count)]
+
+
+# -- watermarks ----------------------------------------------------------------------------------
+
+def test_watermarks_only_move_forward(store: ports.Store) -> None:
+    assert read(store, lambda tx: tx.inbox.load_markers("ann")) == Markers()
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 50))
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 40))  # never back
+    write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 30))
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 70))
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 80))
+    markers = read(store, lambda tx: tx.inbox.load_markers("ann"))
+    assert (markers.all, markers.seen, dict(markers.scoped)) == (50, 30, {("type", "like"): 80})
+
+
+def test_markers_of_many_users_name_only_those_with_marks(store: ports.Store) -> None:
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 5))
+    write(store, lambda tx: tx.inbox.set_marker("bob", "section:alert", 9))
+    many = read(store, lambda tx: tx.inbox.load_markers_many(["ann", "bob", "cat"]))
+    assert set(many) == {"ann", "bob"}
+    assert many["ann"].all == 5
+    assert dict(many["bob"].scoped) == {("section", "alert"): 9}
+    assert read(store, lambda tx: tx.inbox.load_markers_many([])) == {}
+
+
+# -- writes --------------------------------------------------------------------------------------
+
+def test_insert_skips_a_user_and_event_already_stored(store: ports.Store,
+                                                      clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    first = note("ann", event, 100, group="g1")
+    deliver(store, [first])
+    deliver(store, [note("ann", event, 200, group="g2"), note("bob", event, 200)])
+    rows = page(store, "ann")
+    assert [(r.event_id, r.created_at, r.display_hash) for r in rows] == [(event, 100, "g1")]
+    assert read(store, lambda tx: tx.inbox.delivered(event, ["ann", "bob", "cat"])) == {
+        "ann", "bob"}
+    assert read(store, lambda tx: tx.inbox.delivered(event, [])) == set()
+
+
+def test_a_row_reads_back_as_written(store: ports.Store, clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    deliver(store, [note("ann", event, 100, group="g", bundle="b1", type="like",
+                         category="social", section="message", actor="bob", object="o:1")])
+    (row,) = page(store, "ann")
+    assert (row.event_id, row.user_id, row.created_at, row.fresh_at, row.type, row.category,
+            row.section, row.actor, row.object, row.bundle_hash, row.display_hash,
+            row.read_at) == (event, "ann", 100, 100, "like", "social", "message", "bob", "o:1",
+                             "b1", "g", None)
+    assert row.payload.replace(" ", "") == '{"n":1}'  # the event's payload as stored JSON
+
+
+def test_bundle_bases_are_the_newest_base_rows_of_the_bundle(store: ports.Store,
+                                                             clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100, group="g1", bundle="b"),
+                    note("ann", e[1], 300, group="g2", bundle="b"),
+                    note("ann", e[2], 200, group="g3", bundle="b"),
+                    note("ann", e[3], 400, group="g4", bundle="other"),
+                    note("bob", e[0], 100, group="g5", bundle="b")])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 0))
+    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob", "cat"], "b"))
+    assert set(bases) == {"ann", "bob"}
+    ann = bases["ann"]
+    assert (ann.user_id, ann.event_id, ann.display_hash, ann.created_at, ann.fresh_at,
+            ann.read_at, ann.type, ann.category, ann.section) == (
+        "ann", e[1], "g2", 300, 300, None, "comment", "general", "alert")
+    # a demoted row is no base any more
+    write(store, lambda tx: tx.inbox.demote([("ann", "g2")]))
+    assert read(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b"))["ann"].event_id == e[2]
+
+
+def test_joining_a_group_shows_its_newest_member_only(store: ports.Store,
+                                                      clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[0], 100, group="g"), note("ann", e[1], 150, group="h")])
+    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+                             tx.inbox.insert([note("ann", e[2], 200, group="g")])))
+    assert ids(page(store, "ann")) == [e[2], e[1]]
+    assert unread(store, "ann") == 2
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+def test_pages_newest_first_with_a_strict_before_cursor(store: ports.Store,
+                                                        clock: FrozenClock) -> None:
+    e = _events(store, clock, 5)
+    times = [100, 300, 200, 300, 50]  # e[1] and e[3] tie on time: the larger id is newer
+    deliver(store, [note("ann", i, t) for i, t in zip(e, times, strict=True)])
+    assert ids(page(store, "ann")) == [e[3], e[1], e[2], e[0], e[4]]
+    assert ids(page(store, "ann", limit=2)) == [e[3], e[1]]
+    assert ids(page(store, "ann", before=(300, e[3]))) == [e[1], e[2], e[0], e[4]]
+    assert ids(page(store, "ann", before=(300, e[1]))) == [e[2], e[0], e[4]]
+    assert ids(page(store, "ann", before=(100, e[0]), limit=1)) == [e[4]]
+    assert page(store, "ann", before=(50, e[4])) == []
+    assert page(store, "bob") == []
+
+
+def test_filters_by_type_category_section(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 1, type="comment", category="social", section="alert"),
+                    note("ann", e[1], 2, type="like", category="social", section="message"),
+                    note("ann", e[2], 3, type="share", category="system", section="alert"),
+                    note("ann", e[3], 4, type="like", category="system", section="alert")])
+    assert ids(page(store, "ann", Filters(types=("like", "share")))) == [e[3], e[2], e[1]]
+    assert ids(page(store, "ann", Filters(category="social"))) == [e[1], e[0]]
+    assert ids(page(store, "ann", Filters(section="message"))) == [e[1]]
+    assert ids(page(store, "ann", Filters(types=("like",), category="system"))) == [e[3]]
+    assert unread(store, "ann", Filters(category="system")) == 2
+
+
+def test_unread_is_judged_by_watermarks_and_read_marks(store: ports.Store,
+                                                       clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100, type="comment", group="g0"),
+                    note("ann", e[1], 200, type="like", group="g1"),
+                    note("ann", e[2], 300, type="comment", group="g2"),
+                    note("ann", e[3], 400, type="like", group="g3")])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 150))  # e[0] read by the mark
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 250))  # e[1] too
+    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g2"], read=True, now=500,
+                                                 markers=tx.inbox.load_markers("ann")))
+    assert ids(page(store, "ann", Filters(unread=True))) == [e[3]]
+    assert ids(page(store, "ann", Filters(unread=False))) == [e[2], e[1], e[0]]
+    assert unread(store, "ann") == 1
+    assert unread(store, "ann", Filters(types=("comment",))) == 0
+
+
+def test_unread_count_stops_at_the_cap(store: ports.Store, clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    e = _events(store, clock, UNREAD_CAP + 5)
+    deliver(store, [note("ann", i, 1000 + n) for n, i in enumerate(e)])
+    deliver(store, [note("bob", event, 1)])
+    assert unread(store, "ann") == UNREAD_CAP
+    assert unread(store, "bob") == 1
+    assert unread(store, "cat") == 0
+    assert len(page(store, "ann", limit=1000)) == UNREAD_CAP + 5  # a page is not capped
+
+
+def test_rows_of_deleted_events_are_not_listed(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 2)
+    deliver(store, [note("ann", e[0], 1), note("ann", e[1], 2)])
+    write(store, lambda tx: tx.events.delete([e[1]]))
+    assert ids(page(store, "ann")) == [e[0]]
+
+
+# -- groups --------------------------------------------------------------------------------------
+
+def test_group_info_counts_members_and_lists_actors_newest_first(store: ports.Store,
+                                                                 clock: FrozenClock) -> None:
+    e = _events(store, clock, 6)
+    deliver(store, [note("ann", e[0], 100, group="g", actor="ann"),
+                    note("ann", e[1], 200, group="g", actor="bob"),
+                    note("ann", e[2], 300, group="g", actor="ann"),
+                    note("ann", e[3], 300, group="g", actor=None),
+                    note("ann", e[4], 50, group="h", actor="cat"),
+                    note("bob", e[5], 50, group="g", actor="dan")])  # another user's group
+    info = read(store, lambda tx: tx.inbox.group_info("ann", ["g", "h", "g", "none"]))
+    assert set(info) == {"g", "h"}
+    assert (info["g"].count, info["g"].actors, info["g"].distinct_actors) == (4, ["ann", "bob"],
+                                                                              2)
+    assert (info["h"].count, info["h"].actors) == (1, ["cat"])
+    assert read(store, lambda tx: tx.inbox.group_info("ann", [])) == {}
+
+
+def test_group_info_scans_the_newest_500_members(store: ports.Store,
+                                                 clock: FrozenClock) -> None:
+    e = _events(store, clock, 503)
+    rows = [note("ann", i, 1000 + n, group="g", actor=f"a{n % 3}") for n, i in enumerate(e)]
+    rows[0] = note("ann", e[0], 1000, group="g", actor="oldest")
+    deliver(store, rows)
+    info = read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"]
+    assert info.count == 500
+    assert "oldest" not in info.actors  # beyond the scan
+    assert info.actors == ["a1", "a0", "a2"]  # newest first: e[502] has a1 (502 % 3 == 1)
+
+
+def test_groups_by_ids_and_by_match(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 1, group="g", actor="bob", type="like", object="o:1"),
+                    note("ann", e[1], 2, group="g", actor="cat", type="like", object="o:1"),
+                    note("ann", e[2], 3, group="h", actor="bob", type="comment", object="o:2"),
+                    note("bob", e[3], 4, group="k", actor="bob", type="like", object="o:1")])
+
+    def by_ids(event_ids: list[int]) -> set[str]:
+        found = read(store, lambda tx: tx.inbox.groups_by_ids("ann", event_ids))
+        assert len(found) == len(set(found))
+        return set(found)
+
+    def by_match(actor: str | None = None, type: str | None = None,
+                 object: str | None = None) -> set[str]:
+        found = read(store, lambda tx: tx.inbox.groups_by_match("ann", actor=actor, type=type,
+                                                                object=object))
+        assert len(found) == len(set(found))
+        return set(found)
+
+    assert by_ids([e[0], e[1]]) == {"g"}
+    assert by_ids([e[1], e[2], e[3]]) == {"g", "h"}
+    assert by_ids([]) == set()
+    assert by_match(actor="bob") == {"g", "h"}
+    assert by_match(type="like") == {"g"}
+    assert by_match(actor="bob", object="o:2") == {"h"}
+    assert by_match(actor="dan") == set()
+    assert by_match() == set()
+
+
+def test_mark_groups_counts_groups_that_changed(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[0], 100, group="g"), note("ann", e[1], 200, group="g"),
+                    note("ann", e[2], 300, group="h")])
+    write(store, lambda tx: tx.inbox.demote([("ann", "g")]))
+    write(store, lambda tx: tx.inbox.insert([]))
+
+    def mark(groups: list[str], read_: bool, now: int) -> int:
+        return write(store, lambda tx: tx.inbox.mark_groups(
+            "ann", groups, read=read_, now=now, markers=tx.inbox.load_markers("ann")))
+
+    # g has no base now (both demoted): marking it still marks its members
+    assert mark(["h"], True, 400) == 1
+    assert mark(["h"], True, 450) == 0  # already read
+    states = {s.event_id: s for s in read(store, lambda tx: tx.inbox.read_states(
+        "ann", [e[0], e[1], e[2]]))}
+    assert states[e[2]].read_at == 450
+    assert mark(["h"], False, 500) == 1
+    assert mark(["h", "h"], False, 600) == 0
+    again = read(store, lambda tx: tx.inbox.read_states("ann", [e[2]]))
+    assert [(s.read_at, s.fresh_at) for s in again] == [(None, 600)]
+    assert mark(["g"], True, 700) == 0  # no base row to count
+    assert {s.read_at for s in read(store, lambda tx: tx.inbox.read_states(
+        "ann", [e[0], e[1]]))} == {700}
+
+
+def test_marking_a_bundle_marks_every_member(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[0], 100, group="g")])
+    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+                             tx.inbox.insert([note("ann", e[1], 200, group="g")])))
+    deliver(store, [note("ann", e[2], 300, group="h")])
+    assert unread(store, "ann") == 2
+    assert write(store, lambda tx: tx.inbox.mark_groups(
+        "ann", ["g"], read=True, now=400, markers=tx.inbox.load_markers("ann"))) == 1
+    assert unread(store, "ann") == 1
+    states = read(store, lambda tx: tx.inbox.read_states("ann", [e[0], e[1], e[2], 999]))
+    assert sorted((s.event_id, s.read_at) for s in states) == [(e[0], 400), (e[1], 400),
+                                                               (e[2], None)]
+    state = next(s for s in states if s.event_id == e[2])
+    assert (state.fresh_at, state.type, state.category, state.section) == (
+        300, "comment", "general", "alert")
+    assert read(store, lambda tx: tx.inbox.read_states("ann", [])) == []
+
+
+def test_a_watermark_read_group_counts_as_changed_when_marked_unread(
+        store: ports.Store, clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    deliver(store, [note("ann", event, 100, group="g")])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 150))
+    assert unread(store, "ann") == 0
+    assert write(store, lambda tx: tx.inbox.mark_groups(
+        "ann", ["g"], read=False, now=200, markers=tx.inbox.load_markers("ann"))) == 1
+    assert unread(store, "ann") == 1  # fresh again: after the watermark
+
+
+# -- removal -------------------------------------------------------------------------------------
+
+def test_keys_for_events_name_every_users_row(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 2)
+    deliver(store, [note("ann", e[0], 1, group="g"), note("bob", e[0], 1, group="h"),
+                    note("ann", e[1], 2, group="g")])
+    write(store, lambda tx: tx.inbox.demote([("ann", "g")]))
+    deliver(store, [note("cat", e[1], 3, group="k")])
+    keys = read(store, lambda tx: tx.inbox.keys_for_events([e[0]]))
+    assert sorted(keys, key=lambda k: k.user_id) == [
+        NotificationKey("ann", e[0], "g", False), NotificationKey("bob", e[0], "h", True)]
+    assert read(store, lambda tx: tx.inbox.keys_for_events([])) == []
+
+
+def test_removing_a_base_makes_the_next_newest_member_the_base(store: ports.Store,
+                                                               clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100, group="g")])
+    for i, t in ((e[1], 300), (e[2], 200)):
+        write(store, lambda tx, i=i, t=t: (tx.inbox.demote([("ann", "g")]),
+                                           tx.inbox.insert([note("ann", i, t, group="g")])))
+    deliver(store, [note("ann", e[3], 250, group="h")])
+    assert ids(page(store, "ann")) == [e[3], e[2]]  # e[2] went in last: it is the base
+
+    def remove(event_ids: list[int]) -> int:
+        return write(store, lambda tx: tx.inbox.remove(tx.inbox.keys_for_events(event_ids)))
+
+    assert remove([e[2]]) == 1
+    assert ids(page(store, "ann")) == [e[1], e[3]]  # the newest member left (300) is the base
+    assert remove([e[0]]) == 1  # not the base: the group keeps its base
+    assert ids(page(store, "ann")) == [e[1], e[3]]
+    assert remove([e[1], e[3]]) == 2
+    assert page(store, "ann") == []
+    assert remove([e[1]]) == 0
+
+
+def test_trim_keeps_the_newest_events(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 6)
+    deliver(store, [note("ann", i, 1000 - n) for n, i in enumerate(e)])  # older time, newer id
+    deliver(store, [note("bob", e[0], 1)])
+    assert write(store, lambda tx: tx.inbox.trim("ann", 10)) == 0
+    assert write(store, lambda tx: tx.inbox.trim("ann", 4)) == 2
+    assert set(ids(page(store, "ann"))) == set(e[2:])  # by event id, not by time
+    assert write(store, lambda tx: tx.inbox.trim("ann", 0)) == 4
+    assert page(store, "ann") == []
+    assert ids(page(store, "bob")) == [e[0]]
+
+
+def test_trim_repairs_the_base_of_a_trimmed_group(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[1], 100, group="g")])
+    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+                             tx.inbox.insert([note("ann", e[0], 200, group="g")])))
+    deliver(store, [note("ann", e[2], 50, group="h")])
+    assert ids(page(store, "ann")) == [e[0], e[2]]
+    assert write(store, lambda tx: tx.inbox.trim("ann", 2)) == 1  # e[0]: the oldest id
+    assert ids(page(store, "ann")) == [e[1], e[2]]
+
+
+def test_nothing_of_a_failed_unit_stays_in_the_inbox(store: ports.Store,
+                                                     clock: FrozenClock) -> None:
+    (event,) = _events(store, clock, 1)
+    deliver(store, [note("ann", event, 100, group="g")])
+
+    def work(tx: ports.Tx) -> None:
+        tx.inbox.set_marker("ann", "all", 500)
+        tx.inbox.mark_groups("ann", ["g"], read=True, now=300, markers=Markers())
+        tx.inbox.insert([note("bob", event, 100)])
+        tx.inbox.remove(tx.inbox.keys_for_events([event]))
+        raise RuntimeError("the unit fails")
+
+    with pytest.raises(RuntimeError):
+        write(store, work)
+    assert read(store, lambda tx: tx.inbox.load_markers("ann")) == Markers()
+    assert [(r.event_id, r.read_at) for r in page(store, "ann", EVERYTHING)] == [(event, None)]
+    assert page(store, "bob") == []

@@ -1,0 +1,268 @@
+"""JobQueue and JobAdmin: idempotent enqueues, claim order, leases, backoff, failures."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from contract_kit import write
+
+from tidings import ports
+from tidings.clock import FrozenClock
+from tidings.jobs.model import SECOND, Job, JobSpec
+
+LEASE = 60  # seconds: the store fixture's default lease
+ATTEMPTS = 8  # and its default attempts
+
+
+def _enqueue(store: ports.Store, *specs: JobSpec) -> None:
+    write(store, lambda tx: tx.jobs.enqueue_many(list(specs)))
+
+
+def _claim_one(store: ports.Store, **options: object) -> Job:
+    (job,) = store.queue.claim(1, **options)  # type: ignore[arg-type]
+    return job
+
+
+def test_a_claimed_job_carries_its_spec(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("send", {"user": "ann", "n": [1, 2]}, unique_key="k", priority=2))
+    job = _claim_one(store)
+    assert (job.func, job.args, job.unique_key, job.priority, job.attempts) == (
+        "send", {"user": "ann", "n": [1, 2]}, "k", 2, 1)
+    assert job.id > 0
+    assert store.queue.claim(5) == []  # leased
+
+
+def test_a_unique_key_is_queued_once(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("a", {"n": 1}, unique_key="k"), JobSpec("a", {"n": 2}, unique_key="k"))
+    _enqueue(store, JobSpec("a", {"n": 3}, unique_key="k"), JobSpec("a", {"n": 4}),
+             JobSpec("a", {"n": 5}))
+    jobs = store.queue.claim(10)
+    assert sorted(j.args["n"] for j in jobs) == [1, 4, 5]
+    first = next(j for j in jobs if j.unique_key == "k")
+    _enqueue(store, JobSpec("a", {"n": 6}, unique_key="k"))  # still queued (claimed): skipped
+    assert write(store, lambda tx: tx.jobs.complete(first)) is True
+    _enqueue(store, JobSpec("a", {"n": 7}, unique_key="k"))  # done: the key is free again
+    assert _claim_one(store).args == {"n": 7}
+
+
+def test_claim_order_priority_then_run_after_then_id(store: ports.Store,
+                                                     clock: FrozenClock) -> None:
+    now = clock.now_us()
+    _enqueue(store, JobSpec("j", {"name": "a"}, priority=5, run_after=now - 100))
+    _enqueue(store, JobSpec("j", {"name": "b"}, priority=3, run_after=now - 10))
+    _enqueue(store, JobSpec("j", {"name": "c"}, priority=3, run_after=now - 50),
+             JobSpec("j", {"name": "d"}, priority=3, run_after=now - 50))
+    _enqueue(store, JobSpec("j", {"name": "e"}, priority=1, run_after=now + 10 * SECOND))
+    assert [j.args["name"] for j in store.queue.claim(2)] == ["c", "d"]
+    assert [j.args["name"] for j in store.queue.claim(10)] == ["b", "a"]
+    clock.advance(11)
+    assert [j.args["name"] for j in store.queue.claim(10)] == ["e"]
+
+
+def test_claim_by_function(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("fanout", {}), JobSpec("email", {}), JobSpec("webhook", {}))
+    assert [j.func for j in store.queue.claim(10, funcs=["email", "nothing"])] == ["email"]
+    assert [j.func for j in store.queue.claim(10, exclude=["fanout"])] == ["webhook"]
+    assert [j.func for j in store.queue.claim(10, exclude=[])] == ["fanout"]
+
+
+def test_a_lease_that_ran_out_passes_to_the_next_claim(store: ports.Store,
+                                                       clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("j", {}))
+    first = _claim_one(store)
+    assert store.queue.still_mine(first) is True
+    clock.advance(LEASE - 1)
+    assert store.queue.claim(1) == []
+    clock.advance(2)
+    assert store.queue.still_mine(first) is False  # run out, even before anyone took it
+    second = _claim_one(store)
+    assert (second.id, second.attempts) == (first.id, 2)
+    assert second.token != first.token
+    assert store.queue.still_mine(first) is False
+    assert write(store, lambda tx: tx.jobs.complete(first)) is False  # a stale token
+    assert store.queue.still_mine(second) is True
+    assert write(store, lambda tx: tx.jobs.complete(second)) is True
+    assert write(store, lambda tx: tx.jobs.complete(second)) is False
+    assert store.queue.still_mine(second) is False
+    assert store.queue.stats()["queued"] == 0
+
+
+def test_replace_with_swaps_the_job_for_its_successors(store: ports.Store,
+                                                       clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("fanout", {"event": 1}))
+    job = _claim_one(store)
+    assert write(store, lambda tx: tx.jobs.replace_with(
+        job, [JobSpec("chunk", {"n": 1}), JobSpec("chunk", {"n": 2})])) is True
+    assert sorted(j.args["n"] for j in store.queue.claim(10)) == [1, 2]
+    assert store.queue.stats()["queued"] == 2
+
+
+def test_replace_with_a_lost_lease_changes_nothing(store: ports.Store,
+                                                   clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("fanout", {}))
+    lost = _claim_one(store)
+    clock.advance(LEASE + 1)
+    taken = _claim_one(store)
+    assert write(store, lambda tx: tx.jobs.replace_with(lost, [JobSpec("chunk", {})])) is False
+    assert store.queue.stats()["queued"] == 1
+    assert store.queue.still_mine(taken) is True
+
+
+def test_a_failed_unit_keeps_its_job_and_enqueues_nothing(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("fanout", {}))
+    job = _claim_one(store)
+
+    def work(tx: ports.Tx) -> None:
+        tx.jobs.enqueue_many([JobSpec("chunk", {"n": 1}), JobSpec("chunk", {"n": 2},
+                                                                  unique_key="u")])
+        assert tx.jobs.complete(job) is True
+        raise RuntimeError("the handler fails after its writes")
+
+    with pytest.raises(RuntimeError):
+        write(store, work)
+    assert store.queue.still_mine(job) is True
+    assert store.queue.stats()["queued"] == 1
+    _enqueue(store, JobSpec("chunk", {"n": 3}, unique_key="u"))  # the key was never taken
+    assert [j.args for j in store.queue.claim(10)] == [{"n": 3}]
+
+
+def test_failures_retry_with_exponential_backoff(store: ports.Store,
+                                                 clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("flaky", {"n": 1}))
+    for attempt in range(1, 4):
+        job = _claim_one(store)
+        assert job.attempts == attempt
+        before = clock.now_us()
+        assert store.queue.fail(job, f"boom {attempt}") is True
+        after = clock.now_us()
+        delay = 2 * SECOND * 2 ** (attempt - 1)  # 2 s, 4 s, 8 s
+        run_after = store.queue.next_run_after()
+        assert run_after is not None and before + delay < run_after < after + delay
+        assert store.queue.stats() == {"queued": 1, "runnable": 0, "running": 0, "failed": 0}
+        clock.advance(delay / SECOND - 0.01)
+        assert store.queue.claim(1) == []
+        clock.advance(0.02)
+    failures = store.queue.failures()
+    assert [(f.error, f.attempt, f.final, f.func, f.args) for f in failures] == [
+        (f"boom {n}", n, False, "flaky", {"n": 1}) for n in (3, 2, 1)]
+    assert failures[0].failed_at > failures[1].failed_at > failures[2].failed_at
+    assert failures[0].job_id == job.id
+
+
+def test_the_last_attempt_fails_for_good(store: ports.Store, clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("doomed", {}))
+    for attempt in range(1, ATTEMPTS + 1):
+        job = _claim_one(store)
+        assert job.attempts == attempt
+        assert store.queue.fail(job, "no") is (attempt < ATTEMPTS)
+        clock.advance(3600)
+    assert store.queue.claim(1) == []
+    assert store.queue.stats() == {"queued": 0, "runnable": 0, "running": 0, "failed": 1}
+    assert store.queue.next_run_after() is None
+    (final,) = store.queue.failures(final_only=True)
+    assert (final.attempt, final.final) == (ATTEMPTS, True)
+    assert len(store.queue.failures(limit=100)) == ATTEMPTS
+    assert len(store.queue.failures(limit=3)) == 3
+
+
+def test_failing_a_lost_lease_leaves_the_new_claim_alone(store: ports.Store,
+                                                         clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("j", {}))
+    lost = _claim_one(store)
+    clock.advance(LEASE + 1)
+    taken = _claim_one(store)
+    assert store.queue.fail(lost, "late") is False
+    assert store.queue.still_mine(taken) is True
+    assert store.queue.failures() == []  # the late failure is not the job's: nothing logged
+    assert write(store, lambda tx: tx.jobs.complete(taken)) is True
+
+
+def test_release_gives_the_job_back_uncounted(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("j", {}))
+    job = _claim_one(store)
+    store.queue.release(job)
+    assert store.queue.still_mine(job) is False
+    again = _claim_one(store)
+    assert (again.id, again.attempts) == (job.id, 1)
+    store.queue.release(job)  # a stale release does nothing
+    assert store.queue.still_mine(again) is True
+
+
+def test_stats_and_next_run_after(store: ports.Store, clock: FrozenClock) -> None:
+    assert store.queue.stats() == {"queued": 0, "runnable": 0, "running": 0, "failed": 0}
+    assert store.queue.next_run_after() is None
+    now = clock.now_us()
+    _enqueue(store, JobSpec("a", {}, run_after=now - 5), JobSpec("b", {}, run_after=now - 1),
+             JobSpec("c", {}, run_after=now + 100 * SECOND))
+    assert store.queue.next_run_after() == now - 5
+    _claim_one(store)
+    assert store.queue.stats() == {"queued": 3, "runnable": 1, "running": 1, "failed": 0}
+    assert store.queue.next_run_after() == now - 5  # a leased job still counts
+
+
+def test_cancel_drops_unclaimed_jobs_by_key_prefix(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("email_send", {"k": 1}, unique_key="email:1:bob", priority=1),
+             JobSpec("email_send", {"k": 2}, unique_key="email:1:ann"),
+             JobSpec("email_send", {"k": 3}, unique_key="email:12:ann"),
+             JobSpec("email_send", {"k": 4}),
+             JobSpec("webhook", {"k": 5}, unique_key="email:1:cat"),
+             JobSpec("email_send", {"k": 6}, unique_key="emailx1:dan"),
+             JobSpec("email_send", {"k": 7}, unique_key="a_b:1"),
+             JobSpec("email_send", {"k": 8}, unique_key="axb:1"))
+    claimed = _claim_one(store, funcs=["email_send"])
+    assert claimed.unique_key == "email:1:bob"
+    assert write(store, lambda tx: tx.jobs.cancel("email_send", "email:1:")) == 1
+    assert write(store, lambda tx: tx.jobs.cancel("email_send", "a_b:")) == 1  # "_" is no wildcard
+    assert write(store, lambda tx: tx.jobs.cancel("email_send", "nothing")) == 0
+    assert sorted(j.args["k"] for j in store.queue.claim(10)) == [3, 4, 5, 6, 8]
+    assert store.queue.still_mine(claimed) is True
+
+
+def test_recorded_failures_are_listed(store: ports.Store, clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("webhook", {"url": "https://x.example"}))
+    job = _claim_one(store)
+    write(store, lambda tx: tx.jobs.record_failure(job, "answered 500", final=False,
+                                                   now=clock.now_us()))
+    write(store, lambda tx: tx.jobs.record_failure(job, "x" * 5000, final=True,
+                                                   now=clock.now_us()))
+    latest, first = store.queue.failures()
+    assert (first.error, first.final, first.func, first.job_id) == (
+        "answered 500", False, "webhook", job.id)
+    assert first.args == {"url": "https://x.example"}
+    assert latest.final is True and latest.error.startswith("xxx")
+    assert store.queue.stats()["failed"] == 1
+    assert store.queue.failures(final_only=True) == [latest]
+
+
+def test_the_enqueue_hook_hears_of_every_enqueue(store: ports.Store) -> None:
+    heard: list[int] = []
+    store.on_enqueue = heard.append
+    _enqueue(store, JobSpec("a", {}), JobSpec("b", {}))
+    _enqueue(store)
+    _enqueue(store, JobSpec("c", {}))
+    assert heard == [2, 1]
+
+
+def test_concurrent_claims_never_share_a_job(store: ports.Store) -> None:
+    _enqueue(store, *[JobSpec("j", {"n": n}) for n in range(60)])
+    claimed: Counter[int] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            while jobs := store.queue.claim(4):
+                with lock:
+                    claimed.update(j.id for j in jobs)
+        except BaseException as exc:  # reported below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert len(claimed) == 60 and set(claimed.values()) == {1}

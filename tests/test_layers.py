@@ -1,0 +1,150 @@
+"""The layering holds: import-linter's contracts (pyproject.toml), no import circle inside the
+package, no private name used across packages, and the pure layers load no template files."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "tidings"
+ROOT = SRC.parent.parent
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in SRC.rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert lint, "import-linter is not installed (it is in the test extras)"
+    done = subprocess.run([lint, "--no-logo", "--no-cache"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def _cycle(graph: grimp.ImportGraph, modules: set[str]) -> list[str] | None:
+    """One import cycle among ``modules`` (direct imports, lazy ones included), if any."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        stack.append(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module) & modules):
+            if state.get(imported) == 1:
+                return [*stack[stack.index(imported):], imported]
+            if imported not in state:
+                found = visit(imported)
+                if found:
+                    return found
+        stack.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(modules):
+        if module not in state:
+            found = visit(module)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_in_the_package() -> None:
+    graph = grimp.build_graph("tidings", cache_dir=None)
+    modules = {m for m in graph.modules if m.startswith("tidings.")
+               and ".migrations" not in m}
+    assert _cycle(graph, modules) is None, " -> ".join(_cycle(graph, modules) or [])
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for name in ("x.a", "x.b", "x.c"):
+        graph.add_module(name)
+    graph.add_import(importer="x.a", imported="x.b")
+    graph.add_import(importer="x.b", imported="x.c")
+    assert _cycle(graph, {"x.a", "x.b", "x.c"}) is None
+    graph.add_import(importer="x.c", imported="x.a")
+    assert _cycle(graph, {"x.a", "x.b", "x.c"}) is not None
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else module
+
+
+def _private_uses(module: str, path: Path) -> list[str]:
+    """Names starting with one underscore that ``module`` takes from another package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases: dict[str, str] = {}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tidings"):
+            for alias in node.names:
+                target = f"{node.module}.{alias.name}"
+                if alias.name.startswith("_") and not alias.name.startswith("__") \
+                        and _package(node.module) != _package(module):
+                    uses.append(f"{module}: from {node.module} import {alias.name}")
+                aliases[alias.asname or alias.name] = target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("tidings"):
+                    aliases[alias.asname or alias.name] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                and not node.attr.startswith("__") and isinstance(node.value, ast.Name):
+            owner = aliases.get(node.value.id)
+            if owner and _package(owner) != _package(module):
+                uses.append(f"{module}: {node.value.id}.{node.attr}")
+    return uses
+
+
+def test_no_private_name_is_used_across_packages() -> None:
+    uses = [use for module, path in _modules().items() for use in _private_uses(module, path)]
+    assert uses == []
+
+
+def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from tidings.store.sql.database import _first_line\n"
+                     "from tidings.channels import email\nemail._templates()\n")
+    assert len(_private_uses("tidings.api.probe", probe)) == 2
+
+
+@pytest.mark.parametrize("layer", ["domain", "services", "ports.py", "fanout", "jobs"])
+def test_pure_layers_load_no_template_files(layer: str) -> None:
+    paths = [SRC / layer] if layer.endswith(".py") else list((SRC / layer).rglob("*.py"))
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        for loader in ("PackageLoader", "FileSystemLoader"):
+            assert loader not in text, f"{path.relative_to(SRC)} uses Jinja's {loader}"
+
+
+def test_modules_stay_small() -> None:
+    """One concept per module: none over 400 lines (generated code and migrations aside)."""
+    big = {str(path.relative_to(SRC)): n for path in _modules().values()
+           if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert big == {}
+
+
+def test_the_http_client_loads_no_engine() -> None:
+    """An application that only talks HTTP imports tidings.client without the engine."""
+    probe = ("import sys, tidings.client; "
+             "print(sorted(m for m in ('tidings.engine', 'sqlalchemy', 'fastapi') "
+             "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
