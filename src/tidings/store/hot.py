@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from tidings.domain.views import TimelineEntry
 from tidings.store.redis.client import Redis
@@ -32,13 +32,20 @@ T = TypeVar("T")
 IN_LIST = 1000
 
 
+# built once, so their compiled forms are cached: a page costs one indexed lookup
+PAYLOADS = select(events.c.id, events.c.payload).where(
+    events.c.id.in_(bindparam("ids", expanding=True)))
+BODIES = select(events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
+                events.c.created_at).where(events.c.id.in_(bindparam("ids", expanding=True)),
+                                           events.c.retracted_at.is_(None))
+
+
 def _payloads(conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
     def load(ids: Sequence[int]) -> dict[int, str]:
         found: dict[int, str] = {}
         for start in range(0, len(ids), IN_LIST):
             found.update((r.id, r.payload) for r in conn.execute(
-                select(events.c.id, events.c.payload)
-                .where(events.c.id.in_(list(ids[start:start + IN_LIST])))))
+                PAYLOADS, {"ids": list(ids[start:start + IN_LIST])}))
         return found
 
     return load
@@ -46,12 +53,9 @@ def _payloads(conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
 
 def _bodies(conn: Connection) -> Callable[[Sequence[int]], dict[int, TimelineEntry]]:
     def load(ids: Sequence[int]) -> dict[int, TimelineEntry]:
-        e = events.c
         return {r.id: TimelineEntry(id=r.id, type=r.type, actor=r.actor, object=r.object,
                                     payload=json.loads(r.payload), created_at=r.created_at)
-                for r in conn.execute(
-                    select(e.id, e.type, e.actor, e.object, e.payload, e.created_at)
-                    .where(e.id.in_(list(ids)), e.retracted_at.is_(None)))}
+                for r in conn.execute(BODIES, {"ids": list(ids)})}
 
     return load
 

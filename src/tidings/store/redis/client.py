@@ -106,6 +106,10 @@ class Redis:
         (a server that lost its scripts) or a moved slot runs the whole batch again."""
         if not calls:
             return []
+        if len(calls) == 1 and not calls[0][0]:  # one command: no pipeline needed
+            _, command, args = calls[0]
+            with guard(what):
+                return [self.client.execute_command(command, *args)]
         with guard(what):
             for attempt in range(3):
                 results = self._execute(calls)

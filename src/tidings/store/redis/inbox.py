@@ -24,7 +24,7 @@ from tidings.domain.views import (
     NotificationKey,
     ReadState,
 )
-from tidings.store.redis.client import Redis
+from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys, opt
 from tidings.store.redis.writes import CLEANUP, INDEX, WriteBuffer
 
@@ -96,7 +96,8 @@ class RedisInbox:
     # -- watermarks -----------------------------------------------------------------------
 
     def load_markers(self, user: str) -> Markers:
-        (raw,) = self.redis.pipeline([("", "HGETALL", [self.keys.markers(user)])], "markers")
+        with guard("markers"):
+            raw = self.redis.client.hgetall(self.keys.markers(user))
         return markers_of(raw)
 
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
