@@ -276,12 +276,6 @@ class Tidings:
         :meth:`retract` does it for every recipient. Returns how many went."""
         return self.inbox.delete_matching(user, actor=actor, type=type, object=object)
 
-    def listen(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback`` (from any thread) when ``user``'s inbox or count changes, in
-        this process or, with a Redis hot store, in any process; returns the unsubscribe.
-        Live streams wait on it and still poll now and then as a fallback."""
-        return self.store.notifier.subscribe(user, callback)
-
     def mark_all_read(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None) -> int:
         """Move a watermark; returns how many unread items it covered (capped at 100)."""
@@ -290,6 +284,17 @@ class Tidings:
     def mark_seen(self, user: str, until: int | None = None) -> None:
         """Move the seen watermark (badge seen, not read)."""
         self.inbox.mark_seen(user, until)
+
+    def watch(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread) when ``user``'s inbox or counts may have
+        changed — new notifications, marks on any device; returns the function that stops
+        it. Across processes where the store can tell (PostgreSQL LISTEN/NOTIFY, Redis)."""
+        return self.inbox.watch(user, callback)
+
+    @property
+    def watch_reaches_other_processes(self) -> bool:
+        """Whether :meth:`watch` hears of changes made by other processes too."""
+        return self.inbox.watch_reaches_other_processes
 
     # -- jobs ---------------------------------------------------------------------------------
 

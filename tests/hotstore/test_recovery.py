@@ -138,7 +138,7 @@ def test_live_updates_reach_another_process_through_pub_sub(hot_url: str, sqlite
     with open_tidings(sqlite_url, hot_store_url=hot_url) as writer, \
             open_tidings(sqlite_url, hot_store_url=hot_url) as reader:
         heard = threading.Event()
-        unsubscribe = reader.listen("ann", heard.set)
+        unsubscribe = reader.watch("ann", heard.set)
         assert reader.store.notifier.wait_connected(10)  # type: ignore[attr-defined]
         writer.publish({"type": "mention", "actor": "bob", "recipients": ["ann"]})
         writer.run_jobs()

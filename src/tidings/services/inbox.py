@@ -4,7 +4,7 @@ and the push timeline."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidings.clock import Clock, to_rfc3339
@@ -111,7 +111,7 @@ class InboxService:
         check_user_id(user)
         filters = self.filters(types, category, section, True, actor=actor, object=object)
         with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+            count = tx.inbox.unread_count(user, filters)
         return UnreadCount(count, count_display(count))
 
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
@@ -141,6 +141,7 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
+            self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             groups = tx.inbox.groups_by_ids(user, numbers)
             return tx.inbox.mark_groups(user, groups, read=read, now=now, markers=markers)
@@ -160,6 +161,7 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
+            self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             groups = tx.inbox.groups_by_match(user, actor=actor, type=type, object=object)
             return tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
@@ -209,7 +211,8 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
-            before = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+            self._announce(tx, user)
+            before = tx.inbox.unread_count(user, filters)
             for scope in scopes:
                 tx.inbox.set_marker(user, scope, now)
             return before
@@ -221,4 +224,24 @@ class InboxService:
         check_user_id(user)
         now = self.clock.now_us()
         mark = now if until is None else min(until, now)
-        self.store.transact(lambda tx: tx.inbox.set_marker(user, "seen", mark))
+        def work(tx: Tx) -> None:
+            self._announce(tx, user)
+            tx.inbox.set_marker(user, "seen", mark)
+
+        self.store.transact(work)
+
+    def _announce(self, tx: Tx, user: str) -> None:
+        """Tell live listeners of ``user`` (every device's stream) once ``tx`` commits."""
+        notifier = self.store.notifier
+        tx.after_commit(lambda: notifier.changed([user]))
+
+    def watch(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread) when ``user``'s inbox or counts may have
+        changed; returns the function that stops it."""
+        check_user_id(user)
+        return self.store.notifier.subscribe(user, callback)
+
+    @property
+    def watch_reaches_other_processes(self) -> bool:
+        """Whether :meth:`watch` hears of changes made by other processes too (else poll)."""
+        return self.store.notifier.cross_process

@@ -75,6 +75,9 @@ class HotTx:
                                 copy_marker=sql.inbox.set_marker)
         self.timeline = RedisTimeline(redis, buffer, _bodies(sql.conn))
 
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self.sql.after_commit(callback)
+
 
 class HotStore:
     """A SQL store with its inboxes, counters and timelines in Redis."""
@@ -99,21 +102,13 @@ class HotStore:
         self.sql.on_enqueue = value
 
     def transact(self, work: Callable[[HotTx], T]) -> T:
-        changed: set[str] = set()
-
         def unit(tx: SqlTx) -> T:
             buffer = WriteBuffer()
             result = work(HotTx(tx, self.redis, buffer))
             buffer.flush(self.redis)  # before the commit: a failed send rolls the unit back
-            changed.clear()
-            changed.update(buffer.users)
             return result
 
-        result = self.sql.transact(unit)
-        if changed:
-            with contextlib.suppress(Exception):  # live updates are best effort
-                self.notifier.changed(sorted(changed))
-        return result
+        return self.sql.transact(unit)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[HotTx]:

@@ -1,8 +1,8 @@
 """An in-process notifier: listeners in this process hear of changes at once.
 
 Processes that share a store but not memory (several API processes, separate workers) still
-see changes by polling; with a Redis hot store, ``tidings.store.redis.notifier`` carries the
-changes between processes and uses this one for the callbacks of each.
+see changes by polling; a notifier over Redis pub/sub or PostgreSQL LISTEN/NOTIFY replaces this
+one where the store offers it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ log = logging.getLogger("tidings.notifier")
 
 class LocalNotifier:
     """Callbacks per user, called from the thread that reports the change."""
+
+    cross_process = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -31,7 +33,7 @@ class LocalNotifier:
                 log.exception("a live-update listener failed")
 
     def users(self) -> list[str]:
-        """The users someone listens to."""
+        """The users someone listens for."""
         with self._lock:
             return list(self._listeners)
 
@@ -48,3 +50,21 @@ class LocalNotifier:
                     self._listeners.pop(user, None)
 
         return unsubscribe
+
+
+class AfterCommit:
+    """Callbacks a unit of work runs once it has committed."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def run_after_commit(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # what is committed stays committed; a listener may miss it
+                log.exception("an after-commit callback failed")

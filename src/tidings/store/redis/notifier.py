@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tidings.exceptions import StoreUnavailable
 from tidings.store.notifier import LocalNotifier
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys
@@ -29,6 +30,8 @@ RECONNECT_SECONDS = 0.5
 class RedisNotifier:
     """``Notifier`` over one Redis channel, with the callbacks of this process."""
 
+    cross_process = True
+
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self.channel = Keys(redis.prefix).live()
@@ -39,12 +42,17 @@ class RedisNotifier:
         self._connected = threading.Event()
 
     def changed(self, users: Sequence[str]) -> None:
+        """Publish; best effort (a change already committed must not fail its caller)."""
         names = sorted(set(users))
         if not names:
             return
-        with guard("publishing"):
-            for start in range(0, len(names), BATCH):
-                self.redis.client.publish(self.channel, "\n".join(names[start:start + BATCH]))
+        try:
+            with guard("publishing"):
+                for start in range(0, len(names), BATCH):
+                    self.redis.client.publish(self.channel,
+                                              "\n".join(names[start:start + BATCH]))
+        except StoreUnavailable as exc:
+            log.warning("live update not published: %s", exc)
 
     def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
         unsubscribe = self.local.subscribe(user, callback)
