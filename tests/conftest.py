@@ -34,6 +34,7 @@ import pytest
 
 from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
 from engines import open_tidings
+from redis_servers import hot_url, redis_cluster, redis_server  # noqa: F401 (fixtures)
 from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings

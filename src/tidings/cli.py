@@ -208,6 +208,32 @@ def jobs(database_url: DatabaseOption = None,
         console.print(listing)
 
 
+@app.command("rebuild-hot-store")
+def rebuild_hot_store(
+    database_url: DatabaseOption = None,
+    run: Annotated[bool, typer.Option(
+        "--run/--no-run", help="Run the fan-out jobs here (or leave them to the workers).")
+    ] = True,
+) -> None:
+    """Refill the Redis hot store from SQL after a Redis loss: read watermarks from their
+    durable copy, then every retained event's notifications and timeline entries."""
+    from tidings.engine import Tidings
+    from tidings.store.hot import HotStore
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    if not isinstance(tidings.store, HotStore):
+        raise typer.BadParameter("TIDINGS_HOT_STORE_URL is not set: there is no hot store")
+    markers = tidings.store.restore_markers()
+    queued = tidings.redeliver_retained()
+    console.print(f"{markers:,} read watermarks restored, {queued:,} events queued for "
+                  "delivery")
+    if run:
+        ran = tidings.run_jobs()
+        console.print(f"{ran:,} jobs run")
+    tidings.close()
+
+
 @app.command()
 def bounce(
     address: Annotated[str, typer.Argument(metavar="ADDRESS", help="The address that bounced.")],

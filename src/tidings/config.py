@@ -45,6 +45,7 @@ class Config:
     """Every setting tidings reads. Build with :meth:`from_env` or directly in code."""
 
     database_url: str = "sqlite:///./tidings.db"
+    hot_store_url: str | None = None
     types_file: str | None = None
     api_keys: tuple[str, ...] = ()
     token_secret: str | None = None
@@ -75,6 +76,7 @@ class Config:
         env = os.environ if env is None else env
         config = cls(
             database_url=env.get("TIDINGS_DATABASE_URL") or cls.database_url,
+            hot_store_url=env.get("TIDINGS_HOT_STORE_URL") or None,
             types_file=env.get("TIDINGS_TYPES_FILE") or None,
             api_keys=_list(env, "TIDINGS_API_KEY"),
             token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,

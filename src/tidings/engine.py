@@ -51,7 +51,8 @@ class Tidings:
         self.store: Store = store or open_store(
             self.config.database_url, self.clock, lease_seconds=self.config.lease_seconds,
             max_attempts=self.config.job_max_attempts,
-            backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size)
+            backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size,
+            hot_url=self.config.hot_store_url)
         self.limits = Limits(self.config.max_payload_bytes, self.config.max_recipients)
         file_types = load_types_file(self.config.types_file) if self.config.types_file else []
         self.catalog = Catalog(self.store, self.clock, [*file_types, *types])
@@ -232,20 +233,26 @@ class Tidings:
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
                       unread: bool | None = None, limit: int = 20,
-                      cursor: str | None = None, locale: str | None = None
+                      cursor: str | None = None, locale: str | None = None,
+                      actor: str | None = None, object: str | None = None,
+                      max_id: str | int | None = None, since_id: str | int | None = None
                       ) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor.
 
-        Titles are rendered in ``locale`` (falling back to English).
+        Titles are rendered in ``locale`` (falling back to English). ``actor``, ``object``,
+        ``max_id`` (event id below) and ``since_id`` (event id above) narrow it further.
         """
         return self.inbox.notifications(user, types=types, category=category,
                                         section=section, unread=unread, limit=limit,
-                                        cursor=cursor, locale=locale)
+                                        cursor=cursor, locale=locale, actor=actor,
+                                        object=object, max_id=max_id, since_id=since_id)
 
     def unread_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None) -> UnreadCount:
+                     category: str | None = None, section: str | None = None,
+                     actor: str | None = None, object: str | None = None) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'."""
-        return self.inbox.unread_count(user, types=types, category=category, section=section)
+        return self.inbox.unread_count(user, types=types, category=category, section=section,
+                                       actor=actor, object=object)
 
     def timeline(self, user: str, *, limit: int = 20,
                  cursor: str | None = None) -> Page[dict[str, Any]]:
@@ -263,6 +270,12 @@ class Tidings:
                            type: str | None = None, object: str | None = None) -> int:
         """Jiepang's 'mark read by (from user, type, post)'."""
         return self.inbox.mark_read_matching(user, actor=actor, type=type, object=object)
+
+    def delete_notifications(self, user: str, *, actor: str | None = None,
+                             type: str | None = None, object: str | None = None) -> int:
+        """Jiepang's 'delete by (to user, from user, type, post)' for one recipient;
+        :meth:`retract` does it for every recipient. Returns how many went."""
+        return self.inbox.delete_matching(user, actor=actor, type=type, object=object)
 
     def mark_all_read(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None) -> int:
@@ -303,6 +316,11 @@ class Tidings:
     def run_jobs(self, max_jobs: int | None = None) -> int:
         """Run every runnable job in this process (the embedded mode and tests)."""
         return Worker(self.job_context, self.handlers, batch=10).drain(max_jobs)
+
+    def redeliver_retained(self) -> int:
+        """Queue the fan-out of every retained event again, dated at its creation (inboxes
+        and timelines only): ``tidings rebuild-hot-store`` after a Redis loss."""
+        return self.publishing.redeliver_retained()
 
     def schedule_maintenance(self) -> None:
         self.publishing.schedule_maintenance()

@@ -12,6 +12,7 @@ every thread from fan-out.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -109,6 +110,11 @@ class Worker:
             log.warning("%s", exc)
             return False
         except StoreUnavailable:
+            # The store (or its Redis hot part) is away: not the job's fault. Give the job
+            # back without spending an attempt, if the queue answers (else its lease expires),
+            # and let the loop wait: an outage of any length gives no delivery up.
+            with contextlib.suppress(StoreUnavailable):
+                queue.release(job)
             raise
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
