@@ -201,7 +201,7 @@ def _summary(subscribers: int, workers: int, settings: FanoutSettings,
     }
 
 
-def table(result: dict[str, Any]) -> Table:
+def table(result: dict[str, Any]) -> list[Table]:
     out = Table(title=f"W3 fan-out — {result['store']} "
                       f"(median of {result['settings']['rounds']} rounds)",
                 title_justify="left")
@@ -212,4 +212,4 @@ def table(result: dict[str, Any]) -> Table:
         out.add_row(f"{row['subscribers']:,}", str(row["workers"]), str(row["chunk_jobs"]),
                     f"{row['median_seconds']:.3f}", f"{row['max_seconds']:.3f}",
                     fmt_rate(row["deliveries_per_second"]))
-    return out
+    return [out]

@@ -265,7 +265,7 @@ def result(settings: HttpSettings, backend: str, data: dict[str, Any],
     }
 
 
-def table(result: dict[str, Any]) -> Table:
+def table(result: dict[str, Any]) -> list[Table]:
     data = result["data"]
     settings = result["settings"]
     out = Table(title=f"W4 HTTP — {result['store']}: {data['users']:,} users, "
@@ -281,4 +281,4 @@ def table(result: dict[str, Any]) -> Table:
         out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
                     fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}",
                     f"{row['errors']:,}")
-    return out
+    return [out]
