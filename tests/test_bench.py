@@ -79,11 +79,12 @@ def test_a_bench_store_is_its_own_and_is_dropped(store_url: str, backend: str) -
         assert store.name not in names
 
 
-def test_bench_fanout_runs_and_writes_json(tmp_path: Path) -> None:
-    out = tmp_path / "fanout.json"
+def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "fanout.json", tmp_path / "fanout.png"
     result = runner.invoke(bench_app, [
         "fanout", "--subscribers", "25", "--workers", "1,2", "--rounds", "2",
-        "--chunk-size", "10", "--json", str(out)])
+        "--chunk-size", "10", "--push-users", "60", "--push-events", "4", "--baseline",
+        "--sweep", "--json", str(out), "--plot", str(png)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["backend"] == "sqlite"
@@ -91,6 +92,15 @@ def test_bench_fanout_runs_and_writes_json(tmp_path: Path) -> None:
     (row,) = data["results"]
     assert (row["subscribers"], row["workers"], row["chunk_jobs"], row["rounds"]) == (25, 1, 3, 2)
     assert row["deliveries_per_second"] > 0
+    assert data["push"]["users"] == 60 and data["push"]["followers_per_user"] == 43
+    assert [r["figure"] for r in data["comparisons"]] == [
+        "deliveries, 25 followers, 1 worker(s) vs INSERT…SELECT",
+        "deliveries, 25 followers, 1 worker(s) vs COPY",
+        "events to ~43 followers, 1 worker(s)"]
+    assert_compared(data)
+    assert list(data["sweep"]["series"]) == [
+        "deliveries, 25 followers (rows/s)", "events to ~43 followers (events/s)"]
+    assert png.read_bytes().startswith(PNG)
 
 
 def test_bench_inbox_runs_and_writes_json(tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.progress import Progress
 from sqlalchemy import select
 
+from tidings.bench import fanout_raw
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.inbox_raw import RawInbox
@@ -110,3 +112,40 @@ def test_a_sweep_inbox_has_the_rows_publishing_would_have_written(tmp_path: Path
             t.run_jobs()
         finally:
             t.close()
+
+
+def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
+    followers = [f"f{i}" for i in range(7)]
+    fanout_raw.write_follows(store_url, [(f, "star") for f in followers] + [("star", "f0")])
+    t = Tidings(Config(database_url=store_url), pool_size=1)
+    t.define_type(fanout_raw.EVENT_TYPE)
+    raw = fanout_raw.RawFanout(store_url)
+    try:
+        t.publish(Event(fanout_raw.EVENT_TYPE.name, actor="star", object=fanout_raw.OBJECT))
+        t.run_jobs()
+        now = time.time_ns() // 1000
+        assert raw.insert_select("star", now) == len(followers)
+        assert raw.copy("star", now) == len(followers)
+        assert raw.push("star", now) == len(followers)
+        assert raw.push("f0", now) == 1  # the star follows f0
+        n = notifications.c
+        columns = (n.type, n.category, n.section, n.actor, n.object, n.bundle_base, n.read_at)
+        with database_of(t).read() as conn:
+            rows = conn.execute(select(n.event_id, n.user_id, n.created_at, n.fresh_at,
+                                       n.bundle_hash, n.display_hash, *columns)
+                                .where(n.actor == "star")).all()
+        by_event: dict[int, list[Any]] = {}
+        for row in rows:
+            by_event.setdefault(row.event_id, []).append(row)
+        assert len(by_event) == 4  # tidings', then three raw events
+        shapes = {tuple(sorted((r.user_id, *(r[-len(columns):])) for r in group))
+                  for group in by_event.values()}
+        assert len(shapes) == 1  # the same followers, the same values
+        for group in by_event.values():
+            assert len({(r.bundle_hash, r.display_hash) for r in group}) == 1
+            assert all(len(r.display_hash) == 32 and r.fresh_at == r.created_at for r in group)
+        for user in followers:
+            assert t.unread_count(user).count == 4
+    finally:
+        raw.close()
+        t.close()

@@ -114,15 +114,29 @@ def fanout(
         help="Fan-out chunk size.")] = None,
     poll: Annotated[float, typer.Option(
         metavar="SECONDS", min=0.001, help="The workers' idle poll interval, seconds.")] = 0.01,
+    push_users: Annotated[int, typer.Option(
+        metavar="N", min=2, help="Users of the push graph (times --scale), each following 43 "
+                                 "others.")] = 10_000,
+    push_events: Annotated[int, typer.Option(
+        metavar="N", min=0, help="Events to ~43 followers per push round (0: no push "
+                                 "rounds).")] = 500,
+    seed: Annotated[int, typer.Option(
+        metavar="N", help="Random seed for the push graph and its actors.")] = 1,
+    baseline: BaselineOption = False,
+    sweep: Annotated[bool, typer.Option(
+        "--sweep", help="Run 1, 2 and 4 workers (whatever --workers says) and report each "
+                        "figure's curve over them.")] = False,
     json_file: JsonOption = None,
+    plot_file: PlotOption = None,
 ) -> None:
-    """W3, fan-out: one event to N followers; deliveries/s and time until every inbox row
-    is written."""
+    """W3, fan-out: one event to N followers (deliveries/s, time until every inbox row is
+    written), then many events to ~43 followers each (events/s)."""
     settings = fanout_workload.FanoutSettings(
         store=store, subscribers=_counts(subscribers, "--subscribers", scale),
         workers=_counts(workers, "--workers"), scale=scale, rounds=rounds,
-        chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll)
-    _run(fanout_workload.run, settings, fanout_workload.table, json_file)
+        chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll, baseline=baseline,
+        sweep=sweep, push_users=push_users, push_events=push_events, seed=seed)
+    _run(fanout_workload.run, settings, fanout_workload.table, json_file, plot_file)
 
 
 @bench_app.command()

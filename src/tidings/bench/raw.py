@@ -92,6 +92,14 @@ class RawConnection:
         self._cursor.execute(statement, params)
         return list(self._cursor.fetchall())
 
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement already in this driver's style; return the rows it changed."""
+        if self._pg is not None:
+            return self._pg.execute(statement, params, prepare=True).rowcount
+        if self._lite is not None:
+            return self._lite.execute(statement, params).rowcount
+        return int(self._cursor.execute(statement, params))
+
     def insert_id(self, statement: str, params: Sequence[Any]) -> int:
         """Run an INSERT of one row and return its new id (PostgreSQL: ``… RETURNING id``)."""
         if self._pg is not None:
