@@ -154,6 +154,21 @@ def test_bench_inbox_baseline_sweep_and_plot(tmp_path: Path) -> None:
     assert png.read_bytes().startswith(PNG)
 
 
+def test_bench_http_baseline_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "http.json", tmp_path / "http.png"
+    result = runner.invoke(bench_app, [
+        "http", "--scale", "0.0005", "--rounds", "1", "--seconds", "0.2", "--processes", "1",
+        "--concurrency", "2", "--baseline", "--json", str(out), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert [r["figure"] for r in data["comparisons"]] == [
+        "GET unread-count", "GET first page (20)", "POST /v1/events"]
+    assert_compared(data)
+    assert all(row["tidings"]["latency"]["count"] > 0 and row["baseline"]["latency"]["count"] > 0
+               for row in data["comparisons"])
+    assert png.read_bytes().startswith(PNG)
+
+
 def test_plot_without_matplotlib_says_how_to_install_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError

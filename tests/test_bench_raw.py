@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from rich.progress import Progress
 from sqlalchemy import select
 
+from servers import serve
 from tidings.bench import fanout_raw
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import sweep as sweep_workload
+from tidings.bench.baseline_app import create_app
 from tidings.bench.inbox_raw import RawInbox
 from tidings.bench.stores import BenchStore, database_of
 from tidings.config import Config
@@ -34,19 +37,39 @@ def _engine(url: str) -> Tidings:
     return t
 
 
-def test_raw_inbox_statements_answer_what_the_engine_answers(store_url: str) -> None:
+def test_raw_inbox_statements_and_the_baseline_app_answer_what_the_engine_answers(
+        store_url: str) -> None:
     t = _engine(store_url)
     raw = RawInbox(store_url)
+    headers = {"Authorization": "Bearer k"}
     try:
         world = inbox_workload.World(10, random.Random(3))
         inbox_workload.load(t, world, 150, QUIET)
-        checked = 0
-        for user in world.users:
-            assert raw.unread_count(user) == t.unread_count(user).count
-            page = t.notifications(user, limit=20)
-            assert [str(row[0]) for row in raw.first_page(user)] == [i.id for i in page.items]
-            checked += bool(page.items)
-        assert checked >= 5
+        with serve(create_app(store_url, "k")) as base, httpx.Client(base_url=base) as app:
+            checked = 0
+            for user in world.users:
+                count = t.unread_count(user).count
+                assert raw.unread_count(user) == count
+                assert app.get(f"/v1/users/{user}/notifications/unread-count",
+                               headers=headers).json() == {"count": count}
+                ids = [i.id for i in t.notifications(user, limit=20).items]
+                assert [str(row[0]) for row in raw.first_page(user)] == ids
+                items = app.get(f"/v1/users/{user}/notifications?limit=20",
+                                headers=headers).json()["items"]
+                assert [str(i["event_id"]) for i in items] == ids
+                assert all(isinstance(i["payload"], dict) for i in items)
+                checked += bool(ids)
+            assert checked >= 5
+            assert app.get(f"/v1/users/{user}/notifications").status_code == 401
+            event = {"type": "mention", "actor": "a", "recipients": ["b"],
+                     "idempotency_key": "raw-1"}
+            for _ in range(2):  # the second is a repeat: accepted, not stored again
+                answer = app.post("/v1/events", json=event, headers=headers)
+                assert (answer.status_code, answer.json()) == (202, {"status": "accepted"})
+        stored = t.get_event(raw.conn.fetch(raw.conn.sql(
+            "SELECT id FROM events WHERE idempotency_key = %s"), ("raw-1",))[0][0])
+        assert (stored.type, stored.actor, stored.recipients) == ("mention", "a", ["b"])
+
         user = world.users[0]
         assert t.unread_count(user).count > 0
         raw.mark_all_read(user, time.time_ns() // 1000)

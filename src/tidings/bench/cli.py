@@ -183,11 +183,13 @@ def http(
         metavar="N", min=1, max=64, help="Server processes (`tidings serve --workers`).")] = 2,
     seed: Annotated[int, typer.Option(
         metavar="N", help="Random seed for the data and the requests.")] = 1,
+    baseline: BaselineOption = False,
     json_file: JsonOption = None,
+    plot_file: PlotOption = None,
 ) -> None:
     """W4, HTTP: unread counts, first pages and publishing per second through `tidings serve` on
     loopback (a separate worker process fans out)."""
     settings = http_workload.HttpSettings(store=store, scale=scale, seconds=seconds,
                                           rounds=rounds, concurrency=concurrency,
-                                          processes=processes, seed=seed)
-    _run(http_workload.run, settings, http_workload.table, json_file)
+                                          processes=processes, seed=seed, baseline=baseline)
+    _run(http_workload.run, settings, http_workload.table, json_file, plot_file)

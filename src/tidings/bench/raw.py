@@ -30,6 +30,11 @@ def parse(url: str) -> tuple[str, URL]:
     return ("mysql" if backend in ("mysql", "mariadb") else backend), parsed
 
 
+def style(backend: str, statement: str) -> str:
+    """``statement``, written with ``%s`` placeholders, in ``backend``'s driver's style."""
+    return statement.replace("%s", "?") if backend == "sqlite" else statement
+
+
 def pg_params(parsed: URL) -> dict[str, Any]:
     """psycopg connection parameters for a parsed ``postgresql://`` URL."""
     params: dict[str, Any] = {"host": parsed.host or "localhost", "port": parsed.port or 5432,
@@ -80,7 +85,7 @@ class RawConnection:
 
     def sql(self, statement: str) -> str:
         """``statement`` in this driver's placeholder style."""
-        return statement.replace("%s", "?") if self._lite is not None else statement
+        return style(self.backend, statement)
 
     def fetch(self, statement: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a statement already in this driver's style; return its rows (none for writes)."""
