@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from rich.progress import Progress
 from rich.table import Table
@@ -38,6 +39,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 
+T = TypeVar("T")
 ACTOR = "bench-star"
 SWEEP_WORKERS = (1, 2, 4)
 # Goals as ratios to the baseline in the same run (issue 14).
@@ -69,6 +71,17 @@ def chunk_jobs(subscribers: int, chunk_size: int) -> int:
 
 def follower_id(i: int) -> str:
     return f"f{i:08d}"
+
+
+def counted(items: Iterable[T], advance: Callable[[int], object], every: int = 10_000,
+            ) -> Iterator[T]:
+    """``items``, calling ``advance(n)`` every ``every`` items and for the rest at the end."""
+    n = 0
+    for n, item in enumerate(items, 1):
+        yield item
+        if n % every == 0:
+            advance(every)
+    advance(n % every)
 
 
 def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: WorkerProcesses,
@@ -129,11 +142,17 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
         t = Tidings(Config(database_url=store.url, chunk_size=settings.chunk_size), pool_size=2)
         raw = RawFanout(store.url) if settings.baseline else None
         try:
+            runs = len(settings.subscribers) * (len(workers) + (raw is not None)) + (
+                bool(settings.push_events) * (len(workers) + (raw is not None)))
+            overall = progress.add_task("fan-out runs (rounds)", total=runs * settings.rounds)
             for subscribers in settings.subscribers:
                 store.empty_tables(database_of(t))
                 t.define_type(EVENT_TYPE)  # before the workers start, so they read it
-                loading = progress.add_task(f"loading {subscribers:,} follows", total=None)
-                write_follows(store.url, ((follower_id(i), ACTOR) for i in range(subscribers)))
+                loading = progress.add_task(f"loading {subscribers:,} follows",
+                                            total=subscribers)
+                write_follows(store.url, counted(((follower_id(i), ACTOR)
+                                                  for i in range(subscribers)),
+                                                 partial(progress.advance, loading)))
                 progress.remove_task(loading)
                 store.analyze(database_of(t))
                 for count in workers:
@@ -144,12 +163,15 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
                             seconds.append(one_round(t, settings, subscribers, procs,
                                                      progress, label))
+                            progress.advance(overall)
                     results.append(_summary(subscribers, count, settings, seconds))
                 if raw is not None:
                     raw_seconds[subscribers] = raw_rounds(store, t, raw, subscribers,
                                                           settings.rounds, progress)
+                    progress.advance(overall, settings.rounds)
             if settings.push_events:
                 push = _push(store, t, raw, settings, workers, rng, progress)
+                progress.advance(overall, settings.rounds * (len(workers) + (raw is not None)))
         finally:
             if raw is not None:
                 raw.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.progress import Progress
@@ -50,17 +50,15 @@ def load_graph(url: str, users: int, rng: random.Random, progress: Progress) -> 
     task = progress.add_task(f"loading {users:,} users, {per_user} follows each",
                              total=users * per_user)
 
-    def pairs() -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
+    def pairs() -> Iterator[tuple[str, str]]:
         for i, follower in enumerate(names):
             for j in rng.sample(range(users - 1), per_user):
                 followee = names[j if j < i else j + 1]  # anyone but the follower
-                out.append((follower, followee))
                 followers[followee] = followers.get(followee, 0) + 1
-        return out
+                yield follower, followee
+            progress.advance(task, per_user)
 
     write_follows(url, pairs())
-    progress.update(task, completed=users * per_user)
     progress.remove_task(task)
     return Graph(names, followers)
 
