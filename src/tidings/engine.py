@@ -246,6 +246,12 @@ class Tidings:
         """Unread display groups, capped at 100 and shown as '99+'."""
         return self.inbox.unread_count(user, types=types, category=category, section=section)
 
+    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups not yet seen (newer than :meth:`mark_seen`'s watermark),
+        capped like :meth:`unread_count`: what a badge counts until the inbox is opened."""
+        return self.inbox.unseen_count(user, types=types, category=category, section=section)
+
     def timeline(self, user: str, *, limit: int = 20,
                  cursor: str | None = None) -> Page[dict[str, Any]]:
         """Events of the users ``user`` follows, newest first."""
