@@ -56,6 +56,7 @@ class Tidings:
         file_types = load_types_file(self.config.types_file) if self.config.types_file else []
         self.catalog = Catalog(self.store, self.clock, [*file_types, *types])
         channels = outbound_channels()
+        self._enabled_channels = ["web", *(c.name for c in channels if c.enabled(self.config))]
         self.observer = Observer()
         self.store.on_enqueue = lambda count: self.observe("job_queued", count)
         self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
@@ -132,6 +133,12 @@ class Tidings:
 
     def get_type(self, name: str) -> EventType:
         return self.catalog.get(name)
+
+    @property
+    def enabled_channels(self) -> list[str]:
+        """The channels this installation delivers over: the web inbox always, email with an
+        SMTP server configured, webhooks with a signing secret."""
+        return list(self._enabled_channels)
 
     # -- publish ------------------------------------------------------------------------------
 

@@ -57,6 +57,11 @@ class TypeIn(Strict):
     templates: TemplatesModel = Field(default_factory=TemplatesModel)
     retention_days: Annotated[int, Field(ge=1), BeforeValidator(json_int)] | None = None
     mandatory: bool = False
+    label: str | None = Field(None, min_length=1, max_length=80, description=(
+        "How people see the type (filters, preferences). Answers give the name made "
+        "readable when none is declared: `edit-user-talk` → `Edit user talk`."))
+    description: str | None = Field(None, min_length=1, max_length=200,
+                                    description="One line on when this notification comes.")
 
 
 class TypeOut(TypeIn):
@@ -66,3 +71,6 @@ class TypeOut(TypeIn):
 
 class TypeList(BaseModel):
     items: list[TypeOut]
+    enabled_channels: list[Channel] = Field(default_factory=list, description=(
+        "The channels this server delivers over: `web` always, `email` with an SMTP server "
+        "configured, `webhook` with a webhook signing secret."))
