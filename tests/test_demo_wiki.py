@@ -128,3 +128,28 @@ def test_signed_out_the_page_asks_to_sign_in(browser: Any, demo: Demo) -> None:
         assert page.locator("tidings-bell").is_hidden()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_demo_from_its_sign_in_list_to_a_page_through_the_bell(browser: Any, demo: Demo,
+                                                                   width: int) -> None:
+    for event in itertools.islice(events(random.Random(11)), 80):
+        demo.tidings.publish(event)
+    demo.tidings.run_jobs()
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(demo.url)
+        page.get_by_role("link", name="Sign in as bob").click()
+        page.locator("#list li").nth(2).wait_for()
+        page.locator("tidings-bell .bell").click()
+        first = page.locator("tidings-bell .item").first
+        first.wait_for()
+        page.locator("tidings-bell .item img.face").first.wait_for()  # the actors' avatars
+        page.screenshot(path=str(ARTIFACTS / f"demo-flyout-{width}.png"))
+        with page.expect_navigation():
+            first.click()
+        assert "/wiki/" in page.url
+        assert page.locator("h1").is_visible() and "Page not found" not in page.content()
+    finally:
+        context.close()

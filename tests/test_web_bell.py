@@ -227,3 +227,23 @@ def test_the_dark_scheme_follows_the_system(browser: Any, site: Site, width: int
     page.evaluate("document.querySelector('tidings-bell').setAttribute('theme', 'light')")
     assert bell_eval(page, background) == "rgb(255, 255, 255)"  # the attribute wins
     assert panel.is_visible()
+
+
+def test_a_host_page_may_route_a_click_itself(browser: Any, site: Site) -> None:
+    declared = site.http.put("/v1/types/linked", json={
+        "templates": {"title": "{{ object_title }} was linked", "link": "/wiki/{{ object }}"}})
+    assert declared.status_code == 200, declared.text
+    site.publish(type="linked", actor="alice", object="page:Fog", recipients=["bob"])
+    page = open_inbox(browser, site, "bob", width=1280)
+    start = page.url
+    page.evaluate("""() => { window.opened = [];  // on the document: the events bubble
+        document.addEventListener('tidings-open', (event) => {
+            event.preventDefault(); window.opened.push(event.detail.link); }); }""")
+    open_flyout(page)
+    item = page.locator("tidings-bell .item", has_text="Fog was linked")
+    assert item.get_attribute("href") == "/wiki/page:Fog"  # a real link: middle-click works
+    item.click()
+    page.wait_for_function("() => window.opened.length === 1")
+    assert page.evaluate("window.opened") == ["/wiki/page:Fog"]
+    assert page.url == start  # the page routed it (here: nowhere)
+    assert wait_until(lambda: site.tidings.unread_count("bob").count == 0)

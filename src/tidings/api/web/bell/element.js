@@ -83,6 +83,11 @@ class TidingsBell extends HTMLElement {
     else this.button.setAttribute("aria-label", this.label("title"));
   }
 
+  // Tell the page (docs/web.md): events bubble; tidings-open may be cancelled.
+  emit(name, detail) {
+    return this.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, cancelable: name === "tidings-open" }));
+  }
+
   async request(path, options = {}) {
     const response = await fetch(`${this.api}${path}`, { ...options, headers: {
       "Authorization": `Bearer ${this.token}`, "Content-Type": "application/json",
@@ -125,7 +130,7 @@ class TidingsBell extends HTMLElement {
       this.refreshTabs();
       if (unseen > 0) this.markSeen();
     }
-    if (changed) this.dispatchEvent(new CustomEvent("tidings-count", { detail: this.counts }));
+    if (changed) this.emit("tidings-count", this.counts);
   }
 
   arrived(item) {
@@ -155,7 +160,7 @@ class TidingsBell extends HTMLElement {
       document.removeEventListener("click", this.onOutside);
       document.removeEventListener("keydown", this.onEscape);
     }
-    this.dispatchEvent(new CustomEvent("tidings-toggle", { detail: { open } }));
+    this.emit("tidings-toggle", { open });
   }
 
   // Fixed to the viewport and kept inside it: under the bell, toward the side with room.
@@ -324,7 +329,7 @@ class TidingsBell extends HTMLElement {
     const fresh = this.row(item);
     li.replaceWith(fresh);
     fresh.querySelector(".mark").focus();
-    this.dispatchEvent(new CustomEvent("tidings-read", { detail: { ids: [item.id], read } }));
+    this.emit("tidings-read", { ids: [item.id], read });
     this.refreshTabs();
   }
 
@@ -335,11 +340,11 @@ class TidingsBell extends HTMLElement {
       try {
         await this.request("/v1/me/notifications/read",
           { method: "POST", body: JSON.stringify({ ids: [item.id] }), keepalive: true });
-        this.dispatchEvent(new CustomEvent("tidings-read", { detail: { ids: [item.id], read: true } }));
+        this.emit("tidings-read", { ids: [item.id], read: true });
       } catch (error) { /* still follow the link */ }
     }
     if (modified) { this.load(); return; }  // the browser opens it elsewhere
-    const proceed = this.dispatchEvent(new CustomEvent("tidings-open", { detail: item, cancelable: true }));
+    const proceed = this.emit("tidings-open", item);
     const link = safeLink(item.link);
     if (proceed && link) window.location.assign(link);
     else { this.load(); this.refreshTabs(); }
@@ -349,7 +354,7 @@ class TidingsBell extends HTMLElement {
     const section = this.section;
     await this.request("/v1/me/notifications/read",
       { method: "POST", body: JSON.stringify({ all: true, section }) });
-    this.dispatchEvent(new CustomEvent("tidings-read", { detail: { all: true, section, read: true } }));
+    this.emit("tidings-read", { all: true, section, read: true });
     this.load();
     this.refreshTabs();
     this.refreshCount();
