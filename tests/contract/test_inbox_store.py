@@ -152,8 +152,12 @@ def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
                                                  markers=tx.inbox.load_markers("ann")))
 
     def unseen(filters: Filters = EVERYTHING) -> int:
-        return read(store, lambda tx: tx.inbox.unread_count(
+        given = read(store, lambda tx: tx.inbox.unread_count(
+            "ann", filters, tx.inbox.load_markers("ann"), unseen=True))
+        own = read(store, lambda tx: tx.inbox.unread_count("ann", filters, unseen=True))
+        assert own == given == read(store, lambda tx: tx.inbox.unread_count(
             "ann", filters, tx.inbox.load_markers("ann").unseen()))
+        return own
 
     assert unread(store, "ann") == 3  # seen is not read
     assert unseen() == 1  # e[2]: e[3] is read, the others are seen
@@ -163,6 +167,8 @@ def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
     write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=False, now=600,
                                                  markers=tx.inbox.load_markers("ann")))
     assert unseen() == 1  # unread again after the seen mark: news again
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:comment", 700))
+    assert unseen() == 0  # a narrower watermark beyond the seen one
 
 
 def test_unread_count_stops_at_the_cap(store: ports.Store, clock: FrozenClock) -> None:

@@ -106,7 +106,7 @@ class InboxService:
         check_user_id(user)
         filters = self.filters(types, category, section, True)
         with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user).unseen())
+            count = tx.inbox.unread_count(user, filters, unseen=True)
         return UnreadCount(count, count_display(count))
 
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None

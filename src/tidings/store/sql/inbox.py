@@ -269,7 +269,8 @@ class SqlInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         if markers is None:
             # One statement: the count under the user's "all" watermark, and whether any
             # narrower watermark says more; only then (rare) is the exact count needed.
@@ -282,10 +283,12 @@ class SqlInbox:
                 params["section"] = filters.section
             row = self.conn.execute(readmarkers.unread_count_statement(
                 bool(filters.types), filters.category is not None,
-                filters.section is not None), params).one()
+                filters.section is not None, unseen), params).one()
             if not row.narrower:
                 return int(row.unread)
             markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
         conditions = _filter_conditions(user, Filters(filters.types, filters.category,
                                                       filters.section, True), markers)
         capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
