@@ -313,3 +313,4 @@ def test_a_label_is_declared_or_made_from_the_name() -> None:
     assert EventType("thank-you-edit").display_label == "Thank you edit"
     assert EventType("page.linked_by:bot").display_label == "Page linked by bot"
     assert EventType("mention").display_label == "Mention"
+    assert EventType("ping", label="Glocke \U0001F514 \U0009CEAF").label  # any one line

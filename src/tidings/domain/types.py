@@ -24,6 +24,7 @@ CHANNELS = ("web", "email", "webhook")
 TYPE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # whole string: fullmatch
 LABEL_LIMIT = 80
 DESCRIPTION_LIMIT = 200
+ONE_LINE = re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # no control, no line break
 # the title a type gets when it declares none; rendered as the built-in, localised default
 # title ("alice did mention", "Carol and 1 other did page-linked on San Francisco")
 DEFAULT_TITLE = "{{ actor }} did {{ type }} on {{ object }}"
@@ -203,8 +204,8 @@ class EventType:
         for key, limit in (("label", LABEL_LIMIT), ("description", DESCRIPTION_LIMIT)):
             text = getattr(self, key)
             if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= limit
-                                     or not text.isprintable() or not _encodes(text)):
-                raise bad(f"{key} must be 1-{limit} printable characters", key)
+                                     or not ONE_LINE.fullmatch(text) or not _encodes(text)):
+                raise bad(f"{key} must be one line of 1-{limit} characters", key)
         if not isinstance(self.templates, Templates):
             raise bad("templates must be Templates", "templates")
         self.templates.check(self.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from tidings.api.schemas.common import (
     CLOSED_KEYS,
@@ -15,7 +15,7 @@ from tidings.api.schemas.common import (
     Strict,
     json_int,
 )
-from tidings.api.schemas.ids import LocaleName, TypeName
+from tidings.api.schemas.ids import DESCRIPTION, LABEL, LocaleName, TypeName
 
 
 def _default_audience() -> list[Audience]:
@@ -57,11 +57,11 @@ class TypeIn(Strict):
     templates: TemplatesModel = Field(default_factory=TemplatesModel)
     retention_days: Annotated[int, Field(ge=1), BeforeValidator(json_int)] | None = None
     mandatory: bool = False
-    label: str | None = Field(None, min_length=1, max_length=80, description=(
+    label: Annotated[str, StringConstraints(pattern=LABEL)] | None = Field(None, description=(
         "How people see the type (filters, preferences). Answers give the name made "
         "readable when none is declared: `edit-user-talk` → `Edit user talk`."))
-    description: str | None = Field(None, min_length=1, max_length=200,
-                                    description="One line on when this notification comes.")
+    description: Annotated[str, StringConstraints(pattern=DESCRIPTION)] | None = Field(
+        None, description="One line on when this notification comes.")
 
 
 class TypeOut(TypeIn):
