@@ -200,6 +200,23 @@ def test_the_seen_watermark_is_separate_from_read(t: Tidings) -> None:
     assert [(m["scope"]) for m in table_rows(t, "read_markers")] == ["seen"]
 
 
+def test_the_badge_counts_unseen_and_opening_clears_it(t: Tidings) -> None:
+    ids = _inbox(t)
+    t.mark_read("bob", [ids[0]])
+    assert t.unseen_count("bob") == UnreadCount(3, "3")  # nothing seen yet: every unread
+
+    t.mark_seen("bob")  # the inbox was opened
+    assert t.unseen_count("bob") == UnreadCount(0, "0")
+    assert t.unread_count("bob") == UnreadCount(3, "3")  # still unread: the dots stay
+
+    (later,) = _publish(t, {"type": "message", "actor": "erin", "recipients": ["bob"]})
+    assert t.unseen_count("bob") == UnreadCount(1, "1")
+    assert t.unseen_count("bob", section="message") == UnreadCount(1, "1")
+    assert t.unseen_count("bob", section="alert") == UnreadCount(0, "0")
+    t.mark_read("bob", [later])
+    assert t.unseen_count("bob") == UnreadCount(0, "0")
+
+
 def test_mark_seen_until_a_time_and_never_back(t: Tidings) -> None:
     ids = _inbox(t)
     (row,) = [r for r in table_rows(t, "notifications") if str(r["event_id"]) == ids[1]]

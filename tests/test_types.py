@@ -94,6 +94,10 @@ BAD_TABLES: list[tuple[dict[str, Any], str]] = [
     ({"templates": "hello"}, "templates"),
     ({"templates": {"subject": "x"}}, "templates.subject"),
     ({"templates": {"title": 5}}, "templates.title"),
+    ({"label": ""}, "label"),
+    ({"label": 5}, "label"),
+    ({"label": "x" * 81}, "label"),
+    ({"description": "two\nlines"}, "description"),
 ]
 
 
@@ -297,3 +301,16 @@ def test_an_unknown_type_is_refused_on_every_backend(store_url: str) -> None:
 
         assert table_counts(t)["events"] == 0
         assert inbox_of(t, "bob") == []
+
+
+def test_a_label_is_declared_or_made_from_the_name() -> None:
+    talk = EventType.from_dict("edit-user-talk", {"label": "Talk page message",
+                                                  "description": "A message on your talk page."})
+    assert (talk.display_label, talk.description) == ("Talk page message",
+                                                      "A message on your talk page.")
+    assert EventType.from_dict(talk.name, {k: v for k, v in talk.to_dict().items()
+                                           if k != "name"}) == talk
+    assert EventType("thank-you-edit").display_label == "Thank you edit"
+    assert EventType("page.linked_by:bot").display_label == "Page linked by bot"
+    assert EventType("mention").display_label == "Mention"
+    assert EventType("ping", label="Glocke \U0001F514 \U0009CEAF").label  # any one line

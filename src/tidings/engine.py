@@ -57,6 +57,7 @@ class Tidings:
         file_types = load_types_file(self.config.types_file) if self.config.types_file else []
         self.catalog = Catalog(self.store, self.clock, [*file_types, *types])
         channels = outbound_channels()
+        self._enabled_channels = ["web", *(c.name for c in channels if c.enabled(self.config))]
         self.observer = Observer()
         self.store.on_enqueue = lambda count: self.observe("job_queued", count)
         self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
@@ -134,6 +135,12 @@ class Tidings:
 
     def get_type(self, name: str) -> EventType:
         return self.catalog.get(name)
+
+    @property
+    def enabled_channels(self) -> list[str]:
+        """The channels this installation delivers over: the web inbox always, email with an
+        SMTP server configured, webhooks with a signing secret."""
+        return list(self._enabled_channels)
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -253,6 +260,12 @@ class Tidings:
         """Unread display groups, capped at 100 and shown as '99+'."""
         return self.inbox.unread_count(user, types=types, category=category, section=section,
                                        actor=actor, object=object)
+
+    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups not yet seen (newer than :meth:`mark_seen`'s watermark),
+        capped like :meth:`unread_count`: what a badge counts until the inbox is opened."""
+        return self.inbox.unseen_count(user, types=types, category=category, section=section)
 
     def timeline(self, user: str, *, limit: int = 20,
                  cursor: str | None = None) -> Page[dict[str, Any]]:

@@ -142,6 +142,35 @@ def test_unread_is_judged_by_watermarks_and_read_marks(store: ports.Store,
     assert unread(store, "ann", Filters(types=("comment",))) == 0
 
 
+def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
+                                                           clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100), note("ann", e[1], 200, type="like"),
+                    note("ann", e[2], 300), note("ann", e[3], 400, group="g3")])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 250))  # e[0], e[1] seen
+    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=True, now=500,
+                                                 markers=tx.inbox.load_markers("ann")))
+
+    def unseen(filters: Filters = EVERYTHING) -> int:
+        given = read(store, lambda tx: tx.inbox.unread_count(
+            "ann", filters, tx.inbox.load_markers("ann"), unseen=True))
+        own = read(store, lambda tx: tx.inbox.unread_count("ann", filters, unseen=True))
+        assert own == given == read(store, lambda tx: tx.inbox.unread_count(
+            "ann", filters, tx.inbox.load_markers("ann").unseen()))
+        return own
+
+    assert unread(store, "ann") == 3  # seen is not read
+    assert unseen() == 1  # e[2]: e[3] is read, the others are seen
+    assert unseen(Filters(types=("like",))) == 0
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 350))  # read up to e[2]
+    assert unseen() == 0
+    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=False, now=600,
+                                                 markers=tx.inbox.load_markers("ann")))
+    assert unseen() == 1  # unread again after the seen mark: news again
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:comment", 700))
+    assert unseen() == 0  # a narrower watermark beyond the seen one
+
+
 def test_unread_count_stops_at_the_cap(store: ports.Store, clock: FrozenClock) -> None:
     (event,) = _events(store, clock, 1)
     e = _events(store, clock, UNREAD_CAP + 5)

@@ -1,6 +1,7 @@
 """The hot paths make as few round trips as the work allows, on every SQL backend: an unread
-count is one statement and no transaction; the first page of an inbox reads watermarks, base
-rows and bundle members and nothing else. Counted with SQLAlchemy's events, not timed."""
+count (or an unseen one) is one statement and no transaction; the first page of an inbox reads
+watermarks, base rows and bundle members and nothing else. Counted with SQLAlchemy's events,
+not timed."""
 
 from __future__ import annotations
 
@@ -56,6 +57,20 @@ def test_an_unread_count_is_one_statement_and_no_transaction(t: Tidings) -> None
     with counted(t) as counts:
         assert t.unread_count("bob").count == 1
     assert counts == {"statements": 1, "transactions": 0}
+
+
+def test_an_unseen_count_is_one_statement_too(t: Tidings) -> None:
+    _inbox(t)
+    with counted(t) as counts:
+        assert t.unseen_count("bob").count == 2
+    assert counts == {"statements": 1, "transactions": 0}
+    t.mark_seen("bob")
+    t.publish({"type": "mention", "actor": "erin", "recipients": ["bob"]})
+    t.run_jobs()
+    with counted(t) as counts:
+        assert t.unseen_count("bob").count == 1
+        assert t.unread_count("bob").count == 3
+    assert counts == {"statements": 2, "transactions": 0}
 
 
 def test_a_narrower_watermark_costs_two_more_statements_and_counts_right(t: Tidings) -> None:

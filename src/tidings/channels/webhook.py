@@ -190,4 +190,5 @@ def finish(ctx: JobContext, tx: Tx, job: Job, request: Request,
 
 
 CHANNEL = Channel(name="webhook", schedule=schedule,
-                  handlers={WEBHOOK: Handler(prepare=prepare, send=send, finish=finish)})
+                  handlers={WEBHOOK: Handler(prepare=prepare, send=send, finish=finish)},
+                  enabled=lambda config: bool(config.webhook_secret))

@@ -66,9 +66,12 @@ class InboxStore(Protocol):
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         """Member count (up to the actor scan) and newest distinct actors per display group."""
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         """Unread base rows matching ``filters``, counted up to the cap; ``markers`` None: the
-        store reads the user's watermarks itself (on SQL in the same statement)."""
+        store reads the user's watermarks itself (on SQL in the same statement). ``unseen``:
+        only those also newer than the seen watermark (:meth:`Markers.unseen`), a badge's
+        count."""
 
     def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
         """Display groups holding any of these events."""

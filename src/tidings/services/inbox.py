@@ -114,6 +114,16 @@ class InboxService:
             count = tx.inbox.unread_count(user, filters)
         return UnreadCount(count, count_display(count))
 
+    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups that arrived (or became unread again) after the seen
+        watermark, capped like :meth:`unread_count`: what a badge shows until opened."""
+        check_user_id(user)
+        filters = self.filters(types, category, section, True)
+        with self.store.read() as tx:
+            count = tx.inbox.unread_count(user, filters, unseen=True)
+        return UnreadCount(count, count_display(count))
+
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
                  ) -> Page[dict[str, Any]]:
         """Events of the users ``user`` follows, newest first (push model: fan-out wrote them)."""

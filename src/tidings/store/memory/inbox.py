@@ -163,9 +163,12 @@ class MemoryInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         if markers is None:
             markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
         unread = replace(filters, unread=True)
         count = 0
         for row in self._rows(user):

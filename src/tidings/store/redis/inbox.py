@@ -286,8 +286,11 @@ class RedisInbox:
                                         distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         if markers is None:
             markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
         return int(self.redis.run("count", self.keys.user(user), [
             query(filters, markers, unread=None, cap=UNREAD_CAP, all_s=str(markers.all))]))

@@ -299,7 +299,8 @@ class SqlInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         narrow = (filters.actor, filters.object, filters.max_id, filters.since_id)
         if markers is None and all(v is None for v in narrow):
             # One statement: the count under the user's "all" watermark, and whether any
@@ -313,11 +314,13 @@ class SqlInbox:
                 params["section"] = filters.section
             row = self.conn.execute(readmarkers.unread_count_statement(
                 bool(filters.types), filters.category is not None,
-                filters.section is not None), params).one()
+                filters.section is not None, unseen), params).one()
             if not row.narrower:
                 return int(row.unread)
         if markers is None:
             markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
         conditions = _filter_conditions(user, replace(filters, unread=True), markers)
         capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
         return int(self.conn.execute(select(func.count()).select_from(capped)).scalar_one())
