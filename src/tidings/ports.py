@@ -94,6 +94,9 @@ class GraphStore(Protocol):
     def set_joined(self, user: str, joined: int) -> None:
         """Correct a registered user's join time (import)."""
 
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        """Join times of those of ``users`` who are registered."""
+
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
                           now: int) -> Subscription:
         """Create a subscription, or replace the channels of the same (user, type, object)."""
@@ -318,6 +321,9 @@ class JobAdmin(Protocol):
     def next_run_after(self) -> int | None:
         """When the earliest queued job becomes runnable."""
 
+    def counts_by_func(self) -> dict[str, int]:
+        """Queued jobs (claimed ones included) per job function, for operators."""
+
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         """Recent failures, newest first."""
 
@@ -382,16 +388,5 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections."""
 
-__all__ = [
-    "EventStore",
-    "GraphStore",
-    "InboxStore",
-    "JobAdmin",
-    "JobQueue",
-    "MailStore",
-    "Notifier",
-    "SettingsStore",
-    "Store",
-    "TimelineStore",
-    "Tx",
-]
+__all__ = ["EventStore", "GraphStore", "InboxStore", "JobAdmin", "JobQueue", "MailStore",
+           "Notifier", "SettingsStore", "Store", "TimelineStore", "Tx"]
