@@ -7,7 +7,7 @@ composition root) and hands each call to a service; nothing here knows which sto
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tidings.channels import email, outbound_channels
@@ -271,6 +271,17 @@ class Tidings:
     def mark_seen(self, user: str, until: int | None = None) -> None:
         """Move the seen watermark (badge seen, not read)."""
         self.inbox.mark_seen(user, until)
+
+    def watch(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread) when ``user``'s inbox or counts may have
+        changed — new notifications, marks on any device; returns the function that stops
+        it. Across processes where the store can tell (PostgreSQL LISTEN/NOTIFY, Redis)."""
+        return self.inbox.watch(user, callback)
+
+    @property
+    def watch_reaches_other_processes(self) -> bool:
+        """Whether :meth:`watch` hears of changes made by other processes too."""
+        return self.inbox.watch_reaches_other_processes
 
     # -- jobs ---------------------------------------------------------------------------------
 

@@ -331,6 +331,8 @@ class JobAdmin(Protocol):
 class Notifier(Protocol):
     """Live updates: tell listeners that users' inboxes changed."""
 
+    @property
+    def cross_process(self) -> bool: ...  # whether listeners hear of other processes' changes
     def changed(self, users: Sequence[str]) -> None:
         """These users' inboxes or counts changed (called once the change is committed)."""
 
@@ -355,6 +357,8 @@ class Tx(Protocol):
     def mail(self) -> MailStore: ...
     @property
     def jobs(self) -> JobQueue: ...
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once this unit has committed; never if it rolls back."""
 
 
 class Store(Protocol):

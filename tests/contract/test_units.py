@@ -82,3 +82,44 @@ def test_a_conflicting_write_rolls_its_unit_back(store: ports.Store, clock: Froz
     with pytest.raises(StoreConflict):
         write(store, work)
     assert read(store, lambda tx: tx.graph.subscriptions("ann", after_id=0, limit=10)) == []
+
+
+def test_after_commit_runs_once_the_unit_committed(store: ports.Store,
+                                                   clock: FrozenClock) -> None:
+    seen: list[object] = []
+
+    def work(tx: ports.Tx) -> None:
+        tx.graph.add_user("ann", clock.now_us())
+        tx.after_commit(lambda: seen.append("first"))
+        tx.after_commit(lambda: seen.append("second"))
+        assert seen == []  # not while the unit runs
+
+    write(store, work)
+    assert seen == ["first", "second"]
+    # committed: registering ann again is no longer new
+    assert write(store, lambda tx: tx.graph.add_user("ann", clock.now_us())) is False
+
+
+def test_after_commit_never_runs_for_a_unit_that_rolled_back(store: ports.Store) -> None:
+    seen: list[str] = []
+
+    def work(tx: ports.Tx) -> None:
+        tx.after_commit(lambda: seen.append("ran"))
+        raise RuntimeError("the unit fails")
+
+    with pytest.raises(RuntimeError):
+        write(store, work)
+    assert seen == []
+
+
+def test_a_failing_after_commit_callback_does_not_undo_the_unit(store: ports.Store,
+                                                               clock: FrozenClock) -> None:
+    def boom() -> None:
+        raise ValueError("a listener broke")
+
+    def work(tx: ports.Tx) -> bool:
+        tx.after_commit(boom)
+        return tx.graph.add_user("ann", clock.now_us())
+
+    assert write(store, work) is True
+    assert write(store, lambda tx: tx.graph.add_user("ann", clock.now_us())) is False

@@ -1,9 +1,10 @@
 """Server-Sent Events: the unread count and new items of one user, live.
 
-Every stream polls the store (one capped count and one newest-base-row query every
-``interval`` seconds), so it works the same whether the worker runs in this process or on
-another machine, on every backend. A mark-read on one device changes the count every other
-device's stream sees on its next poll.
+A stream reads the store (one capped count and one newest-base-row query) when the engine
+says the user's inbox changed (:meth:`Tidings.watch`: a delivery, a mark-read on any device)
+and, as a safety net, every ``interval`` seconds. Where the store tells every process of every
+change (PostgreSQL LISTEN/NOTIFY, Redis pub/sub) the safety net is slow; elsewhere (SQLite,
+MariaDB with workers in other processes) it is the ``interval`` given.
 
 Each stream costs two queries per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
@@ -26,6 +27,7 @@ from tidings.api.jsonshape import dumps
 from tidings.engine import Tidings
 
 KEEPALIVE_SECONDS = 15.0
+SAFETY_NET_SECONDS = 10.0  # the poll interval where every change is announced
 EVICTED_RETRY_MS = 60_000  # how long a stream ended for a newer one waits to reconnect
 
 
@@ -102,18 +104,39 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
                       ) -> AsyncIterator[str]:
     """Yield SSE frames: ``unread`` when the count changes, ``notification`` for new items,
     until the client goes or ``slot`` is taken by a newer stream."""
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def changed() -> None:  # from any thread
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the stream is over
+            loop.call_soon_threadsafe(wake.set)
+
+    stop_watching = tidings.watch(user, changed)
+    if tidings.watch_reaches_other_processes:
+        interval = max(interval, SAFETY_NET_SECONDS)
+    try:
+        yield "retry: 2000\n\n"
+        async for frame in _frames(tidings, user, locale, disconnected, slot, interval, wake):
+            yield frame
+    finally:
+        stop_watching()
+
+
+async def _frames(tidings: Tidings, user: str, locale: str | None,
+                  disconnected: Callable[[], Any], slot: Slot, interval: float,
+                  wake: asyncio.Event) -> AsyncIterator[str]:
     last_count: tuple[int, str] | None = None
     newest: str | None = None
     idle = 0.0
     first = True
-    yield "retry: 2000\n\n"
     while not slot.ended.is_set() and not await disconnected():
+        wake.clear()
         try:
             count = await run_in_threadpool(tidings.unread_count, user)
             page = await run_in_threadpool(
                 lambda: tidings.notifications(user, limit=10, locale=locale))
         except Exception:  # a store outage: keep the stream, try again later
-            await _pause(slot, max(interval, 1.0))
+            await _pause(slot, min(interval, 1.0))
             continue
         frames = []
         top = page.items[0].id if page.items else None
@@ -134,17 +157,28 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
             idle = 0.0
             for frame in frames:
                 yield frame
-        else:
-            idle += interval
+        started = loop_time()
+        await _pause(slot, interval, wake)
+        if not frames:
+            idle += loop_time() - started
             if idle >= KEEPALIVE_SECONDS:
                 idle = 0.0
                 yield ": keepalive\n\n"
-        await _pause(slot, interval)
     if slot.ended.is_set():
         yield f"retry: {EVICTED_RETRY_MS}\n\n"
 
 
-async def _pause(slot: Slot, seconds: float) -> None:
-    """Sleep ``seconds``, or less if the stream is ended meanwhile."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(slot.ended.wait(), seconds)
+def loop_time() -> float:
+    return asyncio.get_running_loop().time()
+
+
+async def _pause(slot: Slot, seconds: float, wake: asyncio.Event | None = None) -> None:
+    """Sleep ``seconds``, or less if the stream is ended or woken meanwhile."""
+    waits = [asyncio.ensure_future(slot.ended.wait())]
+    if wake is not None:
+        waits.append(asyncio.ensure_future(wake.wait()))
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waits:
+            waiter.cancel()

@@ -81,6 +81,9 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     if timeline:
         allowed = set(candidates)
         tx.timeline.push(event.id, [u for u in timeline if u in allowed], now)
+    if delivered:
+        notifier = ctx.store.notifier
+        tx.after_commit(lambda: notifier.changed(delivered))
     checks = [u for u in delivered if random.random() < TRIM_SAMPLE]
     tx.jobs.enqueue_many([trim_spec(u) for u in checks])
     ctx.observer.delivered(len(delivered))

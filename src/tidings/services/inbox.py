@@ -4,7 +4,7 @@ and the push timeline."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidings.clock import Clock, to_rfc3339
@@ -126,6 +126,7 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
+            self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             groups = tx.inbox.groups_by_ids(user, numbers)
             return tx.inbox.mark_groups(user, groups, read=read, now=now, markers=markers)
@@ -145,6 +146,7 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
+            self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             groups = tx.inbox.groups_by_match(user, actor=actor, type=type, object=object)
             return tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
@@ -175,6 +177,7 @@ class InboxService:
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
+            self._announce(tx, user)
             before = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
             for scope in scopes:
                 tx.inbox.set_marker(user, scope, now)
@@ -187,4 +190,24 @@ class InboxService:
         check_user_id(user)
         now = self.clock.now_us()
         mark = now if until is None else min(until, now)
-        self.store.transact(lambda tx: tx.inbox.set_marker(user, "seen", mark))
+        def work(tx: Tx) -> None:
+            self._announce(tx, user)
+            tx.inbox.set_marker(user, "seen", mark)
+
+        self.store.transact(work)
+
+    def _announce(self, tx: Tx, user: str) -> None:
+        """Tell live listeners of ``user`` (every device's stream) once ``tx`` commits."""
+        notifier = self.store.notifier
+        tx.after_commit(lambda: notifier.changed([user]))
+
+    def watch(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread) when ``user``'s inbox or counts may have
+        changed; returns the function that stops it."""
+        check_user_id(user)
+        return self.store.notifier.subscribe(user, callback)
+
+    @property
+    def watch_reaches_other_processes(self) -> bool:
+        """Whether :meth:`watch` hears of changes made by other processes too (else poll)."""
+        return self.store.notifier.cross_process

@@ -17,6 +17,8 @@ log = logging.getLogger("tidings.notifier")
 class LocalNotifier:
     """Callbacks per user, called from the thread that reports the change."""
 
+    cross_process = False
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: dict[str, list[Callable[[], None]]] = {}
@@ -29,6 +31,11 @@ class LocalNotifier:
                 callback()
             except Exception:  # one broken listener must not stop the others or the writer
                 log.exception("a live-update listener failed")
+
+    def users(self) -> list[str]:
+        """The users someone listens for."""
+        with self._lock:
+            return list(self._listeners)
 
     def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
         with self._lock:
@@ -43,3 +50,21 @@ class LocalNotifier:
                     self._listeners.pop(user, None)
 
         return unsubscribe
+
+
+class AfterCommit:
+    """Callbacks a unit of work runs once it has committed."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def run_after_commit(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # what is committed stays committed; a listener may miss it
+                log.exception("an after-commit callback failed")

@@ -23,15 +23,16 @@ from tidings.store.memory.mail import MemoryMail
 from tidings.store.memory.settings import MemorySettings
 from tidings.store.memory.state import Journal, State
 from tidings.store.memory.timeline import MemoryTimeline
-from tidings.store.notifier import LocalNotifier
+from tidings.store.notifier import AfterCommit, LocalNotifier
 
 T = TypeVar("T")
 
 
-class MemoryTx:
+class MemoryTx(AfterCommit):
     """One unit of work: every port over the same state and the same journal."""
 
     def __init__(self, store: MemoryStore, state: State, journal: Journal) -> None:
+        super().__init__()
         self.events = MemoryEvents(state, journal)
         self.graph = MemoryGraph(state, journal)
         self.inbox = MemoryInbox(state, journal)
@@ -74,7 +75,15 @@ class MemoryStore:
                 raise
 
     def transact(self, work: Callable[[ports.Tx], T]) -> T:
-        return self._unit(lambda state, journal: work(MemoryTx(self, state, journal)))
+        units: list[MemoryTx] = []
+
+        def run(state: State, journal: Journal) -> T:
+            units.append(MemoryTx(self, state, journal))
+            return work(units[0])
+
+        result = self._unit(run)
+        units[0].run_after_commit()
+        return result
 
     @contextlib.contextmanager
     def read(self) -> Iterator[ports.Tx]:

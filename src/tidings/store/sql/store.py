@@ -11,12 +11,13 @@ from sqlalchemy import exc as sa_exc
 
 from tidings.clock import Clock
 from tidings.exceptions import StoreConflict
-from tidings.store.notifier import LocalNotifier
+from tidings.store.notifier import AfterCommit, LocalNotifier
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
 from tidings.store.sql.inbox import SqlInbox
 from tidings.store.sql.mail import SqlMail
+from tidings.store.sql.notify import PgNotifier
 from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
@@ -24,10 +25,11 @@ from tidings.store.sql.timeline import SqlTimeline
 T = TypeVar("T")
 
 
-class SqlTx:
+class SqlTx(AfterCommit):
     """Every port of the SQL store on one connection (one transaction)."""
 
     def __init__(self, store: SqlStore, conn: Connection) -> None:
+        super().__init__()
         db = store.db
         self.conn = conn
         self.events = SqlEvents(conn)
@@ -50,15 +52,25 @@ class SqlStore:
         self.clock = clock
         self.queue = SqlJobAdmin(self.db, clock, lease_seconds=lease_seconds,
                                  max_attempts=max_attempts, backoff_seconds=backoff_seconds)
-        self.notifier = LocalNotifier()
+        self.notifier: LocalNotifier = (PgNotifier(self.db) if self.backend == "postgresql"
+                                         else LocalNotifier())
         # told how many jobs each enqueue added (metrics)
         self.on_enqueue: Callable[[int], None] | None = None
 
     def transact(self, work: Callable[[SqlTx], T]) -> T:
+        last: list[SqlTx] = []
+
+        def attempt(conn: Connection) -> T:
+            tx = SqlTx(self, conn)
+            last[:] = [tx]  # a retried attempt's callbacks are dropped with it
+            return work(tx)
+
         try:
-            return self.db.transact(lambda conn: work(SqlTx(self, conn)))
+            result = self.db.transact(attempt)
         except sa_exc.IntegrityError as exc:
             raise StoreConflict(f"a concurrent write won: {exc.orig}") from exc
+        last[0].run_after_commit()
+        return result
 
     @contextlib.contextmanager
     def read(self) -> Iterator[SqlTx]:
@@ -80,4 +92,6 @@ class SqlStore:
         check_schema_current(self.db)
 
     def close(self) -> None:
+        if isinstance(self.notifier, PgNotifier):
+            self.notifier.close()
         self.db.dispose()

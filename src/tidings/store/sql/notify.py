@@ -1,0 +1,102 @@
+"""Live updates across processes on PostgreSQL: LISTEN/NOTIFY.
+
+A committed change is announced with ``pg_notify`` on one channel; every process that has
+listeners keeps one extra connection that LISTENs and calls them. A process that only writes
+(a worker) never opens that connection. When the listening connection drops, it is opened
+again and every listener is called once, since changes may have gone unheard meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+import psycopg
+from sqlalchemy import text
+
+from tidings.store.notifier import LocalNotifier
+from tidings.store.sql.database import Database
+
+log = logging.getLogger("tidings.notifier")
+
+CHANNEL = "tidings_changed"
+PAYLOAD_BYTES = 7900  # NOTIFY takes at most 8,000 bytes
+
+
+def payloads(users: Sequence[str]) -> list[str]:
+    """Users joined by newlines into payloads that fit NOTIFY."""
+    batches: list[list[str]] = [[]]
+    size = 0
+    for user in sorted(set(users)):
+        cost = len(user.encode()) + 1
+        if size + cost > PAYLOAD_BYTES and batches[-1]:
+            batches.append([])
+            size = 0
+        batches[-1].append(user)
+        size += cost
+    return ["\n".join(batch) for batch in batches if batch]
+
+
+class PgNotifier(LocalNotifier):
+    """A notifier whose listeners hear of changes committed by any process."""
+
+    cross_process = True
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.db = db
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def changed(self, users: Sequence[str]) -> None:
+        if not users:
+            return
+        try:
+            with self.db.engine.connect() as conn:
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                for payload in payloads(users):
+                    conn.execute(text("SELECT pg_notify(:channel, :payload)"),
+                                 {"channel": CHANNEL, "payload": payload})
+        except Exception as exc:  # the change is committed; only its announcement is lost
+            log.warning("could not announce a change (%s); local listeners only", exc)
+            super().changed(users)
+
+    def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        with self._start:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._listen, name="tidings-listen",
+                                                daemon=True)
+                self._thread.start()
+        return super().subscribe(user, callback)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _dsn(self) -> str:
+        url = self.db.engine.url.set(drivername="postgresql")
+        return url.render_as_string(hide_password=False)
+
+    def _listen(self) -> None:
+        first = True
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._dsn(), autocommit=True, connect_timeout=5) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    if not first:  # changes may have gone unheard while disconnected
+                        self._call_everyone()
+                    first = False
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=1.0):
+                            LocalNotifier.changed(self, note.payload.split("\n"))
+            except Exception as exc:
+                if self._stop.is_set():
+                    return
+                log.warning("listening for changes failed (%s); trying again", exc)
+                self._stop.wait(1.0)
+
+    def _call_everyone(self) -> None:
+        LocalNotifier.changed(self, self.users())
