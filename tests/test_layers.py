@@ -124,7 +124,7 @@ def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
     assert len(_private_uses("tidings.api.probe", probe)) == 2
 
 
-@pytest.mark.parametrize("layer", ["domain", "services", "ports.py", "fanout", "jobs"])
+@pytest.mark.parametrize("layer", ["domain", "services", "ports", "fanout", "jobs"])
 def test_pure_layers_load_no_template_files(layer: str) -> None:
     paths = [SRC / layer] if layer.endswith(".py") else list((SRC / layer).rglob("*.py"))
     for path in paths:

@@ -352,3 +352,21 @@ def test_nothing_of_a_failed_unit_stays_in_the_inbox(store: ports.Store,
     assert read(store, lambda tx: tx.inbox.load_markers("ann")) == Markers()
     assert [(r.event_id, r.read_at) for r in page(store, "ann", EVERYTHING)] == [(event, None)]
     assert page(store, "bob") == []
+
+
+def test_unread_count_reads_the_watermarks_itself_when_not_given(
+        store: ports.Store, clock: FrozenClock) -> None:
+    """The same count whether the caller passes the watermarks or the store reads them (on
+    SQL in the same statement), with an "all" mark and a narrower one beyond it."""
+    first, second, third = (publish(store, clock.now_us() + i) for i in range(3))
+    deliver(store, [note("ann", first, 10), note("ann", second, 20, type="mention"),
+                    note("ann", third, 30)])
+    for marks in ([], [("all", 15)], [("all", 15), ("type:mention", 25)],
+                  [("all", 15), ("type:mention", 25), ("all", 35)]):
+        for scope, until in marks:
+            write(store, lambda tx, s=scope, u=until: tx.inbox.set_marker("ann", s, u))
+        for filters in (Filters(), Filters(types=("mention",)), Filters(section="alert")):
+            given = read(store, lambda tx, f=filters: tx.inbox.unread_count(
+                "ann", f, tx.inbox.load_markers("ann")))
+            own = read(store, lambda tx, f=filters: tx.inbox.unread_count("ann", f))
+            assert own == given, (marks, filters)

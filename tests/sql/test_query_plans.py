@@ -79,7 +79,10 @@ def test_unread_count_is_a_capped_index_scan(loaded: Tidings) -> None:
     plans = _plans(loaded, lambda: loaded.unread_count("u3"))
     (count,) = plans
     assert "ix_notifications_user_id_bundle_base_read_at_fresh_at" in count, count
-    assert "Limit" in count and "Group" not in count and "Seq Scan" not in count, count
+    # the watermark lookup rides in the same statement (a seq scan of an empty read_markers
+    # in this fixture is the planner's choice for an empty table, not a scan of an inbox)
+    assert "Limit" in count and "Group" not in count, count
+    assert "Seq Scan on notifications" not in count, count
 
 
 def test_group_members_use_the_display_index(loaded: Tidings) -> None:

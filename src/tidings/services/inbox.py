@@ -96,7 +96,7 @@ class InboxService:
         check_user_id(user)
         filters = self.filters(types, category, section, True)
         with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+            count = tx.inbox.unread_count(user, filters)
         return UnreadCount(count, count_display(count))
 
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
@@ -178,7 +178,7 @@ class InboxService:
 
         def work(tx: Tx) -> int:
             self._announce(tx, user)
-            before = tx.inbox.unread_count(user, filters, tx.inbox.load_markers(user))
+            before = tx.inbox.unread_count(user, filters)
             for scope in scopes:
                 tx.inbox.set_marker(user, scope, now)
             return before

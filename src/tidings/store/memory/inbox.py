@@ -150,7 +150,9 @@ class MemoryInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+        if markers is None:
+            markers = self.load_markers(user)
         unread = Filters(filters.types, filters.category, filters.section, True)
         count = 0
         for row in self._rows(user):

@@ -97,6 +97,7 @@ class Database:
             self.engine.dialect.use_insertmanyvalues_wo_returning = True
         if self.backend == "sqlite":
             self._set_up_sqlite()
+        self.reader: Engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def _set_up_sqlite(self) -> None:
         @event.listens_for(self.engine, "connect")
@@ -112,6 +113,8 @@ class Database:
 
         @event.listens_for(self.engine, "begin")
         def _on_begin(conn: Connection) -> None:
+            if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+                return  # a reader: each statement on its own
             mode = conn.info.get("tidings_begin", "BEGIN IMMEDIATE")
             conn.exec_driver_sql(mode)
 
@@ -129,11 +132,11 @@ class Database:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
-        """A transaction that only reads."""
-        with self._errors(), self.engine.connect() as conn:
-            conn.info["tidings_begin"] = "BEGIN"
-            with conn.begin():
-                yield conn
+        """A connection that only reads, each statement on its own (autocommit): no BEGIN and
+        COMMIT round trips around a read, which the hot reads (a count, a page) cannot
+        afford. Statements of one read may see commits made between them."""
+        with self._errors(), self.reader.connect() as conn:
+            yield conn
 
     def transact(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
         """Run ``work`` in a write transaction, retrying on deadlock or serialisation failure."""

@@ -269,7 +269,23 @@ class SqlInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+        if markers is None:
+            # One statement: the count under the user's "all" watermark, and whether any
+            # narrower watermark says more; only then (rare) is the exact count needed.
+            params: dict[str, Any] = {"user": user}
+            if filters.types:
+                params["types"] = list(filters.types)
+            if filters.category is not None:
+                params["category"] = filters.category
+            if filters.section is not None:
+                params["section"] = filters.section
+            row = self.conn.execute(readmarkers.unread_count_statement(
+                bool(filters.types), filters.category is not None,
+                filters.section is not None), params).one()
+            if not row.narrower:
+                return int(row.unread)
+            markers = self.load_markers(user)
         conditions = _filter_conditions(user, Filters(filters.types, filters.category,
                                                       filters.section, True), markers)
         capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()

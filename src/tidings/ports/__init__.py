@@ -1,0 +1,46 @@
+"""The ports: what the services need of a store, as small Protocols of primitives.
+
+A store (``tidings.store.sql``, ``tidings.store.memory``, later Redis for the hot parts) hands
+out a :class:`Tx` — one unit of work whose ports all see the same state — through
+:meth:`Store.transact` (may write) and :meth:`Store.read` (reads only). Every rule lives in the
+services and the domain; a port method does one storage step and decides nothing.
+
+Delivery promises, which every implementation keeps and ``tests/contract`` checks:
+
+- **Atomic units.** On a store that has transactions (SQL, memory) everything done through one
+  ``Tx`` commits together or not at all, jobs included. A store that cannot join that
+  transaction (Redis for inboxes) must make each write **idempotent** instead, so that a job
+  retried after a crash writes nothing twice.
+- **Idempotent writes.** ``InboxStore.insert`` skips a (user, event) already stored;
+  ``TimelineStore.push`` skips a (user, event) already there; ``JobQueue.enqueue_many`` skips a
+  ``unique_key`` already queued; ``MailStore.add_batch`` skips a (user, event) already
+  waiting.
+- **At-least-once jobs.** A claimed job is leased until ``token``; completing it inside the unit
+  that did its work removes it only if the lease is still the claimant's (else the whole unit is
+  rolled back by the caller). A worker that dies leaves the lease to expire and the job runs
+  again: handlers must be safe to repeat.
+- **Watermarks only move forward.** ``InboxStore.set_marker`` never moves a mark back.
+- **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
+  index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
+
+Sync by decision (``docs/architecture.md``, "Sync ports").
+"""
+
+from tidings.ports.feeds import InboxStore, TimelineStore
+from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
+from tidings.ports.units import Notifier, Store, Tx
+
+__all__ = [
+    "EventStore",
+    "GraphStore",
+    "InboxStore",
+    "JobAdmin",
+    "JobQueue",
+    "MailStore",
+    "Notifier",
+    "SettingsStore",
+    "Store",
+    "TimelineStore",
+    "Tx",
+]

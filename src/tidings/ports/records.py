@@ -1,0 +1,164 @@
+"""Ports of what a store keeps as records: events, the graph, settings, mail state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from tidings.domain.audience import AudienceSource
+from tidings.domain.events import Event
+from tidings.domain.views import (
+    Follow,
+    MailBatchRow,
+    StoredEvent,
+    Subscription,
+)
+
+
+class EventStore(Protocol):
+    """Accepted events: the source of truth of every notification."""
+
+    def insert(self, event: Event, payload_json: str, now: int) -> int:
+        """Store an event; return its id (ids grow with time of insertion)."""
+
+    def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
+        """One event; ``lock`` makes a concurrent retraction of it wait for this unit."""
+
+    def get_by_key(self, key: str) -> StoredEvent | None:
+        """The event stored under this idempotency key, if any."""
+
+    def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
+                 after_id: int = 0, limit: int = 1000) -> list[int]:
+        """Ids of unretracted events matching every given field, ascending after ``after_id``."""
+
+    def mark_retracted(self, event_ids: Sequence[int], now: int) -> None:
+        """Flag events retracted: later fan-out of them delivers nothing."""
+
+    def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
+                    before: int, limit: int) -> list[int]:
+        """Ids of events created before ``before``: of ``types``, or not of ``other_than``."""
+
+    def delete(self, event_ids: Sequence[int]) -> None:
+        """Remove events for good (retention)."""
+
+    def actors_of(self, event_ids: Sequence[int]) -> list[str]:
+        """Distinct actors of these events, newest event first."""
+
+
+class GraphStore(Protocol):
+    """Who hears of what: users, subscriptions, follows and mutes."""
+
+    def add_user(self, user: str, now: int) -> bool:
+        """Register a user; True if the user is new."""
+
+    def set_joined(self, user: str, joined: int) -> None:
+        """Correct a registered user's join time (import)."""
+
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        """Join times of those of ``users`` who are registered."""
+
+    def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
+                          now: int) -> Subscription:
+        """Create a subscription, or replace the channels of the same (user, type, object)."""
+
+    def delete_subscription(self, user: str, subscription_id: int) -> bool:
+        """Remove one of the user's subscriptions; False if there was none with that id."""
+
+    def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
+        """A user's subscriptions by ascending id after ``after_id``."""
+
+    def add_follow(self, follower: str, followee: str, now: int) -> bool:
+        """True if the edge is new."""
+
+    def remove_follow(self, follower: str, followee: str) -> bool:
+        """True if there was such an edge."""
+
+    def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
+        """Whom ``user`` follows (or, ``followers=True``, who follows them) by ascending id."""
+
+    def audience(self, source: AudienceSource, *, after: str, upto: str | None,
+                 limit: int | None = None) -> list[str]:
+        """Distinct users of a source with ids in (after, upto], ascending by code point
+        (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
+
+    def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
+        """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
+
+    def add_mute(self, user: str, kind: str, value: str) -> None:
+        """Mute an actor (``kind="actor"``) or an object; idempotent."""
+
+    def remove_mute(self, user: str, kind: str, value: str) -> int:
+        """Unmute; returns how many mutes went."""
+
+    def replace_mutes(self, user: str, pairs: Sequence[tuple[str, str]]) -> None:
+        """Make (kind, value) pairs the user's whole list of mutes."""
+
+    def mutes(self, user: str) -> list[tuple[str, str]]:
+        """A user's mutes as (kind, value), sorted."""
+
+    def muting(self, users: Sequence[str], actor: str | None, object: str | None) -> set[str]:
+        """Those of ``users`` who muted this actor or this object."""
+
+
+class SettingsStore(Protocol):
+    """Declared event types, user preferences and bounced addresses."""
+
+    def save_type(self, name: str, definition: str, now: int) -> None:
+        """Store (or replace) a type's JSON definition."""
+
+    def load_types(self) -> list[tuple[str, str]]:
+        """Every stored (name, JSON definition)."""
+
+    def preferences(self, user: str) -> dict[str, Any] | None:
+        """A user's stored preferences, or None if never set."""
+
+    def preferences_many(self, users: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Preferences of those users who have any."""
+
+    def save_preferences(self, user: str, data: Mapping[str, Any], now: int) -> None:
+        """Replace a user's preferences."""
+
+    def report_bounce(self, address: str, reason: str, now: int) -> None:
+        """Record a hard bounce of a (lower-cased) address."""
+
+    def clear_bounce(self, address: str) -> bool:
+        """Forget a bounce; True if there was one."""
+
+    def bounced(self, addresses: Sequence[str]) -> set[str]:
+        """Those (lower-cased) addresses that bounced."""
+
+
+class MailStore(Protocol):
+    """Outbound channel state: bundling windows, waiting mail, the sent log, webhook attempts."""
+
+    def last_email_at(self, user: str, bundle_hash: str) -> int | None:
+        """When the user's last mail of this bundle went out (window start), if ever."""
+
+    def set_last_email_at(self, user: str, bundle_hash: str, at: int) -> None:
+        """Start a new bundling window."""
+
+    def add_batch(self, rows: Sequence[MailBatchRow]) -> None:
+        """Keep notifications for a later mail; a (user, event) already waiting is skipped."""
+
+    def batch(self, user: str, kind: str, *, bundle_hash: str | None = None,
+              created_until: int | None = None, limit: int | None = None
+              ) -> list[MailBatchRow]:
+        """Waiting rows of a user and kind: by (priority, newest event first) for digests, by
+        newest event first for bundles."""
+
+    def delete_batch(self, ids: Sequence[int]) -> None:
+        """Drop waiting rows (they are being mailed)."""
+
+    def cancel_events(self, event_ids: Sequence[int]) -> None:
+        """A retraction: these events wait for no mail any more."""
+
+    def sent_count(self, user: str, kind: str, since: int) -> int:
+        """Mails of ``kind`` sent to the user since ``since``."""
+
+    def log_sent(self, message_id: str, user: str, kind: str, address: str, subject: str,
+                 at: int) -> None:
+        """Record a sent mail."""
+
+    def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
+                    attempt: int, error: str | None, at: int) -> None:
+        """Record one webhook attempt."""

@@ -1,0 +1,78 @@
+"""The unit of work, the store that hands it out, and live updates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
+
+from tidings.ports.feeds import InboxStore, TimelineStore
+from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
+
+T = TypeVar("T")
+
+
+class Notifier(Protocol):
+    """Live updates: tell listeners that users' inboxes changed."""
+
+    cross_process: bool  # whether listeners hear of changes made by other processes
+
+    def changed(self, users: Sequence[str]) -> None:
+        """These users' inboxes or counts changed (called once the change is committed)."""
+
+    def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread) when ``user`` changes; returns the unsubscribe."""
+
+
+class Tx(Protocol):
+    """One unit of work: every port of a store, seeing and writing the same state."""
+
+    @property
+    def events(self) -> EventStore: ...
+    @property
+    def graph(self) -> GraphStore: ...
+    @property
+    def inbox(self) -> InboxStore: ...
+    @property
+    def timeline(self) -> TimelineStore: ...
+    @property
+    def settings(self) -> SettingsStore: ...
+    @property
+    def mail(self) -> MailStore: ...
+    @property
+    def jobs(self) -> JobQueue: ...
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once this unit has committed; never if it rolls back."""
+
+
+class Store(Protocol):
+    """A configured store: units of work, the queue's own operations, and its lifecycle."""
+
+    on_enqueue: Callable[[int], None] | None  # told how many jobs each unit enqueued (metrics)
+
+    @property
+    def backend(self) -> str: ...  # the kind of store: memory, sqlite, postgresql, mysql
+    @property
+    def queue(self) -> JobAdmin: ...  # the queue's own operations
+    @property
+    def notifier(self) -> Notifier: ...  # live updates of this store's users
+
+    def transact(self, work: Callable[[Tx], T]) -> T:
+        """Run ``work`` in one unit that may write; committed when it returns, rolled back
+        when it raises. Retried from the start on a transient conflict (deadlock)."""
+
+    def read(self) -> AbstractContextManager[Tx]:
+        """A unit that only reads (writes in it are refused or undefined)."""
+
+    def ping(self) -> None:
+        """Raise :class:`tidings.exceptions.StoreUnavailable` unless the store answers."""
+
+    def migrate(self) -> None:
+        """Create or upgrade the store's schema."""
+
+    def check_schema(self) -> None:
+        """Raise :class:`tidings.exceptions.SchemaOutOfDate` if a migration is missing."""
+
+    def close(self) -> None:
+        """Release connections."""
