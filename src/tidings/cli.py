@@ -190,7 +190,8 @@ def import_(
 def jobs(database_url: DatabaseOption = None,
          failures: Annotated[int, typer.Option(
              metavar="N", help="Recent failures to list.")] = 10) -> None:
-    """Show the job queue: queued, runnable, running, failed, and recent failures."""
+    """Show the job queue: queued, runnable, running, failed, queued per function, and recent
+    failures."""
     from tidings.engine import Tidings
 
     tidings = _open(database_url)
@@ -199,6 +200,12 @@ def jobs(database_url: DatabaseOption = None,
     table = Table(*stats)
     table.add_row(*(str(v) for v in stats.values()))
     console.print(table)
+    by_func = tidings.queue.counts_by_func()
+    if by_func:
+        per_func = Table("func", "queued")
+        for name, count in sorted(by_func.items()):
+            per_func.add_row(name, str(count))
+        console.print(per_func)
     recent = tidings.queue.failures(failures)
     if recent:
         listing = Table("job", "func", "attempt", "final", "error")

@@ -54,6 +54,9 @@ class GraphStore(Protocol):
     def set_joined(self, user: str, joined: int) -> None:
         """Correct a registered user's join time (import)."""
 
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        """Join times of those of ``users`` who are registered."""
+
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
                           now: int) -> Subscription:
         """Create a subscription, or replace the channels of the same (user, type, object)."""
