@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from engines import table_rows
+from engines import notification_rows
 from servers import LiveServer, wait_for
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings, UnreadCount
@@ -41,13 +41,15 @@ def test_delivery_registers_the_users_it_reaches_without_a_watermark(t: Tidings)
     t.publish({"type": "mention", "actor": "alice", "recipients": ["bob", "carol"]})
     t.run_jobs()
 
-    delivered_at = {r["user_id"]: r["created_at"] for r in table_rows(t, "notifications")}
-    assert {r["user_id"]: r["created_at"] for r in table_rows(t, "users")} == delivered_at
+    delivered_at = {key.user_id: state.created_at for key, state in notification_rows(t)}
     assert sorted(delivered_at) == ["bob", "carol"]
-    assert table_rows(t, "read_markers") == []
+    with t.store.read() as tx:
+        assert tx.graph.joined(["bob", "carol", "dave"]) == delivered_at
+        assert tx.inbox.load_markers_many(["bob", "carol"]) == {}  # no watermark
     assert t.add_user("bob") is False  # known
     assert t.add_user("dave") is True  # genuinely new: read up to now
-    assert [r["user_id"] for r in table_rows(t, "read_markers")] == ["dave"]
+    with t.store.read() as tx:
+        assert list(tx.inbox.load_markers_many(["bob", "carol", "dave"])) == ["dave"]
 
 
 def test_putting_preferences_over_http_keeps_unread(live: LiveServer) -> None:

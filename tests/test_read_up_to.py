@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engines import all_items, table_rows
+from engines import all_items, notification_rows
 from test_live_updates import Heard
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings, UnreadCount
@@ -38,9 +38,12 @@ def test_read_up_to_a_notification_writes_one_watermark(t: Tidings, clock: Froze
 
     assert _read(t) == {ids[4]: False, ids[3]: False, ids[2]: True, ids[1]: True, ids[0]: True}
     assert t.unread_count("bob") == UnreadCount(2, "2")
-    assert [r["read_at"] for r in table_rows(t, "notifications")] == [None] * 5
-    (marker,) = [r for r in table_rows(t, "read_markers") if r["scope"] == "position"]
-    assert (marker["user_id"], marker["position_id"]) == ("bob", int(ids[2]))
+    # no notification row was marked: one watermark holds the place
+    assert [state.read_at for _, state in notification_rows(t)] == [None] * 5
+    with t.store.read() as tx:
+        markers = tx.inbox.load_markers("bob")
+    assert markers.position is not None and markers.position[2] == int(ids[2])
+    assert markers.all == 0
     assert t.notifications("bob", unread=True).items[-1].id == ids[3]
 
 

@@ -158,7 +158,7 @@ def mysql_column_collations(url: str) -> set[str]:
 
 def test_holders_of_notifications_are_registered_with_their_inbox_rows(
         empty_store_url: str) -> None:
-    upgrade(empty_store_url, "0005")
+    upgrade(empty_store_url, "0006")
     row = {"event_id": 0, "created_at": 0, "fresh_at": 0, "type": "t", "category": "c",
            "section": "alert", "bundle_hash": "h", "display_hash": "h", "bundle_base": True}
     db = Database(empty_store_url, pool_size=0)

@@ -6,11 +6,10 @@ import random
 from collections.abc import Iterable, Sequence
 
 from tidings.channels.registry import Channel, Outgoing
-from tidings.domain.bundling import bundle_hash, join_or_start
+from tidings.domain.bundling import bundle_hash
 from tidings.domain.preferences import plan, within
-from tidings.domain.readstate import Markers
 from tidings.domain.types import EventType
-from tidings.domain.views import NewNotification, StoredEvent
+from tidings.domain.views import Delivery, StoredEvent
 from tidings.fanout.privacy import permitted
 from tidings.fanout.routing import subscription_limits
 from tidings.fanout.specs import trim_spec
@@ -21,52 +20,31 @@ TRIM_SAMPLE = 0.02  # share of timeline pushes that check the follower's timelin
 
 
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
-                users: Iterable[str], now: int, backfill: bool = False) -> list[str]:
+                users: Iterable[str], now: int, backfill: bool = False,
+                writer: str = "") -> list[str]:
     """Write one notification per user for ``event``; return the users newly notified.
 
     Idempotent: users who already have this event are skipped. A bundled notification joins
     the newest display group of its bundle hash while that group is unread, else starts one
-    (:func:`tidings.domain.bundling.join_or_start`); a back-filled one (dated ``now`` in the
-    past) only looks at groups older than itself.
+    (:func:`tidings.domain.bundling.join_or_start`, applied by ``InboxStore.deliver``); a
+    back-filled one (dated ``now`` in the past) only looks at groups older than itself.
     """
-    candidates = sorted(set(users))
-    if not candidates:
-        return []
-    bhash = bundle_hash(bundle, event.type, event.actor, event.object, event.id)
-    before = (now, event.id) if backfill else None
-    bases = (tx.inbox.bundle_bases(candidates, bhash, before=before) if bundle != "none"
-             else {})
-    existing = tx.inbox.delivered(event.id, candidates)
-    fresh = [u for u in candidates if u not in existing]
-    if not fresh:
-        return []
-    markers = tx.inbox.load_markers_many([u for u in fresh if u in bases]) if bases else {}
-    rows: list[NewNotification] = []
-    demote: list[tuple[str, str]] = []
-    for user in fresh:
-        base = bases.get(user)
-        unread = base is not None and markers.get(user, Markers()).is_unread(
-            base.read_at, base.fresh_at, base.type, base.category, base.section,
-            position=(base.created_at, base.event_id))
-        place = join_or_start(bhash, event.id, now, base, unread, backfill=backfill)
-        if place.joins:
-            demote.append((user, place.group))
-        rows.append(NewNotification(
-            user_id=user, event_id=event.id, created_at=place.created_at, type=event.type,
-            category=category, section=section, actor=event.actor, object=event.object,
-            bundle_hash=bhash, display_hash=place.group))
-    tx.inbox.demote(demote)
-    tx.inbox.insert(rows)
-    return [r.user_id for r in rows]
+    delivery = Delivery(
+        event_id=event.id, created_at=now, type=event.type, category=category, section=section,
+        actor=event.actor, object=event.object,
+        bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
+        bundled=bundle != "none", writer=writer, backfill=backfill)
+    return tx.inbox.deliver(delivery, sorted(set(users)))
 
 
 def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
             channels: Sequence[Channel], *, at: int | None = None,
-            timeline: Sequence[str] = ()) -> list[str]:
+            timeline: Sequence[str] = (), writer: str = "") -> list[str]:
     """Filter an audience chunk and deliver it; returns the users notified in the inbox.
 
     ``timeline`` names the actor's followers in this chunk: the push model writes the event
     into their timelines too (same filters: exclusions, mutes and the type's privacy rule).
+    ``writer`` names the job delivering (see :class:`tidings.domain.views.Delivery`).
     """
     excluded = set(event.exclude)
     if event.actor is not None:
@@ -81,10 +59,10 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     now = at if at is not None else ctx.clock.now_us()
     if not ctx.catalog.known(event.type):  # a type since removed: the inbox only
         delivered = write_inbox(tx, event, category="general", section="alert", bundle="none",
-                                users=candidates, now=now)
+                                users=candidates, now=now, writer=writer)
     else:
         delivered = _by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
-                                channels, now, backfill=at is not None)
+                                channels, now, backfill=at is not None, writer=writer)
     # The cap holds after every delivery: only users whose size bound passes it are trimmed
     # (newest by time kept), in this unit, so no path leaves an inbox over it.
     for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
@@ -104,7 +82,7 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
 
 def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
                 candidates: list[str], channels: Sequence[Channel], now: int, *,
-                backfill: bool) -> list[str]:
+                backfill: bool, writer: str) -> list[str]:
     """Inbox rows for users with the web channel on; other channels as preferences say,
     within the channels of the subscriptions that brought the user (``fanout/routing.py``)."""
     prefs = tx.settings.preferences_many(candidates)
@@ -121,7 +99,7 @@ def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTy
     delivered = write_inbox(tx, event, category=event_type.category,
                             section=event_type.section, bundle=event_type.bundle,
                             users=[u for u in candidates if plans[u].web], now=now,
-                            backfill=backfill)
+                            backfill=backfill, writer=writer)
     if backfill:
         return delivered  # an imported event is history: no mail, no webhooks
     reached = set(delivered) | {u for u in candidates if not plans[u].web}

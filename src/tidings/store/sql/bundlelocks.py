@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, delete, select, tuple_
 from sqlalchemy.dialects import mysql as mysql_dialect
 
+from tidings.clock import Clock
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import bundle_locks
 
@@ -29,10 +30,11 @@ b = bundle_locks.c
 
 
 def lock(db: Database, conn: Connection, users: Sequence[str], bundle_hash: str,
-         now: int) -> None:
+         clock: Clock) -> None:
     """Hold the (user, bundle) locks of these users until the unit ends."""
     if db.backend == "sqlite" or not users:
         return
+    now = clock.now_us()
     wanted = sorted(set(users))
     if db.backend == "mysql":
         upsert = mysql_dialect.insert(bundle_locks)

@@ -44,6 +44,16 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
     return {r.user_id: r.inbox_rows for r in returned}
 
 
+def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:
+    """Register the users of these (user, created_at) rows, dated with their first, where
+    the inbox rows live elsewhere (the hot store): no bound to raise here."""
+    first: dict[str, int] = {}
+    for user, created_at in written:
+        first[user] = min(created_at, first.get(user, created_at))
+    db.insert_many(conn, users, [{"user_id": u, "created_at": first[u]} for u in sorted(first)],
+                   ignore=True)
+
+
 def over_cap(conn: Connection, names: Sequence[str], cap: int,
              known: dict[str, int]) -> list[str]:
     """Those of ``names`` whose bound passes ``cap``; ``known`` bounds are not read again."""

@@ -1,7 +1,7 @@
 """bundle locks: fan-out's join-or-start decision serialised per (user, bundle)
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-23 10:00:00.000000
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0005'
-down_revision: str | Sequence[str] | None = '0004'
+revision: str = '0006'
+down_revision: str | Sequence[str] | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -3,8 +3,8 @@
 Every user who holds notifications is registered (fan-out registers the users it delivers to
 from now on), with the true count as the bound.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-23 12:00:00.000000
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0006'
-down_revision: str | Sequence[str] | None = '0005'
+revision: str = '0007'
+down_revision: str | Sequence[str] | None = '0006'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,384 @@
+"""``InboxStore`` on Redis: one Lua script per user and operation (``lua/``), reads at once,
+writes held in the unit's :class:`WriteBuffer` and sent just before its SQL commit.
+
+Event payloads stay in SQL (the source of truth): a page's rows come from Redis in one
+script, their payloads from the events table by primary key (``payloads``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP, display_hash
+from tidings.domain.readstate import Markers
+from tidings.domain.views import (
+    BundleBase,
+    Delivery,
+    Filters,
+    GroupInfo,
+    InboxRow,
+    NewNotification,
+    NotificationKey,
+    ReadState,
+)
+from tidings.store.redis.client import Redis, guard
+from tidings.store.redis.keys import Keys, opt
+from tidings.store.redis.writes import CLEANUP, INDEX, WriteBuffer
+
+Payloads = Callable[[Sequence[int]], dict[int, str]]
+MarkerCopy = Callable[[str, str, int], None]
+PositionCopy = Callable[[str, tuple[int, int], int], bool]
+# registers users an insert writes to, with the date of their row (the SQL graph's users)
+Register = Callable[[Sequence[tuple[str, int]]], None]
+
+
+class Row:
+    """A notification hash as a script returns it."""
+
+    __slots__ = ("actor", "base", "bundle", "category", "created", "display", "fresh", "id",
+                 "object", "read_at", "section", "type")
+
+    def __init__(self, raw: Sequence[Any]) -> None:
+        self.id = int(raw[0])
+        self.created = int(raw[1])
+        self.fresh = int(raw[2])
+        self.type: str = raw[3]
+        self.category: str = raw[4]
+        self.section: str = raw[5]
+        self.actor: str | None = raw[6]
+        self.object: str | None = raw[7]
+        self.bundle: str = raw[8]
+        self.display: str = raw[9]
+        self.read_at = int(raw[10]) if raw[10] is not None else None
+        self.base = raw[11] == "1"
+
+    def key(self, user: str) -> NotificationKey:
+        return NotificationKey(user, self.id, self.display, self.base)
+
+
+def query(filters: Filters, markers: Markers, **extra: Any) -> str:
+    """A query for ``page.lua`` / ``count.lua`` as JSON (absent values left out)."""
+    data: dict[str, Any] = {
+        "types": list(filters.types) if filters.types else None,
+        "category": filters.category, "section": filters.section, "unread": filters.unread,
+        "actor": filters.actor, "object": filters.object, "max_id": filters.max_id,
+        "since_id": filters.since_id, "all": markers.all,
+        "scoped": [[kind, value, until] for (kind, value), until in markers.scoped.items()],
+        "position": list(markers.position) if markers.position else None,
+        **extra}
+    return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+def markers_of(raw: dict[str, str]) -> Markers:
+    place = raw.get(PLACE)
+    position = tuple(int(x) for x in place.split(":")) if place else None
+    return Markers.from_rows({scope: int(until) for scope, until in raw.items()
+                              if scope != PLACE},
+                             (position[0], position[1]) if position else None)
+
+
+PLACE = "position_place"  # the read-up-to mark's place, "created:id", beside its 'position'
+
+
+def _place(raw: str | None) -> tuple[int, int] | None:
+    if not raw:
+        return None
+    created, event_id = raw.split(":")
+    return int(created), int(event_id)
+
+
+class RedisInbox:
+    """One user's (or many users') inbox rows and watermarks in Redis, within one unit."""
+
+    def __init__(self, redis: Redis, buffer: WriteBuffer, payloads: Payloads,
+                 copy_marker: MarkerCopy | None = None,
+                 copy_position: PositionCopy | None = None,
+                 register: Register | None = None) -> None:
+        self.redis = redis
+        self.keys = Keys(redis.prefix)
+        self.buffer = buffer
+        self.payloads = payloads
+        self.copy_marker = copy_marker
+        self.copy_position = copy_position
+        self.register = register
+        # rows this unit's buffer will write, per user: (created, id), for the cap's check
+        self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
+
+    def _rows(self, user: str, name: str, args: Sequence[Any]) -> list[Row]:
+        return [Row(r) for r in self.redis.run(name, self.keys.user(user), args)]
+
+    def _rows_many(self, name: str, calls: Sequence[tuple[str, Sequence[Any]]]
+                   ) -> list[list[Row]]:
+        results = self.redis.pipeline(
+            [(name, self.keys.user(user), args) for user, args in calls], name)
+        return [[Row(r) for r in result] for result in results]
+
+    # -- watermarks -----------------------------------------------------------------------
+
+    def load_markers(self, user: str) -> Markers:
+        with guard("markers"):
+            raw = self.redis.client.hgetall(self.keys.markers(user))
+        return markers_of(raw)
+
+    def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
+        results = self.redis.pipeline(
+            [("", "HGETALL", [self.keys.markers(u)]) for u in users], "markers")
+        return {u: markers_of(raw) for u, raw in zip(users, results, strict=True) if raw}
+
+    def set_marker(self, user: str, scope: str, until: int) -> None:
+        if self.copy_marker is not None:
+            self.copy_marker(user, scope, until)  # the durable copy, in the SQL unit
+        self.buffer.script("marker", self.keys.user(user), [scope, until], user=user)
+
+    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
+        with guard("markers"):
+            current = _place(self.redis.client.hget(self.keys.markers(user), PLACE))
+        if current is not None and position < current:
+            return False
+        if self.copy_position is not None:
+            self.copy_position(user, position, until)  # the durable copy, in the SQL unit
+        self.buffer.script("position", self.keys.user(user), [until, *position], user=user)
+        return True
+
+    def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
+        rows = self._rows(user, "rows", [event_id])
+        return (rows[0].created, event_id) if rows else None
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        if not event_ids:
+            return []
+        return sorted((r.key(user) for r in self._rows(user, "rows", sorted(set(event_ids)))),
+                      key=lambda k: k.event_id)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
+                     before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
+        # each delivery decides in one atomic script per user (deliver.lua): no lock to take
+        args = [bundle_hash, *before] if before is not None else [bundle_hash]
+        found = self._rows_many("bundle_base", [(u, args) for u in users])
+        return {user: BundleBase(user_id=user, event_id=r.id, display_hash=r.display,
+                                 created_at=r.created, fresh_at=r.fresh, read_at=r.read_at,
+                                 type=r.type, category=r.category, section=r.section)
+                for user, rows in zip(users, found, strict=True) for r in rows[:1]}
+
+    def _writers(self, event_id: int, users: Sequence[str]) -> list[str | None]:
+        """Per user, the writer of their row of this event ('' for none), or None if absent."""
+        return self.redis.pipeline(
+            [("", "HGET", [self.keys.note(u, event_id), "w"]) for u in users], "delivered")
+
+    def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
+        return {u for u, w in zip(users, self._writers(event_id, users), strict=True)
+                if w is not None}
+
+    def _index(self, event_id: int, users: Sequence[str]) -> None:
+        if users:
+            self.buffer.command("SADD", [self.keys.recipients(event_id), *users], phase=INDEX)
+
+    def insert(self, rows: Sequence[NewNotification]) -> None:
+        by_user: dict[str, list[NewNotification]] = defaultdict(list)
+        by_event: dict[int, list[str]] = defaultdict(list)
+        for r in rows:
+            by_user[r.user_id].append(r)
+            by_event[r.event_id].append(r.user_id)
+        for event_id, users in by_event.items():
+            self._index(event_id, users)
+        if self.register is not None:
+            self.register([(r.user_id, r.created_at) for r in rows])
+        for user, mine in by_user.items():
+            self.pending[user] += [(r.created_at, r.event_id) for r in mine]
+            args: list[Any] = []
+            for r in mine:
+                args += [r.event_id, r.created_at, r.type, r.category, r.section, opt(r.actor),
+                         opt(r.object), r.bundle_hash, r.display_hash]
+            self.buffer.script("insert", self.keys.user(user), args, user=user)
+
+    def demote(self, groups: Sequence[tuple[str, str]]) -> None:
+        by_user: dict[str, list[str]] = defaultdict(list)
+        for user, group in groups:
+            by_user[user].append(group)
+        for user, mine in by_user.items():
+            self.buffer.script("demote", self.keys.user(user), mine, user=user)
+
+    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
+        candidates = sorted(set(users))
+        writers = self._writers(delivery.event_id, candidates)
+        fresh = [u for u, w in zip(candidates, writers, strict=True) if w is None]
+        again = {u for u, w in zip(candidates, writers, strict=True)
+                 if w is not None and delivery.writer and w == delivery.writer}
+        d = delivery
+        own = display_hash(d.bundle_hash, d.event_id)
+        self._index(d.event_id, fresh)
+        args = [d.event_id, d.created_at, d.type, d.category, d.section, opt(d.actor),
+                opt(d.object), d.bundle_hash, "1" if d.bundled else "0", d.writer, own,
+                "1" if d.backfill else "0"]
+        if fresh and self.register is not None:
+            self.register([(u, d.created_at) for u in fresh])
+        for user in fresh:
+            self.buffer.script("deliver", self.keys.user(user), args, user=user)
+            self.pending[user].append((d.created_at, d.event_id))
+        written = again.union(fresh)
+        return [u for u in candidates if u in written]
+
+    # -- removal ----------------------------------------------------------------------------
+
+    def keys_for_events(self, event_ids: Sequence[int]) -> list[NotificationKey]:
+        if not event_ids:
+            return []
+        members = self.redis.pipeline(
+            [("", "SMEMBERS", [self.keys.recipients(e)]) for e in event_ids], "recipients")
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for event_id, users in zip(event_ids, members, strict=True):
+            for user in sorted(users):
+                by_user[user].append(event_id)
+        users = sorted(by_user)
+        found = self._rows_many("rows", [(u, by_user[u]) for u in users])
+        return [r.key(user) for user, rows in zip(users, found, strict=True) for r in rows]
+
+    def remove(self, keys: Sequence[NotificationKey]) -> int:
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for k in keys:
+            by_user[k.user_id].append(k.event_id)
+        users = sorted(by_user)
+        found = self._rows_many("rows", [(u, sorted(set(by_user[u]))) for u in users])
+        removed = 0
+        by_event: dict[int, list[str]] = defaultdict(list)
+        for user, rows in zip(users, found, strict=True):
+            if not rows:
+                continue
+            removed += len(rows)
+            self.buffer.script("remove", self.keys.user(user), [r.id for r in rows], user=user)
+            for r in rows:
+                by_event[r.id].append(user)
+        for event_id, holders in by_event.items():
+            self.buffer.command("SREM", [self.keys.recipients(event_id), *holders],
+                                phase=CLEANUP)
+        return removed
+
+    def _sizes(self, users: Sequence[str]) -> list[int]:
+        """Rows per user, with those this unit is about to write."""
+        stored = self.redis.pipeline([("", "ZCARD", [self.keys.user(u) + ":ids"])
+                                      for u in users], "sizes")
+        return [int(n) + len(self.pending.get(u, ())) for u, n in zip(users, stored,
+                                                                         strict=True)]
+
+    def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
+        wanted = sorted(set(users))
+        return [u for u, n in zip(wanted, self._sizes(wanted), strict=True) if n > cap]
+
+    def trim(self, user: str, cap: int) -> int:
+        """The oldest rows by (created, id) beyond the cap go, those this unit is about to
+        write included (a back-filled one may be the oldest)."""
+        (size,) = self._sizes([user])
+        extra = size - cap
+        if extra <= 0:
+            return 0
+        flat = self.redis.run("oldest", self.keys.user(user), [extra])
+        # members carry the id after a length letter (common.lua's enc), scores the date
+        stored = [(int(float(flat[i + 1])), int(str(flat[i])[1:]))
+                  for i in range(0, len(flat), 2)]
+        pending = self.pending.get(user, [])
+        doomed = sorted([*stored, *pending])[:extra]
+        mine = set(pending)
+        removed = self.remove([NotificationKey(user, e, "", False)
+                               for c, e in doomed if (c, e) not in mine])
+        coming = [e for c, e in doomed if (c, e) in mine]
+        if coming:  # written by this unit's buffer before this runs: remove them after it
+            self.buffer.script("remove", self.keys.user(user), coming, user=user)
+            for event_id in coming:
+                self.buffer.command("SREM", [self.keys.recipients(event_id), user],
+                                    phase=CLEANUP)
+            self.pending[user] = [p for p in pending if p[1] not in set(coming)]
+        return removed + len(coming)
+
+    def forget_bundle_locks(self, before: int, limit: int) -> int:
+        return 0  # deliveries decide in one atomic script per user: no lock state
+
+    # -- read state -------------------------------------------------------------------------
+
+    def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
+        if not event_ids:
+            return []
+        return list(dict.fromkeys(r.display for r in self._rows(user, "rows", event_ids)))
+
+    def _matching(self, user: str, actor: str | None, type: str | None,
+                  object: str | None) -> list[Row]:
+        if actor is None and type is None and object is None:
+            return []
+        return self._rows(user, "match", [opt(actor), opt(type), opt(object)])
+
+    def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
+                        object: str | None) -> list[str]:
+        return list(dict.fromkeys(r.display for r in self._matching(user, actor, type, object)))
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        return [r.key(user) for r in self._matching(user, actor, type, object)]
+
+    def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
+                    markers: Markers) -> int:
+        if not groups:
+            return 0
+        groups = list(dict.fromkeys(groups))
+        changed = int(self.redis.run("changed", self.keys.user(user),
+                                     [query(Filters(), markers), "1" if read else "0", *groups]))
+        self.buffer.script("mark", self.keys.user(user), ["1" if read else "0", now, *groups],
+                           user=user)
+        return changed
+
+    def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
+        if not event_ids:
+            return []
+        return [ReadState(event_id=r.id, created_at=r.created, read_at=r.read_at,
+                          fresh_at=r.fresh, type=r.type, category=r.category,
+                          section=r.section)
+                for r in self._rows(user, "rows", event_ids)]
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
+             before: tuple[int, int] | None) -> list[InboxRow]:
+        out: list[InboxRow] = []
+        cursor = before
+        while len(out) < limit:
+            want = limit - len(out)
+            extra: dict[str, Any] = {"limit": want}
+            if cursor is not None:
+                extra.update(before_c=str(cursor[0]), before_id=str(cursor[1]))
+            rows = self._rows(user, "page", [query(filters, markers, **extra)])
+            payloads = self.payloads([r.id for r in rows]) if rows else {}
+            # a row whose event is gone (deleted, not yet removed from inboxes) is not listed
+            out += [InboxRow(event_id=r.id, user_id=user, created_at=r.created,
+                             fresh_at=r.fresh, type=r.type, category=r.category,
+                             section=r.section, actor=r.actor, object=r.object,
+                             bundle_hash=r.bundle, display_hash=r.display, read_at=r.read_at,
+                             payload=payloads[r.id])
+                    for r in rows if r.id in payloads]
+            if len(rows) < want:
+                break
+            cursor = (rows[-1].created, rows[-1].id)
+        return out
+
+    def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
+        if not groups:
+            return {}
+        unique = list(dict.fromkeys(groups))
+        found = self.redis.run("groups", self.keys.user(user), [ACTOR_SCAN, *unique])
+        info: dict[str, GroupInfo] = {}
+        for group, (count, *actors) in zip(unique, found, strict=True):
+            if count:
+                info[group] = GroupInfo(count=int(count), actors=list(actors),
+                                        distinct_actors=len(actors))
+        return info
+
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
+        if markers is None:
+            markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
+        return int(self.redis.run("count", self.keys.user(user), [
+            query(filters, markers, unread=None, cap=UNREAD_CAP, all_s=str(markers.all))]))
