@@ -6,17 +6,22 @@ end, write the JSON they promise, and never touch a database they did not create
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
+from rich.console import Console
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from tidings.bench.cli import _counts, bench_app
+from tidings.bench.compare import comparison_table, sweep_table
 from tidings.bench.measure import Latencies, median, percentile
 from tidings.bench.stores import BenchStore
 from tidings.store.sql.database import Database
@@ -74,11 +79,12 @@ def test_a_bench_store_is_its_own_and_is_dropped(store_url: str, backend: str) -
         assert store.name not in names
 
 
-def test_bench_fanout_runs_and_writes_json(tmp_path: Path) -> None:
-    out = tmp_path / "fanout.json"
+def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "fanout.json", tmp_path / "fanout.png"
     result = runner.invoke(bench_app, [
         "fanout", "--subscribers", "25", "--workers", "1,2", "--rounds", "2",
-        "--chunk-size", "10", "--json", str(out)])
+        "--chunk-size", "10", "--push-users", "60", "--push-events", "4", "--baseline",
+        "--sweep", "--json", str(out), "--plot", str(png)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["backend"] == "sqlite"
@@ -86,6 +92,15 @@ def test_bench_fanout_runs_and_writes_json(tmp_path: Path) -> None:
     (row,) = data["results"]
     assert (row["subscribers"], row["workers"], row["chunk_jobs"], row["rounds"]) == (25, 1, 3, 2)
     assert row["deliveries_per_second"] > 0
+    assert data["push"]["users"] == 60 and data["push"]["followers_per_user"] == 43
+    assert [r["figure"] for r in data["comparisons"]] == [
+        "deliveries, 25 followers, 1 worker(s) vs INSERT…SELECT",
+        "deliveries, 25 followers, 1 worker(s) vs COPY",
+        "events to ~43 followers, 1 worker(s)"]
+    assert_compared(data)
+    assert list(data["sweep"]["series"]) == [
+        "deliveries, 25 followers (rows/s)", "events to ~43 followers (events/s)"]
+    assert png.read_bytes().startswith(PNG)
 
 
 def test_bench_inbox_runs_and_writes_json(tmp_path: Path) -> None:
@@ -100,6 +115,67 @@ def test_bench_inbox_runs_and_writes_json(tmp_path: Path) -> None:
     assert [r["figure"] for r in data["results"]] == [
         "unread count", "first page (20, bundled)", "mark all read"]
     assert all(r["latency"]["count"] > 0 for r in data["results"])
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_compared(data: dict[str, Any]) -> None:
+    """Every figure has a tidings value, a baseline value and their ratio (never a speed)."""
+    assert data["comparisons"]
+    for row in data["comparisons"]:
+        assert row["tidings"]["per_second"] > 0, row
+        assert row["baseline"]["per_second"] > 0, row
+        assert row["baseline"]["statement"] and row["baseline"]["anchor"]
+        assert row["ratio"] == pytest.approx(
+            row["tidings"]["per_second"] / row["baseline"]["per_second"], rel=0.01)
+    for points in data.get("sweep", {}).get("series", {}).values():
+        assert points
+        for p in points:
+            assert p["tidings"] > 0 and p["baseline"] > 0 and p["ratio"] is not None, p
+    # the tables print without error, whatever was measured
+    Console(file=io.StringIO(), width=200).print(
+        comparison_table("t", data["comparisons"]),
+        *([sweep_table("s", data["sweep"])] if "sweep" in data else []))
+
+
+def test_bench_inbox_baseline_sweep_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "inbox.json", tmp_path / "inbox.png"
+    result = runner.invoke(bench_app, [
+        "inbox", "--scale", "0.001", "--rounds", "1", "--ops", "5", "--baseline", "--sweep",
+        "--sizes", "20,60", "--json", str(out), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    assert "ratio" in result.output
+    data = json.loads(out.read_text())
+    assert [r["figure"] for r in data["comparisons"]] == [
+        "unread count", "first page (20, bundled)", "mark all read"]
+    assert_compared(data)
+    assert [p["x"] for p in data["sweep"]["series"]["unread count"]] == [20, 60]
+    assert png.read_bytes().startswith(PNG)
+
+
+def test_bench_http_baseline_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "http.json", tmp_path / "http.png"
+    result = runner.invoke(bench_app, [
+        "http", "--scale", "0.0005", "--rounds", "1", "--seconds", "0.2", "--processes", "1",
+        "--concurrency", "2", "--baseline", "--json", str(out), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert [r["figure"] for r in data["comparisons"]] == [
+        "GET unread-count", "GET first page (20)", "POST /v1/events"]
+    assert_compared(data)
+    assert all(row["tidings"]["latency"]["count"] > 0 and row["baseline"]["latency"]["count"] > 0
+               for row in data["comparisons"])
+    assert png.read_bytes().startswith(PNG)
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    result = runner.invoke(bench_app, ["inbox", "--plot", str(tmp_path / "x.png")])
+    assert result.exit_code == 2
+    assert "pip install 'tidings[bench]'" in result.output
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_a_bench_store_empties_only_itself(store_url: str) -> None:

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from tidings.engine import Tidings
+from tidings.store.sql import database
 
 
 @contextmanager
@@ -99,3 +101,19 @@ def test_mark_all_read_is_a_count_and_one_upsert(t: Tidings) -> None:
     expected = {"sqlite": 3, "postgresql": 3, "mysql": 2}[t.store.backend]
     assert counts == {"statements": expected, "transactions": 1}
     assert t.unread_count("bob").count == 0
+
+
+def test_a_connection_is_pinged_only_after_sitting_idle(
+        t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if t.store.backend == "sqlite":
+        pytest.skip("SQLite has no server connection to ping")
+    dialect = t.store.db.engine.dialect  # type: ignore[attr-defined]
+    pings: list[int] = []
+    ping = dialect.do_ping
+    monkeypatch.setattr(dialect, "do_ping", lambda dbapi: pings.append(1) or ping(dbapi))
+    for _ in range(5):
+        t.unread_count("bob")
+    assert pings == []  # reused within the second: no round trip for a ping
+    monkeypatch.setattr(database, "IDLE_PING_SECONDS", 0.0)
+    t.unread_count("bob")
+    assert pings == [1]

@@ -1,6 +1,9 @@
-"""``tidings bench …``: run a workload, print a Rich table, write JSON (``--json FILE``).
+"""``tidings bench …``: run a workload, print Rich tables, write JSON (``--json FILE``) and a
+chart (``--plot FILE.png``).
 
-Progress goes to stderr and disappears when done; the table goes to stdout.
+Progress goes to stderr and disappears when done; the tables go to stdout. ``--baseline`` runs,
+in the same command and on the same data, the minimal raw statements that do each job, and the
+tables print ``tidings | baseline | ratio``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from tidings.bench import BenchFailure
 from tidings.bench import fanout as fanout_workload
 from tidings.bench import http as http_workload
 from tidings.bench import inbox as inbox_workload
+from tidings.bench import plot as bench_plot
+from tidings.bench import sweep as sweep_workload
 from tidings.bench.report import write_json
 from tidings.config import Config
 
@@ -30,6 +35,8 @@ bench_app = typer.Typer(
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     rich_markup_mode=None)
 console = Console()
+if not console.is_terminal:  # a file or a pipe: keep each table row on one line
+    console = Console(width=200)
 err = Console(stderr=True)
 S = TypeVar("S")
 
@@ -41,6 +48,13 @@ JsonOption = Annotated[Path | None, typer.Option(
     "--json", metavar="FILE", dir_okay=False, help="Also write the results to this JSON file.")]
 RoundsOption = Annotated[int, typer.Option(
     min=1, metavar="N", help="Rounds; figures are their median.")]
+BaselineOption = Annotated[bool, typer.Option(
+    "--baseline", help="Also run the minimal raw statements that do the same jobs, in the same "
+                       "run on the same data, and print tidings | baseline | ratio.")]
+PlotOption = Annotated[Path | None, typer.Option(
+    "--plot", metavar="FILE.png", dir_okay=False,
+    help="Also draw the ratios (and --sweep's curves) to this PNG; needs matplotlib: "
+         "pip install 'tidings[bench]'.")]
 
 
 def _counts(text: str, option: str, scale: float = 1.0) -> tuple[int, ...]:
@@ -56,7 +70,14 @@ def _counts(text: str, option: str, scale: float = 1.0) -> tuple[int, ...]:
 
 
 def _run(work: Callable[[S, Progress], dict[str, Any]], settings: S,
-         table: Callable[[dict[str, Any]], Table], json_file: Path | None) -> None:
+         tables: Callable[[dict[str, Any]], list[Table]], json_file: Path | None,
+         plot_file: Path | None = None) -> None:
+    if plot_file is not None:
+        try:
+            bench_plot.require()  # before the run, not after minutes of it
+        except bench_plot.PlotUnavailable as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from None
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err, transient=True)
     try:
@@ -65,12 +86,16 @@ def _run(work: Callable[[S, Progress], dict[str, Any]], settings: S,
     except BenchFailure as exc:
         err.print(f"[red]bench failed:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from None
-    console.print(table(result))
+    for table in tables(result):
+        console.print(table)
     for note in result.get("notes", []):
         err.print(f"note: {note}")
     if json_file is not None:
         write_json(json_file, result)
         err.print(f"wrote {json_file}")
+    if plot_file is not None:
+        bench_plot.draw(result, plot_file)
+        err.print(f"wrote {plot_file}")
 
 
 @bench_app.command()
@@ -89,15 +114,29 @@ def fanout(
         help="Fan-out chunk size.")] = None,
     poll: Annotated[float, typer.Option(
         metavar="SECONDS", min=0.001, help="The workers' idle poll interval, seconds.")] = 0.01,
+    push_users: Annotated[int, typer.Option(
+        metavar="N", min=2, help="Users of the push graph (times --scale), each following 43 "
+                                 "others.")] = 10_000,
+    push_events: Annotated[int, typer.Option(
+        metavar="N", min=0, help="Events to ~43 followers per push round (0: no push "
+                                 "rounds).")] = 500,
+    seed: Annotated[int, typer.Option(
+        metavar="N", help="Random seed for the push graph and its actors.")] = 1,
+    baseline: BaselineOption = False,
+    sweep: Annotated[bool, typer.Option(
+        "--sweep", help="Run 1, 2 and 4 workers (whatever --workers says) and report each "
+                        "figure's curve over them.")] = False,
     json_file: JsonOption = None,
+    plot_file: PlotOption = None,
 ) -> None:
-    """W3, fan-out: one event to N followers; deliveries/s and time until every inbox row
-    is written."""
+    """W3, fan-out: one event to N followers (deliveries/s, time until every inbox row is
+    written), then many events to ~43 followers each (events/s)."""
     settings = fanout_workload.FanoutSettings(
         store=store, subscribers=_counts(subscribers, "--subscribers", scale),
         workers=_counts(workers, "--workers"), scale=scale, rounds=rounds,
-        chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll)
-    _run(fanout_workload.run, settings, fanout_workload.table, json_file)
+        chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll, baseline=baseline,
+        sweep=sweep, push_users=push_users, push_events=push_events, seed=seed)
+    _run(fanout_workload.run, settings, fanout_workload.table, json_file, plot_file)
 
 
 @bench_app.command()
@@ -110,13 +149,46 @@ def inbox(
         metavar="N", min=1, help="Requests per figure per round.")] = 300,
     seed: Annotated[int, typer.Option(
         metavar="N", help="Random seed for the data and the requests.")] = 1,
+    baseline: BaselineOption = False,
+    sweep: Annotated[bool, typer.Option(
+        "--sweep", help="Also time the reads of one user whose inbox holds each of --sizes "
+                        "rows (they should stay flat).")] = False,
+    sizes: Annotated[str, typer.Option(
+        metavar="N", help="Inbox sizes for --sweep, comma-separated.")]
+        = ",".join(str(s) for s in sweep_workload.SIZES),
     json_file: JsonOption = None,
+    plot_file: PlotOption = None,
 ) -> None:
     """W2, inbox reads in-process: unread count, first page of the bundled inbox and mark
-    all read, per second."""
-    settings = inbox_workload.InboxSettings(store=store, scale=scale, rounds=rounds, ops=ops,
-                                            seed=seed)
-    _run(inbox_workload.run, settings, inbox_workload.table, json_file)
+    all read, per second. With a ``redis://`` or ``redis+cluster://`` store: fan-out, pages
+    and counts on the Redis hot store beside the raw Redis baseline (always run), in the same
+    run."""
+    if store is not None and store.startswith(("redis://", "rediss://", "redis+cluster://",
+                                               "rediss+cluster://")):
+        _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, None)
+        return
+    settings = inbox_workload.InboxSettings(
+        store=store, scale=scale, rounds=rounds, ops=ops, seed=seed, baseline=baseline,
+        sweep=sweep, sizes=tuple(dict.fromkeys(_counts(sizes, "--sizes"))))
+    _run(inbox_workload.run, settings, inbox_workload.table, json_file, plot_file)
+
+
+def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict[str, Any]:
+    import tempfile
+
+    from tidings.bench import hot
+
+    url, scale, rounds, ops, seed = settings
+    with tempfile.TemporaryDirectory(prefix="tidings-bench-") as folder:
+        data = hot.run(url, scale, rounds, ops, seed, folder, progress)
+    return {"workload": "inbox-hot", "store": url.split("?")[0], "rounds": rounds, "data": data}
+
+
+def _hot_table(result: dict[str, Any]) -> list[Table]:
+    from tidings.bench import hot
+
+    table: Table = hot.table(result)
+    return [table]
 
 
 @bench_app.command()
@@ -135,11 +207,13 @@ def http(
         metavar="N", min=1, max=64, help="Server processes (`tidings serve --workers`).")] = 2,
     seed: Annotated[int, typer.Option(
         metavar="N", help="Random seed for the data and the requests.")] = 1,
+    baseline: BaselineOption = False,
     json_file: JsonOption = None,
+    plot_file: PlotOption = None,
 ) -> None:
     """W4, HTTP: unread counts, first pages and publishing per second through `tidings serve` on
     loopback (a separate worker process fans out)."""
     settings = http_workload.HttpSettings(store=store, scale=scale, seconds=seconds,
                                           rounds=rounds, concurrency=concurrency,
-                                          processes=processes, seed=seed)
-    _run(http_workload.run, settings, http_workload.table, json_file)
+                                          processes=processes, seed=seed, baseline=baseline)
+    _run(http_workload.run, settings, http_workload.table, json_file, plot_file)

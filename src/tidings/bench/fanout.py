@@ -1,47 +1,50 @@
-"""W3 — fan-out (LiveJournal ESN): one event to N followers, delivered by W worker processes.
+"""W3 — fan-out (LiveJournal ESN): one event to N followers, delivered by W worker processes;
+then the seed's many small fan-outs (events to ~43 followers, :mod:`tidings.bench.push`).
 
-For each (followers, workers) pair the store is emptied and N follows of one actor are loaded
-in bulk (``COPY`` on PostgreSQL, multi-row ``INSERT`` elsewhere). W ``tidings worker``
-processes are started and left to reach their polling loop; then, each round, one event is
-published and the clock runs until every inbox row is written.
-
-"Every row written" is read off the job queue, not by counting notifications while the workers
-run (a ``COUNT(*)`` over a million rows would compete with them for the CPU): a ``fanout_chunk``
-job is deleted in the same transaction that writes its rows, and the ``fanout`` job is replaced
-by its chunks atomically, so once no fan-out job of the event is left every row is committed.
+For each N the store is emptied and N follows of one actor are loaded in bulk (``COPY`` on
+PostgreSQL, multi-row ``INSERT`` elsewhere). For each W, W ``tidings worker`` processes are
+started and left to reach their polling loop; then, each round, one event is published and the
+clock runs until every inbox row is written (read off the job queue: :mod:`tidings.bench.jobwait`).
 The notifications are then counted once, and a count other than N fails the bench.
+
+``--baseline`` then writes the same N rows with the raw statements of
+:mod:`tidings.bench.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
+client), round by round, and the push rounds with the seed's push statement. ``--sweep`` runs
+1, 2 and 4 workers and adds each figure's curve over the number of workers.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.progress import Progress
 from rich.table import Table
-from sqlalchemy import func, insert, select
 
 from tidings.bench import BenchFailure
+from tidings.bench import push as push_workload
+from tidings.bench.compare import Side, comparison, comparison_table, point, sweep_table
+from tidings.bench.fanout_raw import EVENT_TYPE, OBJECT, STATEMENTS, RawFanout, write_follows
+from tidings.bench.jobwait import KEEP_BETWEEN_ROUNDS, count_rows, wait_for_fanout, wait_for_queue
 from tidings.bench.measure import median
 from tidings.bench.processes import WorkerProcesses
 from tidings.bench.report import environment, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.domain.events import Event
-from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.fanout.specs import FANOUT, FANOUT_CHUNK
-from tidings.store.sql.database import Database
-from tidings.store.sql.schema import follows, jobs, notifications
 
+T = TypeVar("T")
 ACTOR = "bench-star"
-EVENT_TYPE = EventType("bench.post", category="bench", audience=("actor_followers",))
-LOAD_BATCH = 10_000
-KEEP_BETWEEN_ROUNDS = ("follows", "event_types", "alembic_version")
+SWEEP_WORKERS = (1, 2, 4)
+# Goals as ratios to the baseline in the same run (issue 14).
+GOAL_INSERT_SELECT = 0.5
+GOAL_PUSH = 1.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,11 @@ class FanoutSettings:
     chunk_size: int = 5000
     poll: float = 0.01
     timeout: float = 600.0
+    baseline: bool = False
+    sweep: bool = False
+    push_users: int = 10_000
+    push_events: int = 500
+    seed: int = 1
 
 
 def chunk_jobs(subscribers: int, chunk_size: int) -> int:
@@ -65,45 +73,15 @@ def follower_id(i: int) -> str:
     return f"f{i:08d}"
 
 
-def load_followers(store: BenchStore, db: Database, count: int,
-                   advance: Callable[[int], None]) -> None:
-    """Insert ``count`` follows of :data:`ACTOR` as fast as the backend allows."""
-    with db.write() as conn:
-        if store.backend == "postgresql":
-            raw: Any = conn.connection.driver_connection  # a psycopg 3 connection
-            sql = "COPY follows (follower, followee, created_at) FROM STDIN"
-            with raw.cursor() as cursor, cursor.copy(sql) as copy:
-                for i in range(count):
-                    copy.write_row((follower_id(i), ACTOR, 0))
-                    if i % LOAD_BATCH == LOAD_BATCH - 1:
-                        advance(LOAD_BATCH)
-            advance(count % LOAD_BATCH)
-            return
-        for start in range(0, count, LOAD_BATCH):
-            stop = min(start + LOAD_BATCH, count)
-            conn.execute(insert(follows), [
-                {"follower": follower_id(i), "followee": ACTOR, "created_at": 0}
-                for i in range(start, stop)])
-            advance(stop - start)
-
-
-def fanout_jobs_left(db: Database) -> int:
-    with db.read() as conn:
-        return int(conn.execute(
-            select(func.count()).select_from(jobs)
-            .where(jobs.c.func.in_([FANOUT, FANOUT_CHUNK]))).scalar_one())
-
-
-def wait_for_queue(db: Database, deadline: float, procs: WorkerProcesses) -> None:
-    """Let the workers finish what the round left (inbox-cap checks) before the next one."""
-    while True:
-        with db.read() as conn:
-            if conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 0:
-                return
-        procs.check_alive()
-        if time.monotonic() > deadline:
-            raise BenchFailure("the job queue did not drain")
-        time.sleep(0.05)
+def counted(items: Iterable[T], advance: Callable[[int], object], every: int = 10_000,
+            ) -> Iterator[T]:
+    """``items``, calling ``advance(n)`` every ``every`` items and for the rest at the end."""
+    n = 0
+    for n, item in enumerate(items, 1):
+        yield item
+        if n % every == 0:
+            advance(every)
+    advance(n % every)
 
 
 def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: WorkerProcesses,
@@ -113,56 +91,73 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     task = progress.add_task(label, total=subscribers)
     deadline = time.monotonic() + settings.timeout
     started = time.perf_counter()
-    event_id = int(t.publish(Event(EVENT_TYPE.name, actor=ACTOR, object="bench:post")).id)
-    polls = 0
-    while (left := fanout_jobs_left(database_of(t))) > 0:
+    t.publish(Event(EVENT_TYPE.name, actor=ACTOR, object=OBJECT))
+
+    def show(left: int) -> None:
         if chunks and left <= chunks:
             progress.update(task, completed=(chunks - left) * settings.chunk_size)
-        polls += 1
-        if polls % 100 == 0:
-            procs.check_alive()
-        if time.monotonic() > deadline:
-            raise BenchFailure(f"fan-out to {subscribers:,} not done after {settings.timeout} s")
-        # Within 1 % of the elapsed time, without the poll itself taking the workers' CPU.
-        time.sleep(min(0.02, max(0.002, (time.perf_counter() - started) / 100)))
-    seconds = time.perf_counter() - started
+
+    seconds = wait_for_fanout(database_of(t), started, deadline, procs,
+                              f"fan-out to {subscribers:,}", show)
     progress.update(task, completed=subscribers)
-    with database_of(t).read() as conn:
-        written = conn.execute(select(func.count()).select_from(notifications)
-                               .where(notifications.c.event_id == event_id)).scalar_one()
-    if written != subscribers:
+    if (written := count_rows(database_of(t))) != subscribers:
         raise BenchFailure(f"{written:,} inbox rows written for {subscribers:,} followers")
     wait_for_queue(database_of(t), deadline, procs)
     progress.remove_task(task)
     return seconds
 
 
+def raw_rounds(store: BenchStore, t: Tidings, raw: RawFanout, subscribers: int, rounds: int,
+               progress: Progress) -> dict[str, list[float]]:
+    """The baselines' seconds per round: the same rows by INSERT … SELECT, then by COPY."""
+    seconds: dict[str, list[float]] = {"INSERT…SELECT": [], "COPY": []}
+    task = progress.add_task(f"baseline: {subscribers:,} rows", total=2 * rounds)
+    for name, job in (("INSERT…SELECT", raw.insert_select), ("COPY", raw.copy)):
+        for _ in range(rounds):
+            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+            started = time.perf_counter()
+            written = job(ACTOR, time.time_ns() // 1000)
+            seconds[name].append(time.perf_counter() - started)
+            if written != subscribers:
+                raise BenchFailure(f"{name} wrote {written:,} rows for {subscribers:,}")
+            progress.advance(task)
+    progress.remove_task(task)
+    return seconds
+
+
 def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
-    """Run every (subscribers, workers) pair for ``settings.rounds`` rounds."""
+    """Run every (subscribers, workers) pair for ``settings.rounds`` rounds, then the push
+    rounds at each worker count; with a baseline, the raw statements after each."""
     results: list[dict[str, Any]] = []
+    raw_seconds: dict[int, dict[str, list[float]]] = {}
+    push: dict[str, Any] = {}
+    rng = random.Random(settings.seed)
     with BenchStore(settings.store) as store:
-        workers = settings.workers
+        workers = SWEEP_WORKERS if settings.sweep else settings.workers
         notes: list[str] = []
         if store.backend == "sqlite" and workers != (1,):
             # One writer at a time: more processes would only queue on the lock.
             workers = (1,)
             notes.append("SQLite has one writer: ran with 1 worker process only")
         t = Tidings(Config(database_url=store.url, chunk_size=settings.chunk_size), pool_size=2)
+        raw = RawFanout(store.url) if settings.baseline else None
         try:
-            overall = progress.add_task("fan-out runs", total=len(settings.subscribers)
-                                        * len(workers) * settings.rounds)
+            runs = len(settings.subscribers) * (len(workers) + (raw is not None)) + (
+                bool(settings.push_events) * (len(workers) + (raw is not None)))
+            overall = progress.add_task("fan-out runs (rounds)", total=runs * settings.rounds)
             for subscribers in settings.subscribers:
                 store.empty_tables(database_of(t))
                 t.define_type(EVENT_TYPE)  # before the workers start, so they read it
-                loading = progress.add_task(f"loading {subscribers:,} follows", total=subscribers)
-                load_followers(store, database_of(t), subscribers,
-                               partial(progress.advance, loading))
+                loading = progress.add_task(f"loading {subscribers:,} follows",
+                                            total=subscribers)
+                write_follows(store.url, counted(((follower_id(i), ACTOR)
+                                                  for i in range(subscribers)),
+                                                 partial(progress.advance, loading)))
                 progress.remove_task(loading)
                 store.analyze(database_of(t))
                 for count in workers:
                     seconds: list[float] = []
-                    with WorkerProcesses(store.url, count, chunk_size=settings.chunk_size,
-                                         poll=settings.poll) as procs:
+                    with _workers(store, settings, count) as procs:
                         for r in range(settings.rounds):
                             store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
@@ -170,10 +165,19 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                                                      progress, label))
                             progress.advance(overall)
                     results.append(_summary(subscribers, count, settings, seconds))
+                if raw is not None:
+                    raw_seconds[subscribers] = raw_rounds(store, t, raw, subscribers,
+                                                          settings.rounds, progress)
+                    progress.advance(overall, settings.rounds)
+            if settings.push_events:
+                push = _push(store, t, raw, settings, workers, rng, progress)
+                progress.advance(overall, settings.rounds * (len(workers) + (raw is not None)))
         finally:
+            if raw is not None:
+                raw.close()
             t.close()
         backend = store.backend
-    return {
+    out: dict[str, Any] = {
         "workload": "fanout",
         "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
         "backend": backend,
@@ -183,6 +187,100 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
         "notes": notes,
         "results": results,
     }
+    if push:
+        out["push"] = push
+    if settings.baseline:
+        out["comparisons"] = _comparisons(results, raw_seconds, push)
+    if settings.sweep:
+        out["sweep"] = _sweep(results, raw_seconds, push)
+    return out
+
+
+def _workers(store: BenchStore, settings: FanoutSettings, count: int) -> WorkerProcesses:
+    return WorkerProcesses(store.url, count, chunk_size=settings.chunk_size, poll=settings.poll)
+
+
+def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, settings: FanoutSettings,
+          workers: Sequence[int], rng: random.Random, progress: Progress) -> dict[str, Any]:
+    """Events to ~43 followers: tidings at each worker count, then the seed's statement."""
+    store.empty_tables(database_of(t))
+    t.define_type(EVENT_TYPE)
+    users = max(push_workload.FOLLOWEES + 1, round(settings.push_users * settings.scale))
+    graph = push_workload.load_graph(store.url, users, rng, progress)
+    store.analyze(database_of(t))
+    actors = [rng.choices(graph.users, k=settings.push_events) for _ in range(settings.rounds)]
+    seconds: dict[str, list[float]] = {}
+    task = progress.add_task(f"{settings.push_events:,} events to ~43 followers",
+                             total=settings.rounds * (len(workers) + (raw is not None)))
+    for count in workers:
+        with _workers(store, settings, count) as procs:
+            for chosen in actors:
+                store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+                seconds.setdefault(str(count), []).append(push_workload.tidings_round(
+                    t, graph, chosen, procs, settings.timeout))
+                progress.advance(task)
+    if raw is not None:
+        for chosen in actors:
+            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+            seconds.setdefault("baseline", []).append(push_workload.raw_round(raw, graph, chosen))
+            progress.advance(task)
+    progress.remove_task(task)
+    rows = [graph.due(chosen) for chosen in actors]
+    return {"users": users, "followers_per_user": round(sum(graph.followers.values()) / users, 1),
+            "events": settings.push_events, "rows_per_round": rows,
+            "seconds": {k: [round(s, 4) for s in v] for k, v in seconds.items()},
+            "events_per_second": {k: round(median([settings.push_events / s for s in v]), 1)
+                                  for k, v in seconds.items()}}
+
+
+def _rates(count: int, seconds: Sequence[float]) -> list[float]:
+    return [count / s for s in seconds if s > 0]
+
+
+def _comparisons(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[float]]],
+                 push: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for baseline, goal in (("INSERT…SELECT", GOAL_INSERT_SELECT), ("COPY", None)):
+        statement, anchor = STATEMENTS[baseline]
+        for row in results:
+            n, w = row["subscribers"], row["workers"]
+            out.append(comparison(
+                f"deliveries, {n:,} followers, {w} worker(s) vs {baseline}", "rows/s",
+                Side.of_rates(_rates(n, row["seconds"])),
+                Side.of_rates(_rates(n, raw_seconds[n][baseline])),
+                statement=statement, anchor=anchor, goal=goal, subscribers=n, workers=w))
+    if push:
+        statement, anchor = STATEMENTS["push"]
+        baseline_rates = _rates(push["events"], push["seconds"]["baseline"])
+        for key, seconds in push["seconds"].items():
+            if key != "baseline":
+                out.append(comparison(
+                    f"events to ~43 followers, {key} worker(s)", "events/s",
+                    Side.of_rates(_rates(push["events"], seconds)),
+                    Side.of_rates(baseline_rates), statement=statement, anchor=anchor,
+                    goal=GOAL_PUSH, workers=int(key)))
+    return out
+
+
+def _sweep(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[float]]],
+           push: dict[str, Any]) -> dict[str, Any]:
+    """Each figure's curve over the number of workers (baseline: one connection, flat)."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for row in results:
+        n = row["subscribers"]
+        raw = raw_seconds.get(n, {}).get("INSERT…SELECT")
+        series.setdefault(f"deliveries, {n:,} followers (rows/s)", []).append(point(
+            row["workers"], row["deliveries_per_second"],
+            median(_rates(n, raw)) if raw else None))
+    if push:
+        raw = push["seconds"].get("baseline")
+        for key, seconds in push["seconds"].items():
+            if key != "baseline":
+                series.setdefault("events to ~43 followers (events/s)", []).append(point(
+                    int(key), median(_rates(push["events"], seconds)),
+                    median(_rates(push["events"], raw)) if raw else None))
+    return {"x_label": "worker processes", "x_log": False, "unit": "per second",
+            "series": series}
 
 
 def _summary(subscribers: int, workers: int, settings: FanoutSettings,
@@ -201,9 +299,9 @@ def _summary(subscribers: int, workers: int, settings: FanoutSettings,
     }
 
 
-def table(result: dict[str, Any]) -> Table:
-    out = Table(title=f"W3 fan-out — {result['store']} "
-                      f"(median of {result['settings']['rounds']} rounds)",
+def table(result: dict[str, Any]) -> list[Table]:
+    rounds = result["settings"]["rounds"]
+    out = Table(title=f"W3 fan-out — {result['store']} (median of {rounds} rounds)",
                 title_justify="left")
     for column in ("subscribers", "workers", "chunk jobs", "time to complete (s)",
                    "worst (s)", "deliveries/s"):
@@ -212,4 +310,24 @@ def table(result: dict[str, Any]) -> Table:
         out.add_row(f"{row['subscribers']:,}", str(row["workers"]), str(row["chunk_jobs"]),
                     f"{row['median_seconds']:.3f}", f"{row['max_seconds']:.3f}",
                     fmt_rate(row["deliveries_per_second"]))
-    return out
+    tables = [out]
+    if "push" in result:
+        push = result["push"]
+        small = Table(title=f"W3 events to ~{push['followers_per_user']:g} followers — "
+                            f"{push['users']:,} users, {push['events']:,} events a round "
+                            f"(median of {rounds} rounds)", title_justify="left")
+        for column in ("workers", "time (s)", "events/s", "rows/s"):
+            small.add_column(column, justify="right")
+        for key, seconds in push["seconds"].items():
+            rows = median(push["rows_per_round"])
+            small.add_row(key, f"{median(seconds):.3f}",
+                          fmt_rate(push["events_per_second"][key]),
+                          fmt_rate(rows / median(seconds)))
+        tables.append(small)
+    if "comparisons" in result:
+        tables.append(comparison_table(f"W3 — tidings | baseline | ratio ({result['store']})",
+                                       result["comparisons"]))
+    if "sweep" in result:
+        tables.append(sweep_table("W3 by worker processes", result["sweep"]))
+    return tables
+

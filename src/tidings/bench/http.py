@@ -14,6 +14,10 @@ in this process (:mod:`tidings.bench.loadgen`, N keep-alive connections, each re
 
 Figures are medians over rounds; latencies (p50/p90/p99) are of every request of every round.
 Answers with another status (a 503 under load, say) are counted as errors, not as throughput.
+
+``--baseline`` also starts the minimal ASGI app of :mod:`tidings.bench.baseline_app` (Starlette
+under uvicorn, as many processes, the raw statements) and times it with the same load generator
+right after each of tidings' phases.
 """
 
 from __future__ import annotations
@@ -22,27 +26,24 @@ import itertools
 import json
 import random
 import secrets
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import func, select
 
 from tidings.bench import BenchFailure
+from tidings.bench.baseline_app import EVENT_SQL
+from tidings.bench.compare import Side, comparison, comparison_table
 from tidings.bench.inbox import World, open_loaded
+from tidings.bench.inbox_raw import ANCHOR, PAGE_SQL, UNREAD_SQL
 from tidings.bench.loadgen import Load, Request, run_load
 from tidings.bench.measure import Latencies, median
-from tidings.bench.processes import WorkerProcesses, child_env
+from tidings.bench.processes import Server, WorkerProcesses, child_env, started
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
@@ -52,6 +53,8 @@ from tidings.store.sql.schema import jobs
 UNREAD, PAGE, PUBLISH = "GET unread-count", "GET first page (20)", "POST /v1/events"
 GOALS = {UNREAD: "≥ 5,000/s, p99 ≤ 20 ms", PAGE: "≥ 2,500/s, p99 ≤ 40 ms",
          PUBLISH: "≥ 3,000/s"}
+# Goals as ratios to the minimal ASGI app in the same run (issue 14).
+RATIO_GOALS = {UNREAD: 0.6, PAGE: 0.6}
 DRAIN_TIMEOUT = 300.0
 # Each connection is renewed after this many requests. The server processes share one listening
 # socket and the first one awake accepts every connection opened at once, so a few connections
@@ -69,74 +72,7 @@ class HttpSettings:
     concurrency: int = 8
     processes: int = 2
     seed: int = 1
-
-
-class Server:
-    """``tidings serve`` on a free loopback port, as a context manager; ``port`` once started."""
-
-    def __init__(self, url: str, processes: int, api_key: str, *,
-                 ready_timeout: float = 60.0) -> None:
-        self.url = url
-        self.processes = processes
-        self.api_key = api_key
-        self.ready_timeout = ready_timeout
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self._log = Path(tempfile.mkdtemp(prefix="tidings-bench-serve-")) / "serve.log"
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Server:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        # measure the server, not its rate limit
-        env = child_env(self.url, TIDINGS_API_KEY=self.api_key, TIDINGS_RATE_LIMIT="1000000000")
-        with self._log.open("wb") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tidings.cli", "serve", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--workers", str(self.processes), "--no-worker"],
-                env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.ready_timeout
-        with httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=5) as client:
-            while True:
-                if self._proc.poll() is not None:
-                    raise BenchFailure(f"tidings serve exited with {self._proc.returncode}:\n"
-                                       + self.log_tail())
-                try:
-                    if client.get("/readyz").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise BenchFailure(f"tidings serve not ready after {self.ready_timeout:.0f}"
-                                       " s:\n" + self.log_tail())
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._proc = None
-        self._log.unlink(missing_ok=True)
-        if self._log.parent.exists():
-            self._log.parent.rmdir()
-
-    def log_tail(self, lines: int = 20) -> str:
-        text = self._log.read_text(errors="replace") if self._log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+    baseline: bool = False
 
 
 def reads(users: list[str], template: str, rng: random.Random) -> Iterator[Request]:
@@ -164,6 +100,11 @@ def check_page(body: bytes) -> None:
         raise BenchFailure("an untitled notification in a first page")
 
 
+def check_raw_page(body: bytes) -> None:
+    if not isinstance(json.loads(body)["items"], list):
+        raise BenchFailure(f"the baseline's page answered {body[:200]!r}")
+
+
 def check_accepted(body: bytes) -> None:
     if json.loads(body).get("status") != "accepted":
         raise BenchFailure(f"POST /v1/events answered {body[:200]!r}")
@@ -187,45 +128,105 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
     key = secrets.token_urlsafe(24)
     warm = min(2.0, max(0.5, settings.seconds / 2))
     loads: dict[str, list[Load]] = {UNREAD: [], PAGE: [], PUBLISH: []}
+    raw_loads: dict[str, list[Load]] = {UNREAD: [], PAGE: [], PUBLISH: []}
     drained: list[float] = []
     with BenchStore(settings.store) as store:
         t, world, data = open_loaded(store, settings.scale, rng, progress)
         try:
-            task = progress.add_task("starting tidings serve and a worker", total=None)
-            with Server(store.url, settings.processes, key) as server, \
-                    WorkerProcesses(store.url, 1, chunk_size=Config.from_env().chunk_size,
-                                    poll=0.05) as workers:
+            task = progress.add_task("starting tidings serve and a worker"
+                                     + (" (and the baseline)" if settings.baseline else ""),
+                                     total=None)
+            server = Server.tidings_serve(store.url, settings.processes, key)
+            workers = WorkerProcesses(store.url, 1, chunk_size=Config.from_env().chunk_size,
+                                      poll=0.05)
+            raw = baseline_server(store.url, settings.processes, key) if settings.baseline \
+                else None
+            with started(server, workers, *([raw] if raw is not None else [])):
                 progress.remove_task(task)
 
-                def phase(feed: Iterator[Request], expected: int,
+                def phase(target: Server, feed: Iterator[Request], expected: int,
                           check: Callable[[bytes], None], seconds: float) -> Load:
-                    return run_load(server.port, key, feed, expected=expected,
+                    return run_load(target.port, key, feed, expected=expected,
                                     concurrency=settings.concurrency, seconds=seconds,
                                     renew=RENEW_AFTER, check=check)
 
-                plans = [(UNREAD, "/v1/users/{user}/notifications/unread-count", check_count),
-                         (PAGE, "/v1/users/{user}/notifications?limit=20", check_page)]
-                for name, template, check in plans:
-                    task = progress.add_task(name, total=settings.rounds)
-                    phase(reads(world.users, template, rng), 200, check, warm)
+                plans = [(UNREAD, "/v1/users/{user}/notifications/unread-count", check_count,
+                          check_count),
+                         (PAGE, "/v1/users/{user}/notifications?limit=20", check_page,
+                          check_raw_page)]
+                for name, template, check, raw_check in plans:
+                    task = progress.add_task(name, total=settings.rounds * (1 + bool(raw)))
+                    phase(server, reads(world.users, template, rng), 200, check, warm)
+                    if raw is not None:
+                        phase(raw, reads(world.users, template, rng), 200, raw_check, warm)
                     for _ in range(settings.rounds):
-                        loads[name].append(phase(reads(world.users, template, rng), 200, check,
-                                                 settings.seconds))
+                        loads[name].append(phase(server, reads(world.users, template, rng),
+                                                 200, check, settings.seconds))
                         progress.advance(task)
+                        if raw is not None:
+                            raw_loads[name].append(phase(
+                                raw, reads(world.users, template, rng), 200, raw_check,
+                                settings.seconds))
+                            progress.advance(task)
                     progress.remove_task(task)
-                task = progress.add_task(PUBLISH, total=settings.rounds)
-                phase(publishes(world, "warm"), 202, check_accepted, warm)
+                task = progress.add_task(PUBLISH, total=settings.rounds * (1 + bool(raw)))
+                phase(server, publishes(world, "warm"), 202, check_accepted, warm)
                 drain(t, workers)
+                if raw is not None:
+                    phase(raw, publishes(world, "raw-warm"), 202, check_accepted, warm)
                 for r in range(settings.rounds):
-                    loads[PUBLISH].append(phase(publishes(world, str(r)), 202, check_accepted,
-                                                settings.seconds))
+                    loads[PUBLISH].append(phase(server, publishes(world, str(r)), 202,
+                                                check_accepted, settings.seconds))
                     drained.append(drain(t, workers))
                     progress.advance(task)
+                    if raw is not None:
+                        raw_loads[PUBLISH].append(phase(raw, publishes(world, f"raw-{r}"), 202,
+                                                        check_accepted, settings.seconds))
+                        progress.advance(task)
                 progress.remove_task(task)
         finally:
             t.close()
         backend = store.backend
-    return result(settings, backend, data, loads, drained)
+    out = result(settings, backend, data, loads, drained)
+    if settings.baseline:
+        out["comparisons"] = comparisons(backend, loads, raw_loads)
+        out["notes"] += [note for name, phases in raw_loads.items()
+                         if (note := _errors(f"baseline {name}", phases))]
+    return out
+
+
+def baseline_server(url: str, processes: int, api_key: str) -> Server:
+    """The minimal ASGI app of :mod:`tidings.bench.baseline_app` under uvicorn, with as many
+    processes as ``tidings serve`` gets."""
+    env = child_env(url, TIDINGS_API_KEY=api_key)
+    return Server("the baseline app", lambda port: [
+        sys.executable, "-m", "uvicorn", "tidings.bench.baseline_app:app_from_env", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
+        "--no-access-log", "--log-level", "warning"], env)
+
+
+def comparisons(backend: str, loads: dict[str, list[Load]],
+                raw_loads: dict[str, list[Load]]) -> list[dict[str, Any]]:
+    statements = {UNREAD: (UNREAD_SQL, f"{ANCHOR}: unread capped (LIMIT 100)"),
+                  PAGE: (PAGE_SQL, f"{ANCHOR}: push read 20 newest via inbox join"),
+                  PUBLISH: (EVENT_SQL[backend], f"{ANCHOR}: PULL submit: 1 msg insert, "
+                                                "commit each")}
+    return [comparison(name, "requests/s", Side.of(loads[name]), Side.of(raw_loads[name]),
+                       statement="minimal ASGI app (Starlette, uvicorn, same processes): "
+                                 + statements[name][0],
+                       anchor=statements[name][1], goal=RATIO_GOALS.get(name))
+            for name in loads]
+
+
+def _errors(name: str, phases: list[Load]) -> str:
+    errors = sum(p.errors for p in phases)
+    if not errors:
+        return ""
+    statuses: dict[str, int] = {}
+    for p in phases:
+        for status, count in p.statuses.items():
+            statuses[str(status)] = statuses.get(str(status), 0) + count
+    return f"{name}: {errors:,} answers with another status ({statuses})"
 
 
 def result(settings: HttpSettings, backend: str, data: dict[str, Any],
@@ -265,7 +266,7 @@ def result(settings: HttpSettings, backend: str, data: dict[str, Any],
     }
 
 
-def table(result: dict[str, Any]) -> Table:
+def table(result: dict[str, Any]) -> list[Table]:
     data = result["data"]
     settings = result["settings"]
     out = Table(title=f"W4 HTTP — {result['store']}: {data['users']:,} users, "
@@ -281,4 +282,9 @@ def table(result: dict[str, Any]) -> Table:
         out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
                     fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}",
                     f"{row['errors']:,}")
-    return out
+    tables = [out]
+    if "comparisons" in result:
+        tables.append(comparison_table(
+            f"W4 HTTP — tidings | baseline (a minimal ASGI app running the raw statements, "
+            f"{settings['processes']} processes) | ratio", result["comparisons"]))
+    return tables

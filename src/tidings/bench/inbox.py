@@ -17,6 +17,10 @@ Then the oldest 30 % of each user's notifications are marked read (with their bu
 round times, one request after another from one client: ``unread_count`` of random users,
 ``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) of random
 users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
+
+``--baseline`` times, right after each of tidings' phases and for the same users, the raw
+statements of :mod:`tidings.bench.inbox_raw`; ``--sweep`` adds the reads of one user per inbox
+size (:mod:`tidings.bench.sweep`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from rich.table import Table
 from sqlalchemy import delete, func, insert, select, true
 
 from tidings.bench import BenchFailure
+from tidings.bench import sweep as sweep_workload
+from tidings.bench.compare import Side, comparison, comparison_table, sweep_table
+from tidings.bench.inbox_raw import RawInbox, baselines
 from tidings.bench.measure import Latencies, Timed, median, time_each
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
@@ -54,6 +61,11 @@ EVENT_WEIGHTS = {"link": 40 / LINK_WATCHERS, "mention": 25 / 1.5, "talk": 20.0, 
 FIGURES = ("unread count", "first page (20, bundled)", "mark all read")
 
 
+# Each goal is a ratio to the baseline in the same run (issue: "within reach of the raw
+# database").
+GOALS = {FIGURES[0]: 0.85, FIGURES[1]: 0.5, FIGURES[2]: 0.8}
+
+
 @dataclass(frozen=True)
 class InboxSettings:
     store: str | None
@@ -61,6 +73,9 @@ class InboxSettings:
     rounds: int = 3
     ops: int = 300
     seed: int = 1
+    baseline: bool = False
+    sweep: bool = False
+    sizes: tuple[int, ...] = sweep_workload.SIZES
 
 
 def sizes(scale: float) -> tuple[int, int]:
@@ -185,26 +200,54 @@ def first_page(t: Tidings, user: str) -> None:
         raise BenchFailure(f"an untitled notification in {user}'s inbox")
 
 
-def one_round(t: Tidings, users: list[str], ops: int, rng: random.Random,
-              progress: Progress, label: str) -> dict[str, Timed]:
-    task = progress.add_task(label, total=3)
-    timed: dict[str, Timed] = {}
-    calls: list[Callable[[], object]] = [partial(t.unread_count, u)
-                                         for u in rng.choices(users, k=ops)]
-    timed[FIGURES[0]] = time_each(calls)
-    progress.advance(task)
-    calls = [partial(first_page, t, u) for u in rng.choices(users, k=ops)]
-    timed[FIGURES[1]] = time_each(calls)
-    progress.advance(task)
-    saved = save_markers(t)
-    chosen = rng.sample(users, min(ops, len(users)))
-    timed[FIGURES[2]] = time_each([partial(t.mark_all_read, u) for u in chosen])
-    if t.unread_count(chosen[0]).count != 0:
-        raise BenchFailure(f"{chosen[0]} has unread notifications after mark all read")
-    restore_markers(t, saved)
-    progress.advance(task)
+def picks(users: list[str], ops: int, rng: random.Random) -> dict[str, list[str]]:
+    """The users each figure's requests go to this round (both sides get the same)."""
+    return {FIGURES[0]: rng.choices(users, k=ops), FIGURES[1]: rng.choices(users, k=ops),
+            FIGURES[2]: rng.sample(users, min(ops, len(users)))}
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
+              progress: Progress, label: str) -> dict[str, dict[str, Timed]]:
+    """Time each figure on tidings and, with a baseline, on the raw statements right after;
+    read markers are put back after each side's mark all read."""
+    sides: dict[str, dict[str, Timed]] = {"tidings": {}, "baseline": {}}
+    task = progress.add_task(label, total=len(FIGURES) * (2 if raw else 1))
+    ours: dict[str, Callable[[str], object]] = {
+        FIGURES[0]: t.unread_count, FIGURES[1]: partial(first_page, t),
+        FIGURES[2]: t.mark_all_read}
+    for figure in FIGURES:
+        users = chosen[figure]
+        saved = save_markers(t) if figure == FIGURES[2] else []
+        sides["tidings"][figure] = time_each([partial(ours[figure], u) for u in users])
+        progress.advance(task)
+        if figure == FIGURES[2]:
+            check_all_read(t, users[0])
+            restore_markers(t, saved)
+        if raw is None:
+            continue
+        theirs: dict[str, Callable[[str], object]] = {
+            FIGURES[0]: raw.unread_count, FIGURES[1]: raw.first_page,
+            FIGURES[2]: partial(_mark, raw, now_us())}
+        sides["baseline"][figure] = time_each([partial(theirs[figure], u) for u in users])
+        progress.advance(task)
+        if figure == FIGURES[2]:
+            check_all_read(t, users[0])
+            restore_markers(t, saved)
     progress.remove_task(task)
-    return timed
+    return sides
+
+
+def _mark(raw: RawInbox, now: int, user: str) -> None:
+    raw.mark_all_read(user, now)
+
+
+def check_all_read(t: Tidings, user: str) -> None:
+    if t.unread_count(user).count != 0:
+        raise BenchFailure(f"{user} has unread notifications after mark all read")
 
 
 def open_loaded(store: BenchStore, scale: float, rng: random.Random,
@@ -223,19 +266,35 @@ def open_loaded(store: BenchStore, scale: float, rng: random.Random,
 
 def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
     rng = random.Random(settings.seed)
+    notes: list[str] = []
+    sweep: dict[str, Any] | None = None
     with BenchStore(settings.store) as store:
         t, world, data = open_loaded(store, settings.scale, rng, progress)
+        raw = RawInbox(store.url) if settings.baseline else None
         try:
-            one_round(t, world.users, min(100, settings.ops), rng, progress, "warming up")
-            rounds = [one_round(t, world.users, settings.ops, rng, progress,
+            sweep_users: dict[int, str] = {}
+            if settings.sweep:
+                stream = (e for e in world.events() if e.recipients)
+                sweep_users = sweep_workload.load(
+                    t, store.url, settings.sizes, partial(next, stream), bench_types(),
+                    READ_SHARE, progress)
+                store.analyze(database_of(t))
+            one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
+                      "warming up")
+            rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
                                 f"round {r + 1} of {settings.rounds}")
                       for r in range(settings.rounds)]
+            if sweep_users:
+                sweep = sweep_workload.run(t, raw, sweep_users, FIGURES[:2], settings.ops,
+                                           settings.rounds, first_page, progress)
         finally:
+            if raw is not None:
+                raw.close()
             t.close()
         backend = store.backend
     figures = []
     for name in FIGURES:
-        phases = [r[name] for r in rounds]
+        phases = [r["tidings"][name] for r in rounds]
         latencies = Latencies(tuple(x for p in phases for x in p.latencies))
         figures.append({
             "figure": name,
@@ -243,30 +302,49 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
             "per_second_rounds": [round(p.per_second, 1) for p in phases],
             "latency": latencies.to_dict(),
         })
-    return {
+    out: dict[str, Any] = {
         "workload": "inbox",
         "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
         "backend": backend,
         "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
         "environment": environment(),
-        "notes": [],
+        "notes": notes,
         "data": data,
         "results": figures,
     }
-
-
-def table(result: dict[str, Any]) -> Table:
-    data = result["data"]
-    out = Table(title=f"W2 inbox — {result['store']}: {data['users']:,} users, "
-                      f"{data['notifications']:,} notifications in {data['bundles']:,} bundles, "
-                      f"{data['read_share']:.0%} read (median of "
-                      f"{result['settings']['rounds']} rounds)",
-                title_justify="left")
-    out.add_column("figure")
-    for column in ("per second", "p50 ms", "p90 ms", "p99 ms", "requests"):
-        out.add_column(column, justify="right")
-    for row in result["results"]:
-        lat = row["latency"]
-        out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
-                    fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}")
+    if settings.baseline:
+        statements = baselines(backend)
+        out["comparisons"] = [
+            comparison(name, "requests/s", Side.of([r["tidings"][name] for r in rounds]),
+                       Side.of([r["baseline"][name] for r in rounds]),
+                       statement=statements[name].statement, anchor=statements[name].anchor,
+                       goal=GOALS[name])
+            for name in FIGURES]
+    if sweep is not None:
+        out["sweep"] = sweep
     return out
+
+
+def table(result: dict[str, Any]) -> list[Table]:
+    data = result["data"]
+    title = (f"W2 inbox — {result['store']}: {data['users']:,} users, "
+             f"{data['notifications']:,} notifications in {data['bundles']:,} bundles, "
+             f"{data['read_share']:.0%} read (median of {result['settings']['rounds']} rounds)")
+    tables: list[Table] = []
+    if "comparisons" in result:
+        tables.append(comparison_table(title + "; baseline: the raw statements",
+                                       result["comparisons"]))
+    else:
+        out = Table(title=title, title_justify="left")
+        out.add_column("figure")
+        for column in ("per second", "p50 ms", "p90 ms", "p99 ms", "requests"):
+            out.add_column(column, justify="right")
+        for row in result["results"]:
+            lat = row["latency"]
+            out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
+                        fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}")
+        tables.append(out)
+    if "sweep" in result:
+        tables.append(sweep_table("W2 inbox reads by inbox size (one user each; should be "
+                                  "flat)", result["sweep"]))
+    return tables

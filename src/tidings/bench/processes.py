@@ -1,4 +1,5 @@
-"""``tidings worker`` processes for benchmarks: start several, wait until each polls, stop them.
+"""Processes for benchmarks: ``tidings worker`` processes (start several, wait until each polls,
+stop them) and HTTP servers on loopback (start, wait until ready, stop).
 
 The bench times from the moment an event is published, so the workers are started (Python
 start-up, imports, schema check, types loaded) and known to be polling before the clock starts.
@@ -6,13 +7,19 @@ start-up, imports, schema check, types loaded) and known to be polling before th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
+
+import httpx
 
 import tidings
 from tidings.bench import BenchFailure
@@ -54,12 +61,20 @@ class WorkerProcesses:
         self.stop()
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the processes without waiting for them."""
         env = child_env(self.url, TIDINGS_CHUNK_SIZE=str(self.chunk_size))
         for i in range(self.count):
             with (self._logs / f"worker-{i}.log").open("wb") as log:
                 self._procs.append(subprocess.Popen(
                     [sys.executable, "-m", "tidings.cli", "worker", "--poll", str(self.poll)],
                     env=env, stdout=log, stderr=subprocess.STDOUT))
+
+    def wait_ready(self) -> None:
+        """Wait until every process polls the queue."""
         deadline = time.monotonic() + self.ready_timeout
         waiting = set(range(self.count))
         while waiting:
@@ -99,3 +114,113 @@ class WorkerProcesses:
     def log_tail(self, i: int, lines: int = 20) -> str:
         text = (self._logs / f"worker-{i}.log").read_text(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
+
+
+class Server:
+    """An HTTP server on a free loopback port, as a context manager; ``port`` once started.
+
+    :meth:`tidings_serve` makes one for ``tidings serve``; the HTTP baseline
+    (:mod:`tidings.bench.baseline_app`) runs under uvicorn the same way.
+    """
+
+    def __init__(self, name: str, argv: Callable[[int], list[str]], env: dict[str, str], *,
+                 ready_timeout: float = 60.0) -> None:
+        self.name = name
+        self.ready_timeout = ready_timeout
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port: int = probe.getsockname()[1]
+        self._argv = argv(self.port)
+        self._env = env
+        self._log = Path(tempfile.mkdtemp(prefix="tidings-bench-serve-")) / "serve.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def tidings_serve(cls, url: str, processes: int, api_key: str) -> Server:
+        """``tidings serve --workers P --no-worker`` (its rate limit out of the way)."""
+        env = child_env(url, TIDINGS_API_KEY=api_key, TIDINGS_RATE_LIMIT="1000000000")
+        return cls("tidings serve", lambda port: [
+            sys.executable, "-m", "tidings.cli", "serve", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(processes), "--no-worker"], env)
+
+    def __enter__(self) -> Server:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it."""
+        with self._log.open("wb") as log:
+            self._proc = subprocess.Popen(self._argv, env=self._env, stdout=log,
+                                          stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
+        """Wait until the server answers ``GET /readyz`` with 200."""
+        assert self._proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        with httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=5) as client:
+            while True:
+                if self._proc.poll() is not None:
+                    raise BenchFailure(f"{self.name} exited with {self._proc.returncode}:\n"
+                                       + self.log_tail())
+                try:
+                    if client.get("/readyz").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise BenchFailure(f"{self.name} not ready after {self.ready_timeout:.0f}"
+                                       " s:\n" + self.log_tail())
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+        self._log.unlink(missing_ok=True)
+        if self._log.parent.exists():
+            self._log.parent.rmdir()
+
+    def log_tail(self, lines: int = 20) -> str:
+        text = self._log.read_text(errors="replace") if self._log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class Service(Protocol):
+    """A set of processes that :func:`started` can launch, wait for and stop."""
+
+    def launch(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@contextlib.contextmanager
+def started(*services: Service) -> Iterator[None]:
+    """Launch every service at once, then wait for each (their start-ups overlap); stop them
+    all, last first, on the way out."""
+    try:
+        for service in services:
+            service.launch()
+        for service in services:
+            service.wait_ready()
+        yield
+    finally:
+        for service in reversed(services):
+            service.stop()

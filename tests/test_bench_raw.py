@@ -1,0 +1,174 @@
+"""The bench's baselines do the same jobs as tidings, on every backend: a raw statement that
+counted, listed or wrote something else would make every ratio meaningless.
+
+No speed is measured here (see tests/test_bench.py for the tiny end-to-end runs).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.progress import Progress
+from sqlalchemy import select
+
+from servers import serve
+from tidings.bench import fanout_raw
+from tidings.bench import inbox as inbox_workload
+from tidings.bench import sweep as sweep_workload
+from tidings.bench.baseline_app import create_app
+from tidings.bench.inbox_raw import RawInbox
+from tidings.bench.stores import BenchStore, database_of
+from tidings.config import Config
+from tidings.domain.events import Event
+from tidings.engine import Tidings
+from tidings.store.sql.schema import notifications
+
+QUIET = Progress(disable=True)
+
+
+def _engine(url: str) -> Tidings:
+    t = Tidings(Config(database_url=url), types=inbox_workload.bench_types(), pool_size=1)
+    for event_type in inbox_workload.bench_types():
+        t.define_type(event_type)
+    return t
+
+
+def test_raw_inbox_statements_and_the_baseline_app_answer_what_the_engine_answers(
+        store_url: str) -> None:
+    t = _engine(store_url)
+    raw = RawInbox(store_url)
+    headers = {"Authorization": "Bearer k"}
+    try:
+        world = inbox_workload.World(10, random.Random(3))
+        inbox_workload.load(t, world, 150, QUIET)
+        with serve(create_app(store_url, "k")) as base, httpx.Client(base_url=base) as app:
+            checked = 0
+            for user in world.users:
+                count = t.unread_count(user).count
+                assert raw.unread_count(user) == count
+                assert app.get(f"/v1/users/{user}/notifications/unread-count",
+                               headers=headers).json() == {"count": count}
+                ids = [i.id for i in t.notifications(user, limit=20).items]
+                assert [str(row[0]) for row in raw.first_page(user)] == ids
+                items = app.get(f"/v1/users/{user}/notifications?limit=20",
+                                headers=headers).json()["items"]
+                assert [str(i["event_id"]) for i in items] == ids
+                assert all(isinstance(i["payload"], dict) for i in items)
+                checked += bool(ids)
+            assert checked >= 5
+            assert app.get(f"/v1/users/{user}/notifications").status_code == 401
+            event = {"type": "mention", "actor": "a", "recipients": ["b"],
+                     "idempotency_key": "raw-1"}
+            for _ in range(2):  # the second is a repeat: accepted, not stored again
+                answer = app.post("/v1/events", json=event, headers=headers)
+                assert (answer.status_code, answer.json()) == (202, {"status": "accepted"})
+        stored = t.get_event(raw.conn.fetch(raw.conn.sql(
+            "SELECT id FROM events WHERE idempotency_key = %s"), ("raw-1",))[0][0])
+        assert (stored.type, stored.actor, stored.recipients) == ("mention", "a", ["b"])
+
+        user = world.users[0]
+        assert t.unread_count(user).count > 0
+        raw.mark_all_read(user, time.time_ns() // 1000)
+        assert t.unread_count(user).count == 0
+        assert raw.unread_count(user) == 0
+        raw.mark_all_read(user, 5)  # a watermark only moves forward
+        assert t.unread_count(user).count == 0
+    finally:
+        raw.close()
+        t.close()
+
+
+def _shape(rows: list[tuple[bool, bool, str]]) -> list[tuple[bool, bool, int]]:
+    """Each row's (base?, read?, group number by first appearance): ids and hashes aside."""
+    numbers: dict[str, int] = {}
+    return [(base, read, numbers.setdefault(group, len(numbers))) for base, read, group in rows]
+
+
+def test_a_sweep_inbox_has_the_rows_publishing_would_have_written(tmp_path: Path) -> None:
+    stream = (e for e in inbox_workload.World(20, random.Random(5)).events() if e.recipients)
+    events = [next(stream) for _ in range(80)]
+    assert {e.type for e in events} == set(inbox_workload.TYPES)
+    with BenchStore(f"sqlite:///{tmp_path / 'x.db'}") as store:
+        t = _engine(store.url)
+        try:
+            published = "published"
+            t.add_user(published, read_up_to=0)
+            for event in events:  # one at a time, so rows arrive in publishing order
+                if event.type == "edit-user-talk":
+                    event = Event(event.type, actor=event.actor, payload=event.payload,
+                                  object=f"page:User_talk:{published}")
+                t.publish(Event(event.type, actor=event.actor, object=event.object,
+                                payload=event.payload, recipients=[published]))
+                t.run_jobs()
+            n = notifications.c
+            with database_of(t).read() as conn:
+                ids = list(conn.execute(select(n.event_id).where(n.user_id == published)
+                                        .order_by(n.created_at, n.event_id)).scalars())
+            t.mark_read(published, ids[:round(len(ids) * inbox_workload.READ_SHARE)])
+            with database_of(t).read() as conn:
+                expected = _shape([(bool(r.bundle_base), r.read_at is not None, r.display_hash)
+                                   for r in conn.execute(
+                                       select(n.bundle_base, n.read_at, n.display_hash)
+                                       .where(n.user_id == published)
+                                       .order_by(n.created_at, n.event_id))])
+
+            feed = iter(events)
+            users = sweep_workload.load(t, store.url, [len(events)], lambda: next(feed),
+                                        inbox_workload.bench_types(),
+                                        inbox_workload.READ_SHARE, QUIET)
+            written = users[len(events)]
+            with database_of(t).read() as conn:
+                rows = conn.execute(select(n.bundle_base, n.read_at, n.display_hash)
+                                    .where(n.user_id == written)
+                                    .order_by(n.created_at, n.event_id)).all()
+            assert _shape([(bool(r.bundle_base), r.read_at is not None, r.display_hash)
+                           for r in rows]) == expected
+            assert t.unread_count(written).count == t.unread_count(published).count
+            ours, theirs = (t.notifications(u, limit=20).items for u in (written, published))
+            assert [(i.type, i.count, i.actors, i.read) for i in ours] == \
+                [(i.type, i.count, i.actors, i.read) for i in theirs]
+            t.publish(Event("mention", actor="someone", recipients=[written]))  # ids move on
+            t.run_jobs()
+        finally:
+            t.close()
+
+
+def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
+    followers = [f"f{i}" for i in range(7)]
+    fanout_raw.write_follows(store_url, [(f, "star") for f in followers] + [("star", "f0")])
+    t = Tidings(Config(database_url=store_url), pool_size=1)
+    t.define_type(fanout_raw.EVENT_TYPE)
+    raw = fanout_raw.RawFanout(store_url)
+    try:
+        t.publish(Event(fanout_raw.EVENT_TYPE.name, actor="star", object=fanout_raw.OBJECT))
+        t.run_jobs()
+        now = time.time_ns() // 1000
+        assert raw.insert_select("star", now) == len(followers)
+        assert raw.copy("star", now) == len(followers)
+        assert raw.push("star", now) == len(followers)
+        assert raw.push("f0", now) == 1  # the star follows f0
+        n = notifications.c
+        columns = (n.type, n.category, n.section, n.actor, n.object, n.bundle_base, n.read_at)
+        with database_of(t).read() as conn:
+            rows = conn.execute(select(n.event_id, n.user_id, n.created_at, n.fresh_at,
+                                       n.bundle_hash, n.display_hash, *columns)
+                                .where(n.actor == "star")).all()
+        by_event: dict[int, list[Any]] = {}
+        for row in rows:
+            by_event.setdefault(row.event_id, []).append(row)
+        assert len(by_event) == 4  # tidings', then three raw events
+        shapes = {tuple(sorted((r.user_id, *(r[-len(columns):])) for r in group))
+                  for group in by_event.values()}
+        assert len(shapes) == 1  # the same followers, the same values
+        for group in by_event.values():
+            assert len({(r.bundle_hash, r.display_hash) for r in group}) == 1
+            assert all(len(r.display_hash) == 32 and r.fresh_at == r.created_at for r in group)
+        for user in followers:
+            assert t.unread_count(user).count == 4
+    finally:
+        raw.close()
+        t.close()
