@@ -1,14 +1,25 @@
-"""Backend fixtures: one behaviour suite, run against every SQL backend.
+"""Backend fixtures: one behaviour suite, run against every store.
 
-A test that takes ``store_url`` runs three times, with ids ``sqlite``, ``postgresql`` and
-``mysql``, each time on a clean database already at the head migration::
+A test that takes ``any_store_url`` runs four times, with ids ``memory``, ``sqlite``,
+``postgresql`` and ``mysql``, each time on a clean store (the SQL ones already at the head
+migration); it must read the store only through the facade and the ports' public reads::
 
-    def test_insert_event(store_url: str) -> None:
-        db = Database(store_url)
-        ...
+    def test_publish(any_store_url: str) -> None:
+        with open_tidings(any_store_url) as t:
+            ...
+
+A test that takes ``store_url`` runs on the three SQL backends only: SQL-shape checks
+(``tests/sql``), migrations, several processes on one database, a server on a SQL file.
 
 Fixtures:
 
+``any_backend``
+    ``"memory"``, ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (select with ``-k memory``).
+``any_store_url``
+    The URL of a clean store of ``any_backend``: ``memory://…`` (engines opened on it through
+    ``engines.open_tidings`` share one in-memory store) or a SQL database as ``store_url``.
+``t``
+    An engine on ``any_store_url`` with the types of ``engines.py`` and ``clock``.
 ``backend``
     ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (the parameter; select with ``-k mysql``).
 ``store_url``
@@ -28,17 +39,20 @@ its tests, or fails them when ``CI=true`` (see ``backends.require``).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 
 import pytest
 
 from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
-from engines import open_tidings
+from engines import drop_memory_store, open_tidings
+from redis_servers import hot_url, redis_cluster, redis_server  # noqa: F401 (fixtures)
 from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
 
 SQL_BACKENDS = ["sqlite", "postgresql", "mysql"]
+STORES = ["memory", *SQL_BACKENDS]
 
 
 @pytest.fixture(params=SQL_BACKENDS)
@@ -94,6 +108,27 @@ def empty_store_url(sql_stores: SqlStores) -> Iterator[str]:
     sql_stores.drop(url)
 
 
+@pytest.fixture(params=STORES)
+def any_backend(request: pytest.FixtureRequest) -> str:
+    """The store this run of the test uses: memory or one of the SQL backends."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def any_store_url(any_backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A clean store of ``any_backend``; forgotten (memory) or dropped (SQL) after the test."""
+    if any_backend == "memory":
+        url = f"memory://test-{secrets.token_hex(6)}"
+        yield url
+        drop_memory_store(url)
+        return
+    databases: SqlStores = request.getfixturevalue(f"{any_backend}_stores")
+    url = databases.clone()
+    yield url
+    databases.drop(url)
+
+
 @pytest.fixture
 def clock() -> FrozenClock:
     """A clock the test moves by hand."""
@@ -101,7 +136,7 @@ def clock() -> FrozenClock:
 
 
 @pytest.fixture
-def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
-    """An engine on ``store_url`` with the types of ``engines.py`` and ``clock``."""
-    with open_tidings(store_url, clock=clock) as tidings:
+def t(any_store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
+    """An engine on ``any_store_url`` with the types of ``engines.py`` and ``clock``."""
+    with open_tidings(any_store_url, clock=clock) as tidings:
         yield tidings

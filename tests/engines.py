@@ -1,12 +1,20 @@
-"""Build a :class:`Tidings` on a test store, with a few event types, and look inside its tables.
+"""Build a :class:`Tidings` on a test store, with a few event types, and read what it holds.
 
 The behaviour suite (``test_publish.py``, ``test_audience.py``, …) opens engines through
 :func:`open_tidings` so every file uses the same types and a :class:`FrozenClock`::
 
     @pytest.fixture
-    def t(store_url: str) -> Iterator[Tidings]:
-        with open_tidings(store_url) as t:
+    def t(any_store_url: str) -> Iterator[Tidings]:
+        with open_tidings(any_store_url) as t:
             yield t
+
+``any_store_url`` (``conftest.py``) is a clean store of every kind in turn: ``memory``, ``sqlite``,
+``postgresql``, ``mysql``. Engines opened on the same ``memory://`` URL in one test share one
+:class:`MemoryStore` (as engines on one SQL URL share the database), built with the settings of
+the first; :func:`drop_memory_store` forgets it.
+
+The readers below see the store only through the facade and the ports' public reads (never a
+table), so the same assertions hold on every store.
 
 The types:
 
@@ -19,16 +27,17 @@ The types:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
-
-from sqlalchemy import func, select
 
 from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType, Templates
+from tidings.domain.views import NotificationKey, ReadState
 from tidings.engine import Tidings
 from tidings.jobs.model import JobSpec
-from tidings.store.sql.schema import metadata
+from tidings.ports import Store
+from tidings.store.factory import MEMORY, open_store
 
 TYPES = (
     EventType(
@@ -60,34 +69,38 @@ TYPES = (
 )
 
 
+# memory:// URL -> the store every engine opened on it in this test shares
+_MEMORY_STORES: dict[str, Store] = {}
+EVERY_EVENT = 2**62  # a time after every event: ``expired_ids`` before it lists them all
+
+
 def open_tidings(url: str, *, types: tuple[EventType, ...] = TYPES,
                  clock: FrozenClock | None = None, **settings: Any) -> Tidings:
     """A Tidings on ``url`` with ``types`` declared and a frozen clock; ``settings`` go to Config.
 
     Use it as a context manager so its connection pool is closed after the test.
     """
-    tidings = Tidings(Config(database_url=url, **settings), types=types,
-                      clock=clock or FrozenClock())
+    config = Config(database_url=url, **settings)
+    clock = clock or FrozenClock()
+    store = None
+    if url.startswith(MEMORY):
+        store = _MEMORY_STORES.get(url)
+        if store is None:
+            store = _MEMORY_STORES[url] = open_store(
+                url, clock, lease_seconds=config.lease_seconds,
+                max_attempts=config.job_max_attempts,
+                backoff_seconds=config.job_backoff_seconds)
+    tidings = Tidings(config, types=types, clock=clock, store=store)
     tidings.load_types()
     return tidings
 
 
-def table_counts(t: Tidings) -> dict[str, int]:
-    """Row count of every table the schema declares."""
-    counts = [select(func.count()).select_from(table).scalar_subquery().label(table.name)
-              for table in metadata.sorted_tables]
-    with t.store.db.read() as conn:
-        row = conn.execute(select(*counts)).one()
-    return dict(row._mapping)
+def drop_memory_store(url: str) -> None:
+    """Forget the memory store of ``url`` (after the test that used it)."""
+    _MEMORY_STORES.pop(url, None)
 
 
-def table_rows(t: Tidings, name: str) -> list[dict[str, Any]]:
-    """Every row of one table, as dicts, in a stable order (all columns, ascending)."""
-    table = metadata.tables[name]
-    with t.store.db.read() as conn:
-        rows = conn.execute(select(table).order_by(*table.c)).all()
-    return [dict(row._mapping) for row in rows]
-
+# -- readers ----------------------------------------------------------------------------------
 
 def inbox_of(t: Tidings, user: str, **filters: Any) -> list[tuple[str, str, str | None]]:
     """A user's whole inbox (every page), newest first, as (type, actor, object) tuples."""
@@ -106,20 +119,116 @@ def all_items(t: Tidings, user: str, *, limit: int = 100, **filters: Any) -> lis
             return items
 
 
-def recipients_of(t: Tidings, event_id: str) -> list[str]:
+def event_ids(t: Tidings) -> list[int]:
+    """Every stored event, retracted ones too, ascending."""
+    with t.store.read() as tx:
+        return sorted(tx.events.expired_ids(types=None, other_than=None, before=EVERY_EVENT,
+                                            limit=100_000))
+
+
+def keys_of(t: Tidings, ids: Iterable[str | int] | None = None) -> list[NotificationKey]:
+    """Every stored notification of these events (default: of every event), sorted."""
+    wanted = event_ids(t) if ids is None else [int(i) for i in ids]
+    with t.store.read() as tx:
+        keys = tx.inbox.keys_for_events(wanted)
+    return sorted(keys, key=lambda k: (k.event_id, k.user_id))
+
+
+def recipients_of(t: Tidings, event_id: str | int) -> list[str]:
     """The users who hold a notification of this event, sorted."""
-    return sorted(r["user_id"] for r in table_rows(t, "notifications")
-                  if r["event_id"] == int(event_id))
+    return sorted(k.user_id for k in keys_of(t, [event_id]))
 
 
-def enqueue(t: Tidings, *specs: JobSpec) -> None:
-    """Enqueue jobs in their own transaction."""
-    t.store.transact(lambda tx: tx.jobs.enqueue_many(list(specs)))
+def notification_rows(t: Tidings, ids: Iterable[str | int] | None = None
+                      ) -> list[tuple[NotificationKey, ReadState]]:
+    """Every stored notification of these events (default: of every event) with its own read
+    columns, sorted by (event, user): what a repeated or idempotent write must leave alone."""
+    keys = keys_of(t, ids)
+    states: dict[tuple[str, int], ReadState] = {}
+    with t.store.read() as tx:
+        for user in sorted({k.user_id for k in keys}):
+            held = sorted({k.event_id for k in keys if k.user_id == user})
+            states.update(((user, s.event_id), s) for s in tx.inbox.read_states(user, held))
+    return [(k, states[(k.user_id, k.event_id)]) for k in keys]
 
 
 def jobs_by_func(t: Tidings) -> dict[str, int]:
-    """How many queued jobs each job function has."""
-    counts: dict[str, int] = {}
-    for row in table_rows(t, "jobs"):
-        counts[row["func"]] = counts.get(row["func"], 0) + 1
-    return counts
+    """How many queued jobs (claimed ones included) each job function has."""
+    return t.queue.counts_by_func()
+
+
+def users_state(t: Tidings, users: Iterable[str]) -> dict[str, Any]:
+    """What the public reads show of these users: join times, watermarks, subscriptions,
+    follows both ways, mutes and preferences."""
+    wanted = sorted(set(users))
+    with t.store.read() as tx:
+        joined = tx.graph.joined(wanted)
+        markers = tx.inbox.load_markers_many(wanted)
+    return {
+        "joined": joined,
+        "markers": markers,
+        "subscriptions": {u: t.subscriptions(u, limit=100).items for u in wanted},
+        "following": {u: t.following(u, limit=100).items for u in wanted},
+        "followers": {u: t.followers(u, limit=100).items for u in wanted},
+        "preferences": {u: t.get_preferences(u) for u in wanted},
+    }
+
+
+def snapshot(t: Tidings, users: Iterable[str] = ()) -> dict[str, Any]:
+    """Everything the public reads show of the store: every event as stored, every notification
+    with its read columns, the queue (figures and jobs per function), declared types, and the
+    state of ``users``. Two equal snapshots: a call wrote nothing anyone can read back."""
+    ids = event_ids(t)
+    with t.store.read() as tx:
+        events = [tx.events.get(i) for i in ids]
+        types = sorted(tx.settings.load_types())
+    return {
+        "events": events,
+        "notifications": notification_rows(t),
+        "queue": t.queue.stats(),
+        "jobs": jobs_by_func(t),
+        "types": types,
+        "users": users_state(t, users),
+    }
+
+
+def enqueue(t: Tidings, *specs: JobSpec) -> None:
+    """Enqueue jobs in their own unit of work."""
+    t.store.transact(lambda tx: tx.jobs.enqueue_many(list(specs)))
+
+
+# -- SQL stores only --------------------------------------------------------------------------
+# For tests whose subject is a SQL database (the HTTP API on a SQL file, SQL-shape checks); the
+# behaviour suite reads through the facade and the ports above, so it runs on every store.
+
+def table_counts(t: Tidings) -> dict[str, int]:
+    """Row count of every table the SQL schema declares."""
+    from sqlalchemy import func, select
+
+    from tidings.store.sql.schema import metadata
+
+    counts = [select(func.count()).select_from(table).scalar_subquery().label(table.name)
+              for table in metadata.sorted_tables]
+    with _sql(t).read() as conn:
+        row = conn.execute(select(*counts)).one()
+    return dict(row._mapping)
+
+
+def table_rows(t: Tidings, name: str) -> list[dict[str, Any]]:
+    """Every row of one SQL table, as dicts, in a stable order (all columns, ascending)."""
+    from sqlalchemy import select
+
+    from tidings.store.sql.schema import metadata
+
+    table = metadata.tables[name]
+    with _sql(t).read() as conn:
+        rows = conn.execute(select(table).order_by(*table.c)).all()
+    return [dict(row._mapping) for row in rows]
+
+
+def _sql(t: Tidings) -> Any:
+    """The SQL store's database (a test on another store has no tables to read)."""
+    from tidings.store.sql.store import SqlStore
+
+    assert isinstance(t.store, SqlStore), f"{t.store.backend} has no tables"
+    return t.store.db

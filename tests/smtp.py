@@ -4,6 +4,7 @@
         ... send mail to 127.0.0.1:sink.port ...
         sink.wait_for(1)
         message = sink.messages[0]          # email.message.EmailMessage
+        raw = sink.raw[0]                   # the bytes as received (headers not decoded)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class _Handler:
         assert isinstance(parsed, EmailMessage)
         with self.sink.lock:
             self.sink.messages.append(parsed)
+            self.sink.raw.append(bytes(envelope.original_content or envelope.content))
             self.sink.recipients.append(list(envelope.rcpt_tos))
         return "250 OK"
 
@@ -42,6 +44,7 @@ class SmtpSink:
         self.port = free_port()
         self.delay = delay
         self.messages: list[EmailMessage] = []
+        self.raw: list[bytes] = []
         self.recipients: list[list[str]] = []
         self.lock = threading.Lock()
         self.controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port)

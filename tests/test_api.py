@@ -21,6 +21,7 @@ from engines import table_rows
 from servers import SERVER_KEY, LiveServer
 from tidings.channels.email import signing_secret, unsubscribe_token
 from tidings.client import ApiError, AsyncClient, Client
+from tidings.domain.bundling import count_display
 
 pytest_plugins = ["servers"]
 
@@ -29,6 +30,13 @@ NOTIFICATION_LATENCY = 1.0  # seconds from publish to the stream's frame
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def counts(unread: int, *, unseen: int | None = None) -> dict[str, Any]:
+    """An unread-count answer: ``unseen`` defaults to every unread one (none seen yet)."""
+    unseen = unread if unseen is None else unseen
+    return {"count": unread, "display": count_display(unread), "unseen": unseen,
+            "unseen_display": count_display(unseen)}
 
 
 def mention(client: Client, actor: str, *recipients: str, **fields: Any) -> str:
@@ -174,7 +182,7 @@ def test_minted_tokens_act_for_their_user(live: LiveServer) -> None:
         mention(server, "alice", "bob")
         assert live.settled()
         with live.client(minted["token"]) as bob:
-            assert bob.unread_count() == {"count": 1, "display": "1"}
+            assert bob.unread_count() == counts(1)
             with pytest.raises(ApiError) as caught:
                 bob.mint_token("bob")
             assert caught.value.status == 403
@@ -196,7 +204,7 @@ def test_a_bundle_is_listed_once_with_its_count_and_others(live: LiveServer) -> 
         assert item["title"] == "San Francisco was linked by dave and 2 others"
         assert (item["actor"], item["actors"]) == ("dave", ["dave", "carol", "alice"])
         assert (item["count"], item["others"], item["payload"]) == (3, 2, {"from": "dave"})
-        assert server.unread_count(user="bob") == {"count": 1, "display": "1"}
+        assert server.unread_count(user="bob") == counts(1)
 
 
 def test_inbox_filters_and_pages_without_skips_or_repeats(live: LiveServer) -> None:
@@ -251,10 +259,9 @@ def test_unread_count_is_capped_and_shown_as_99_plus(live: LiveServer) -> None:
         assert {i["status"] for i in server.publish_batch(events)} == {"accepted"}
         mention(server, "alice", "carol")
         assert live.settled(timeout=30)
-        assert server.unread_count(user="bob") == {"count": 100, "display": "99+"}
-        assert server.unread_count(user="bob", types=["message"]) == {"count": 0,
-                                                                       "display": "0"}
-        assert server.unread_count(user="carol") == {"count": 1, "display": "1"}
+        assert server.unread_count(user="bob") == counts(100)
+        assert server.unread_count(user="bob", types=["message"]) == counts(0)
+        assert server.unread_count(user="carol") == counts(1)
 
 
 def test_mark_read_by_ids_then_unread(live: LiveServer) -> None:
@@ -279,7 +286,7 @@ def test_mark_all_read_optionally_narrowed(live: LiveServer) -> None:
         server.publish("message", actor="dave", object="talk:2", recipients=["bob"])
         assert live.settled()
         assert server.mark_read(user="bob", all=True, section="message") == 2
-        assert server.unread_count(user="bob") == {"count": 1, "display": "1"}
+        assert server.unread_count(user="bob") == counts(1)
         assert server.unread_count(user="bob", section="message")["count"] == 0
         assert server.mark_read(user="bob", all=True) == 1
         assert server.unread_count(user="bob")["count"] == 0
@@ -319,7 +326,12 @@ def test_seen_moves_a_watermark_apart_from_read(live: LiveServer) -> None:
                    - datetime.now(UTC)) < timedelta(seconds=5)
         (item,) = server.notifications(user="bob")["items"]
         assert (item["seen"], item["read"]) == (True, False)
-        assert server.unread_count(user="bob")["count"] == 1
+        assert server.unread_count(user="bob") == counts(1, unseen=0)  # the badge clears
+
+        mention(server, "carol", "bob")
+        assert live.settled()
+        assert server.unread_count(user="bob") == counts(2, unseen=1)
+        assert server.unread_count(user="bob", section="message") == counts(0)
 
 
 # -- subscriptions, follows, timeline, preferences --------------------------------------------
@@ -435,7 +447,7 @@ def test_stream_delivers_the_count_and_new_items(live: LiveServer) -> None:
             live.client(live.token("bob")) as other_device:
         frames = bob.stream(timeout=10)
         with contextlib.closing(frames):
-            assert next(frames) == ("unread", {"count": 0, "display": "0"})
+            assert next(frames) == ("unread", counts(0))
 
             published = time.monotonic()
             event_id = mention(server, "alice", "bob")
@@ -447,11 +459,13 @@ def test_stream_delivers_the_count_and_new_items(live: LiveServer) -> None:
             latency = time.monotonic() - published
             assert got["notification"]["id"] == event_id
             assert got["notification"]["title"] == "alice mentioned you on"
-            assert got["unread"] == {"count": 1, "display": "1"}
+            assert got["unread"] == counts(1)
             assert latency < NOTIFICATION_LATENCY, f"the stream took {latency:.2f} s"
 
+            other_device.mark_seen()  # opened there: the badge clears here, the dot stays
+            assert next(frames) == ("unread", counts(1, unseen=0))
             assert other_device.mark_read(all=True) == 1
-            assert next(frames) == ("unread", {"count": 0, "display": "0"})
+            assert next(frames) == ("unread", counts(0))
 
 
 @ONE_BACKEND
@@ -465,7 +479,7 @@ def test_stream_takes_a_query_token_and_ends_at_its_timeout(live: LiveServer) ->
         assert refused.status_code == 401  # query tokens are for streams only
     with live.client(live.token("bob")) as bob:
         started = time.monotonic()
-        assert list(bob.stream(timeout=0.5)) == [("unread", {"count": 0, "display": "0"})]
+        assert list(bob.stream(timeout=0.5)) == [("unread", counts(0))]
         assert 0.5 <= time.monotonic() - started < 1.5
         with pytest.raises(ApiError) as caught:
             next(bob.stream(user="carol", timeout=1))
@@ -478,7 +492,7 @@ def test_async_client(live: LiveServer) -> None:
         async with AsyncClient(live.base_url, SERVER_KEY) as server, \
                 AsyncClient(live.base_url, live.token("bob")) as bob:
             frames = bob.stream(timeout=5)
-            assert await anext(frames) == ("unread", {"count": 0, "display": "0"})
+            assert await anext(frames) == ("unread", counts(0))
             accepted = await server.publish("mention", actor="alice", recipients=["bob"])
             async for event, data in frames:
                 if event == "notification":
@@ -487,14 +501,14 @@ def test_async_client(live: LiveServer) -> None:
             await frames.aclose()
             assert [i["id"] async for i in bob.iter_notifications()] == [accepted["id"]]
             assert await bob.mark_read(ids=[accepted["id"]]) == 1
-            assert await bob.unread_count() == {"count": 0, "display": "0"}
+            assert await bob.unread_count() == counts(0)
             with pytest.raises(ApiError) as caught:
                 await bob.notifications(user="carol")
             assert caught.value.status == 403
             assert (await server.healthz())["status"] == "ok"
             started = time.monotonic()
             assert [f async for f in bob.stream(timeout=0.3)] == [
-                ("unread", {"count": 0, "display": "0"})]
+                ("unread", counts(0))]
             assert time.monotonic() - started < 1.5
 
     asyncio.run(scenario())

@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from stores import SqliteStores
 from tidings.api.app import create_app
+from tidings.api.schemas.ids import WEBHOOK_URL_BARE
 from tidings.config import Config
 from tidings.demo import USERS, build_world, events, wiki_types
 from tidings.engine import Tidings
@@ -47,6 +48,7 @@ MIN_CASES = 2000
 USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
 TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
+WEBHOOK_URL = re.compile(WEBHOOK_URL_BARE)
 TYPE_NAMES = [t.name for t in wiki_types()]
 TIME_ZONES = ["UTC", "Europe/Berlin", "America/Los_Angeles"]
 
@@ -102,8 +104,9 @@ def _ground(case: Any, coin: int) -> None:
 
     The schema can say a type name is 1-64 characters of ``[A-Za-z0-9_.:-]``, not which types
     are declared; it can say a cursor is a string, not which cursors this server made, nor
-    which time zones this machine knows, nor that one may not follow oneself. Values are
-    swapped only where they are schema-valid, so an invalid case stays invalid.
+    which time zones this machine knows, nor that one may not follow oneself, nor that a webhook
+    URL must lead to a public address. Values are swapped only where they are schema-valid, so
+    an invalid case stays invalid.
     """
     rng = random.Random(repr((case.path_parameters, case.query, case.body)))
     query = case.query or {}
@@ -130,6 +133,11 @@ def _ground(case: Any, coin: int) -> None:
         zone = email.get("timezone") if isinstance(email, dict) else None
         if isinstance(email, dict) and isinstance(zone, str) and 1 <= len(zone) <= 64:
             email["timezone"] = rng.choice(TIME_ZONES)
+        hook = body.get("webhook")
+        url = hook.get("url") if isinstance(hook, dict) else None
+        if isinstance(hook, dict) and isinstance(url, str) and len(url) <= 1024 and (
+                WEBHOOK_URL.fullmatch(url)):
+            hook["url"] = "https://8.8.8.8/hook"  # nor which hosts a webhook may reach
 
 
 @dataclass

@@ -1,14 +1,18 @@
 """A type declaration that could not be rendered or read back is a 422 over HTTP, and nothing is
-stored: ``GET /v1/types`` keeps working for everyone. Through a real server on loopback."""
+stored: ``GET /v1/types`` keeps working for everyone. Types answer with a label, and the list
+says which channels deliver. Through a real server on loopback."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contract import error_of
 from servers import LiveServer
+from tidings.config import Config
+from tidings.engine import Tidings
 
 pytest_plugins = ["servers"]
 
@@ -51,3 +55,36 @@ def test_a_lone_surrogate_is_refused_and_never_stored(shared_live: LiveServer,
     error_of(response)
     assert listed.status_code == 200
     assert "bad-type" not in [t["name"] for t in listed.json()["items"]]
+
+
+def test_types_show_a_label_and_say_which_channels_deliver(shared_live: LiveServer) -> None:
+    with shared_live.http() as http:
+        declared = http.put("/v1/types/edit-user-talk", json={
+            "label": "Talk page message",
+            "description": "Someone left a message on your talk page."})
+        plain = http.put("/v1/types/thank-you-edit", json={})
+        listed = http.get("/v1/types").json()
+        refused = http.put("/v1/types/bad-type", json={"label": ""})
+
+    assert declared.status_code == 200, declared.text
+    assert (declared.json()["label"], declared.json()["description"]) == (
+        "Talk page message", "Someone left a message on your talk page.")
+    assert (plain.json()["label"], plain.json()["description"]) == ("Thank you edit", None)
+    labels = {t["name"]: t["label"] for t in listed["items"]}
+    assert labels["edit-user-talk"] == "Talk page message"
+    assert labels["thank-you-edit"] == "Thank you edit"
+    # neither SMTP nor a webhook secret is configured on this server
+    assert listed["enabled_channels"] == ["web"]
+    assert refused.status_code == 422 and "label" in [
+        d["field"] for d in error_of(refused)["details"]]
+
+
+def test_email_and_webhooks_are_enabled_by_their_settings(tmp_path: Path) -> None:
+    def enabled(**settings: Any) -> list[str]:
+        config = Config(database_url=f"sqlite:///{tmp_path / 'tidings.db'}", **settings)
+        with Tidings(config) as tidings:
+            return tidings.enabled_channels
+
+    assert enabled() == ["web"]
+    assert enabled(smtp_url="smtp://127.0.0.1:2525") == ["web", "email"]
+    assert enabled(webhook_secret="s" * 32) == ["web", "webhook"]

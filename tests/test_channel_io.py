@@ -20,8 +20,8 @@ LEASE = 30.0
 
 
 @pytest.fixture
-def t(store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
-    with open_tidings(store_url, clock=clock, lease_seconds=LEASE) as tidings:
+def t(any_store_url: str, clock: FrozenClock) -> Iterator[Tidings]:
+    with open_tidings(any_store_url, clock=clock, lease_seconds=LEASE) as tidings:
         yield tidings
 
 

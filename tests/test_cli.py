@@ -1,4 +1,5 @@
-"""The command line as a new user meets it: --version, and help that reads cleanly."""
+"""The command line as a new user meets it: --version, help that reads cleanly, and what
+`tidings jobs` shows an operator."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from engines import enqueue, open_tidings
 from tidings import __version__
 from tidings.cli import app
+from tidings.jobs.model import JobSpec
 
 runner = CliRunner()
 COMMANDS = [[], ["serve"], ["worker"], ["demo"], ["migrate"], ["import"], ["jobs"], ["bounce"],
@@ -35,3 +38,17 @@ def test_bench_help_explains_the_workload_names() -> None:
     result = runner.invoke(app, ["bench", "--help"])
     for name, meaning in (("W2", "inbox"), ("W3", "fanout"), ("W4", "http")):
         assert re.search(rf"{meaning} is {name}", result.output), result.output
+
+
+def test_jobs_shows_queued_jobs_per_function(store_url: str) -> None:
+    with open_tidings(store_url) as t:
+        t.publish_many([{"type": "mention", "actor": "alice", "recipients": ["bob"]}] * 2)
+        enqueue(t, JobSpec("retention", {}))
+
+    result = runner.invoke(app, ["jobs", "--database-url", store_url])
+
+    assert result.exit_code == 0, result.output
+    rows = [re.split(r"\s*│\s*", line.strip("│ ")) for line in result.output.splitlines()
+            if "│" in line]
+    assert ["fanout", "2"] in rows
+    assert ["retention", "1"] in rows

@@ -4,6 +4,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -114,6 +115,67 @@ def test_immediate_mail_is_multipart_with_one_click_unsubscribe(world: World) ->
     assert mail["List-Unsubscribe"] == f"<https://wiki.example.org/v1/unsubscribe/{token}>"
     assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     assert world.t.notifications("bob").items[0].read is False  # the web inbox has it too
+
+
+def raw_headers(raw: bytes) -> dict[str, str]:
+    """The header block as it went over the wire, unfolded (RFC 5322 2.2.3: a line break
+    followed by whitespace is removed) and not decoded."""
+    head = re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0].decode("ascii")  # 7-bit headers
+    headers: dict[str, str] = {}
+    for line in re.split(r"\r?\n(?![ \t])", head):
+        name, _, value = line.partition(":")
+        assert name not in headers, f"{name} sent twice"
+        headers[name] = re.sub(r"\r?\n(?=[ \t])", "", value).strip()
+    return headers
+
+
+def raw_lines(raw: bytes) -> list[str]:
+    return re.split(r"\r?\n", re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0].decode("ascii"))
+
+
+@pytest.mark.parametrize("user", ["bob", "a-user-whose-id-is-long-enough-to-need-folding-0123"])
+def test_list_unsubscribe_goes_out_literally_with_one_click_post(world: World,
+                                                                 user: str) -> None:
+    address = world.user(user)
+    world.publish("mention", "alice", user, payload={"text": "see <b>this</b>"})
+    (mail,) = world.sink.wait_for(1)
+    headers = raw_headers(world.sink.raw[0])
+    token = unsubscribe_token(SECRET, user)
+    # RFC 2369 / 8058: the URL in angle brackets as is, never an RFC 2047 encoded-word
+    assert headers["List-Unsubscribe"] == f"<https://wiki.example.org/v1/unsubscribe/{token}>"
+    assert headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    # every other header the mailer builds is sent as written when it is ASCII
+    assert headers["From"] == "Wiki <wiki@example.org>"
+    assert headers["To"] == address
+    assert headers["Subject"] == "alice mentioned you: see <b>this</b>"
+    assert headers["Message-ID"] == mail["Message-ID"]
+    assert re.fullmatch(r"<single\.[0-9a-f]{32}@example\.org>", headers["Message-ID"])
+    assert headers["Auto-Submitted"] == "auto-generated"
+    assert not [name for name, value in headers.items() if "=?" in value]
+    assert max(len(line) for line in raw_lines(world.sink.raw[0])) <= 998
+
+
+def test_long_headers_are_folded_and_only_non_ascii_is_encoded(world: World) -> None:
+    world.user("bob")
+    long_ascii = "see " + "x" * 90 + " and then " + "a few more words " * 6
+    world.publish("mention", "alice", "bob", payload={"text": long_ascii.strip()})
+    world.publish("mention", "alice", "bob", payload={"text": "Grüße aus Köln " * 8})
+    first, second = world.sink.wait_for(2)
+    ascii_headers = raw_headers(world.sink.raw[0])
+    assert ascii_headers["Subject"] == first["Subject"] == (
+        "alice mentioned you: " + " ".join(long_ascii.split()))
+    # folded at spaces: a line is longer than 78 only when it holds one word that is
+    # (the 90 x's; the List-Unsubscribe URL)
+    long_lines = [line for line in raw_lines(world.sink.raw[0]) if len(line) > 78]
+    assert " " + "x" * 90 in long_lines
+    assert all(len(line.removeprefix("List-Unsubscribe:").split()) == 1 for line in long_lines)
+    encoded = raw_headers(world.sink.raw[1])["Subject"]
+    assert encoded.startswith("alice mentioned you: =?utf-8?")  # RFC 2047 where it must be
+    assert all(len(word) <= 75 for word in re.findall(r"=\?[^ ]*?\?=", encoded))
+    assert second["Subject"] == "alice mentioned you: " + " ".join(
+        ("Grüße aus Köln " * 8).split())
+    assert max(len(line) for line in raw_lines(world.sink.raw[1])
+               if not line.startswith("List-Unsubscribe:")) <= 78
 
 
 def test_bundling_window_first_alone_then_one_bundle_then_reset(world: World) -> None:

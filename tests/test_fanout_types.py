@@ -8,35 +8,29 @@ got nothing.
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
-from tidings.config import Config
+from engines import keys_of, open_tidings
+from tidings.clock import FrozenClock
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
-from tidings.engine import Tidings
-from tidings.store.sql.schema import notifications
 
 
 def test_a_type_declared_after_the_worker_started_is_fanned_out_by_its_rules(
-    store_url: str,
+    any_store_url: str, clock: FrozenClock,
 ) -> None:
-    worker_side = Tidings(Config(database_url=store_url, chunk_size=2))
-    app_side = Tidings(Config(database_url=store_url))
-    try:
-        worker_side.load_types()  # what `tidings worker` does at start-up: nothing declared yet
+    # what `tidings worker` does at start-up (load the declared types): nothing declared yet
+    with (open_tidings(any_store_url, types=(), clock=clock, chunk_size=2) as worker_side,
+          open_tidings(any_store_url, types=(), clock=clock) as app_side):
         app_side.define_type(EventType("late", category="late-news",
                                        audience=("object_subscribers",)))
         for user in ("ann", "bea", "cid"):
             app_side.subscribe(user, "late", "board")
-        app_side.publish(Event("late", actor="dan", object="board"))
+        published = app_side.publish(Event("late", actor="dan", object="board"))
 
         worker_side.run_jobs()  # the fan-out and its chunk jobs (chunk size 2)
 
-        with app_side.store.db.read() as conn:
-            rows = conn.execute(select(notifications.c.user_id, notifications.c.category)
-                                .order_by(notifications.c.user_id)).all()
-        assert [tuple(r) for r in rows] == [("ann", "late-news"), ("bea", "late-news"),
-                                            ("cid", "late-news")]
-    finally:
-        worker_side.close()
-        app_side.close()
+        assert [k.user_id for k in keys_of(app_side)] == ["ann", "bea", "cid"]
+        with app_side.store.read() as tx:
+            states = {user: tx.inbox.read_states(user, [int(published.id)])
+                      for user in ("ann", "bea", "cid")}
+        assert {user: [s.category for s in found] for user, found in states.items()} == {
+            "ann": ["late-news"], "bea": ["late-news"], "cid": ["late-news"]}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from engines import all_items, inbox_of, table_rows
-from tidings.clock import to_rfc3339
+from engines import all_items, inbox_of
+from tidings.clock import FrozenClock, to_rfc3339
+from tidings.domain.views import Filters
 from tidings.engine import Tidings, UnreadCount
 
 
@@ -30,10 +31,12 @@ def _mixed_inbox(t: Tidings) -> None:
         t.run_jobs()  # live notifications are dated at delivery, and jobs run by priority
 
 
-def test_an_item_carries_what_a_client_shows(t: Tidings) -> None:
+def test_an_item_carries_what_a_client_shows(t: Tidings, clock: FrozenClock) -> None:
     published = t.publish({"type": "mention", "actor": "alice", "object": "page:San_Francisco",
                            "recipients": ["bob"], "payload": {"line": 7, "text": "hi <b>"}})
+    before_delivery = clock.now_us()
     t.run_jobs()
+    after_delivery = clock.now_us()
 
     (item,) = t.notifications("bob").items
     expected = {
@@ -44,8 +47,11 @@ def test_an_item_carries_what_a_client_shows(t: Tidings) -> None:
     }
     shown = item.to_dict()
     assert {key: shown[key] for key in expected} == expected
-    (row,) = table_rows(t, "notifications")
-    assert item.created_at == to_rfc3339(row["created_at"])  # delivery time, RFC 3339 UTC
+    with t.store.read() as tx:
+        (row,) = tx.inbox.page("bob", Filters(), tx.inbox.load_markers("bob"), limit=10,
+                               before=None)
+    assert before_delivery < row.created_at < after_delivery  # the delivery time
+    assert item.created_at == to_rfc3339(row.created_at)  # in RFC 3339 UTC
     assert item.created_at.endswith("Z")
 
 

@@ -11,8 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDED = ["tidings/api/web/app.js", "tidings/api/web/index.html", "tidings/api/web/tidings.css",
-          "tidings/api/web/tidings-bell.js", "tidings/channels/templates/notification.html",
+          "tidings/api/web/notifications.js", "tidings/api/web/404.html",
+          "tidings/api/web/favicon.svg", "tidings/api/web/bell/bell.css",
+          "tidings/api/web/bell/kit.js", "tidings/api/web/bell/element.js",
+          "tidings/channels/templates/notification.html",
           "tidings/channels/templates/notification.txt", "tidings/demo/wiki.toml",
+          "tidings/demo/web/wiki.js", "tidings/demo/web/wiki.css",
           "tidings/store/sql/migrations/versions/0001_initial.py", "tidings/py.typed",
           "tidings/locale/de/LC_MESSAGES/tidings.po"]
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from engines import all_items, table_rows
+from engines import all_items, notification_rows
+from tidings.clock import FrozenClock
+from tidings.domain.readstate import Markers
 from tidings.engine import Tidings, UnreadCount
+
+USERS = ["alice", "bob", "carol", "dave", "erin"]  # everyone the tests below name
 
 
 def _publish(t: Tidings, *events: dict[str, object]) -> list[str]:
@@ -33,6 +37,12 @@ def _read(t: Tidings, user: str = "bob") -> dict[str, bool]:
 
 def _unread_ids(t: Tidings, user: str = "bob") -> list[str]:
     return [n.id for n in all_items(t, user, unread=True)]
+
+
+def _markers(t: Tidings) -> dict[str, Markers]:
+    """The watermarks of every user who has any."""
+    with t.store.read() as tx:
+        return tx.inbox.load_markers_many(USERS)
 
 
 def test_mark_read_by_ids(t: Tidings) -> None:
@@ -66,21 +76,26 @@ def test_mark_read_of_a_bundle_member_reads_the_whole_bundle(t: Tidings) -> None
 
     (item,) = t.notifications("bob").items
     assert (item.id, item.count, item.read) == (ids[1], 2, True)
-    assert all(r["read_at"] is not None for r in table_rows(t, "notifications"))
+    states = [state for _, state in notification_rows(t)]
+    assert len(states) == 2
+    assert all(state.read_at is not None for state in states)
 
 
-def test_mark_all_read_writes_one_marker_and_no_notification_row(t: Tidings) -> None:
+def test_mark_all_read_writes_one_marker_and_no_notification_row(
+        t: Tidings, clock: FrozenClock) -> None:
     ids = _inbox(t)
-    notifications_before = table_rows(t, "notifications")
-    markers_before = table_rows(t, "read_markers")
+    notifications_before = notification_rows(t)
+    assert _markers(t) == {}
 
+    start = clock.now_us()
     assert t.mark_all_read("bob") == 4
+    end = clock.now_us()
 
-    assert table_rows(t, "notifications") == notifications_before
-    markers = table_rows(t, "read_markers")
-    assert len(markers) == len(markers_before) + 1
-    (new,) = [m for m in markers if m not in markers_before]
-    assert (new["user_id"], new["scope"]) == ("bob", "all")
+    assert notification_rows(t) == notifications_before
+    (user, marker), = _markers(t).items()
+    assert user == "bob"
+    assert (marker.seen, marker.scoped) == (0, {})
+    assert start < marker.all < end  # "all read up to now"
     assert _unread_ids(t) == []
     assert t.unread_count("bob") == UnreadCount(0, "0")
     assert set(_read(t)) == set(ids)
@@ -92,13 +107,16 @@ def test_mark_all_read_writes_one_marker_and_no_notification_row(t: Tidings) -> 
 def test_mark_all_read_again_moves_the_same_row(t: Tidings) -> None:
     _inbox(t)
     t.mark_all_read("bob")
+    first = _markers(t)["bob"].all
     _publish(t, {"type": "mention", "actor": "erin", "recipients": ["bob"]})
-    notifications_before = table_rows(t, "notifications")
+    notifications_before = notification_rows(t)
 
     assert t.mark_all_read("bob") == 1
 
-    assert table_rows(t, "notifications") == notifications_before
-    assert [(m["user_id"], m["scope"]) for m in table_rows(t, "read_markers")] == [("bob", "all")]
+    assert notification_rows(t) == notifications_before
+    (user, marker), = _markers(t).items()
+    assert (user, marker.seen, marker.scoped) == ("bob", 0, {})
+    assert marker.all > first
     assert _unread_ids(t) == []
 
 
@@ -110,12 +128,14 @@ def test_mark_all_read_again_moves_the_same_row(t: Tidings) -> None:
 def test_mark_all_read_in_one_scope(t: Tidings, scope: str, kwargs: dict[str, object],
                                     still_unread: list[int]) -> None:
     ids = _inbox(t)
-    notifications_before = table_rows(t, "notifications")
+    notifications_before = notification_rows(t)
 
     t.mark_all_read("bob", **kwargs)  # type: ignore[arg-type]
 
-    assert table_rows(t, "notifications") == notifications_before
-    assert [(m["user_id"], m["scope"]) for m in table_rows(t, "read_markers")] == [("bob", scope)]
+    assert notification_rows(t) == notifications_before
+    (user, marker), = _markers(t).items()
+    assert (user, marker.all, marker.seen) == ("bob", 0, 0)
+    assert [f"{kind}:{value}" for kind, value in marker.scoped] == [scope]
     assert _unread_ids(t) == [ids[i] for i in still_unread]
     assert t.unread_count("bob") == UnreadCount(len(still_unread), str(len(still_unread)))
 
@@ -197,14 +217,34 @@ def test_the_seen_watermark_is_separate_from_read(t: Tidings) -> None:
         (ids[0], True, True),
     ]
     assert t.unread_count("bob") == UnreadCount(4, "4")  # seen is not read
-    assert [(m["scope"]) for m in table_rows(t, "read_markers")] == ["seen"]
+    (user, marker), = _markers(t).items()
+    assert (user, marker.all, marker.scoped) == ("bob", 0, {})
+    assert marker.seen > 0
+
+
+def test_the_badge_counts_unseen_and_opening_clears_it(t: Tidings) -> None:
+    ids = _inbox(t)
+    t.mark_read("bob", [ids[0]])
+    assert t.unseen_count("bob") == UnreadCount(3, "3")  # nothing seen yet: every unread
+
+    t.mark_seen("bob")  # the inbox was opened
+    assert t.unseen_count("bob") == UnreadCount(0, "0")
+    assert t.unread_count("bob") == UnreadCount(3, "3")  # still unread: the dots stay
+
+    (later,) = _publish(t, {"type": "message", "actor": "erin", "recipients": ["bob"]})
+    assert t.unseen_count("bob") == UnreadCount(1, "1")
+    assert t.unseen_count("bob", section="message") == UnreadCount(1, "1")
+    assert t.unseen_count("bob", section="alert") == UnreadCount(0, "0")
+    t.mark_read("bob", [later])
+    assert t.unseen_count("bob") == UnreadCount(0, "0")
 
 
 def test_mark_seen_until_a_time_and_never_back(t: Tidings) -> None:
     ids = _inbox(t)
-    (row,) = [r for r in table_rows(t, "notifications") if str(r["event_id"]) == ids[1]]
+    with t.store.read() as tx:
+        (second,) = tx.inbox.read_states("bob", [int(ids[1])])
 
-    t.mark_seen("bob", until=row["fresh_at"])  # seen up to the second notification
+    t.mark_seen("bob", until=second.fresh_at)  # seen up to the second notification
     t.mark_seen("bob", until=0)  # a watermark never moves back
 
     assert [(n.id, n.seen) for n in all_items(t, "bob")] == [

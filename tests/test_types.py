@@ -10,11 +10,8 @@ from typing import Any
 
 import pytest
 
-from engines import inbox_of, open_tidings, table_counts
-from tidings.clock import FrozenClock
-from tidings.config import Config
+from engines import event_ids, inbox_of, open_tidings
 from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
-from tidings.engine import Tidings
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 
 WIKI = """
@@ -94,6 +91,10 @@ BAD_TABLES: list[tuple[dict[str, Any], str]] = [
     ({"templates": "hello"}, "templates"),
     ({"templates": {"subject": "x"}}, "templates.subject"),
     ({"templates": {"title": 5}}, "templates.title"),
+    ({"label": ""}, "label"),
+    ({"label": 5}, "label"),
+    ({"label": "x" * 81}, "label"),
+    ({"description": "two\nlines"}, "description"),
 ]
 
 
@@ -237,10 +238,8 @@ def test_an_unknown_type_is_a_clear_error() -> None:
 
 # -- on every backend: types reach the engine and every process --------------------------------
 
-def test_types_from_the_file_in_config_are_used(store_url: str, tmp_path: Path) -> None:
-    config = Config(database_url=store_url, types_file=str(_write(tmp_path, WIKI)))
-    with Tidings(config, clock=FrozenClock()) as t:
-        t.load_types()
+def test_types_from_the_file_in_config_are_used(any_store_url: str, tmp_path: Path) -> None:
+    with open_tidings(any_store_url, types=(), types_file=str(_write(tmp_path, WIKI))) as t:
         t.publish({"type": "user-talk", "actor": "alice", "object": "talk:bob",
                    "recipients": ["bob"]})
         t.run_jobs()
@@ -251,15 +250,16 @@ def test_types_from_the_file_in_config_are_used(store_url: str, tmp_path: Path) 
         assert [t.name for t in t.types] == ["page-linked", "user-talk"]
 
 
-def test_a_bad_types_file_stops_start_up(store_url: str, tmp_path: Path) -> None:
+def test_a_bad_types_file_stops_start_up(any_store_url: str, tmp_path: Path) -> None:
     path = _write(tmp_path, '[types.x]\nsection = "sidebar"\n')
 
     with pytest.raises(ConfigError, match="section"):
-        Tidings(Config(database_url=store_url, types_file=str(path)))
+        open_tidings(any_store_url, types=(), types_file=str(path))
 
 
-def test_a_type_declared_in_code_is_seen_by_every_process(store_url: str) -> None:
-    with open_tidings(store_url, types=()) as one, open_tidings(store_url, types=()) as two:
+def test_a_type_declared_in_code_is_seen_by_every_process(any_store_url: str) -> None:
+    with (open_tidings(any_store_url, types=()) as one,
+          open_tidings(any_store_url, types=()) as two):
         one.define_type(EventType(name="badge", category="awards", audience=("recipients",),
                                   templates=Templates(title="{{ actor }} gave you a badge")))
 
@@ -272,8 +272,9 @@ def test_a_type_declared_in_code_is_seen_by_every_process(store_url: str) -> Non
         assert two.get_type("badge") == one.get_type("badge")
 
 
-def test_redeclaring_a_type_replaces_it_everywhere(store_url: str) -> None:
-    with open_tidings(store_url, types=()) as one, open_tidings(store_url, types=()) as two:
+def test_redeclaring_a_type_replaces_it_everywhere(any_store_url: str) -> None:
+    with (open_tidings(any_store_url, types=()) as one,
+          open_tidings(any_store_url, types=()) as two):
         one.define_type(EventType(name="badge", category="awards", audience=("recipients",)))
         two.load_types()
         one.define_type(EventType(name="badge", category="prizes", section="message",
@@ -285,15 +286,32 @@ def test_redeclaring_a_type_replaces_it_everywhere(store_url: str) -> None:
 
         (item,) = two.notifications("bob").items
         assert (item.category, item.section) == ("prizes", "message")
-        assert table_counts(two)["event_types"] == 1
+        with two.store.read() as tx:
+            (stored,) = tx.settings.load_types()
+        assert stored[0] == "badge"
+        assert json.loads(stored[1])["category"] == "prizes"
 
 
-def test_an_unknown_type_is_refused_on_every_backend(store_url: str) -> None:
-    with open_tidings(store_url) as t:
+def test_an_unknown_type_is_refused_on_every_backend(any_store_url: str) -> None:
+    with open_tidings(any_store_url) as t:
         with pytest.raises(UnknownEventType, match="'badge'"):
             t.publish({"type": "badge", "recipients": ["bob"]})
         with pytest.raises(UnknownEventType):
             t.subscribe("bob", "badge", "*")
 
-        assert table_counts(t)["events"] == 0
+        assert event_ids(t) == []
+        assert t.subscriptions("bob").items == []
         assert inbox_of(t, "bob") == []
+
+
+def test_a_label_is_declared_or_made_from_the_name() -> None:
+    talk = EventType.from_dict("edit-user-talk", {"label": "Talk page message",
+                                                  "description": "A message on your talk page."})
+    assert (talk.display_label, talk.description) == ("Talk page message",
+                                                      "A message on your talk page.")
+    assert EventType.from_dict(talk.name, {k: v for k, v in talk.to_dict().items()
+                                           if k != "name"}) == talk
+    assert EventType("thank-you-edit").display_label == "Thank you edit"
+    assert EventType("page.linked_by:bot").display_label == "Page linked by bot"
+    assert EventType("mention").display_label == "Mention"
+    assert EventType("ping", label="Glocke \U0001F514 \U0009CEAF").label  # any one line

@@ -43,6 +43,12 @@ def _options(version: Annotated[bool, typer.Option(
     """tidings: a notification and activity-feed engine."""
 
 
+WebhookConcurrencyOption = Annotated[int | None, typer.Option(
+    metavar="N", min=0,
+    help="Threads for webhook deliveries alone, so slow receivers never hold up fan-out "
+         "(0: leave webhooks to another worker) [default: TIDINGS_WEBHOOK_CONCURRENCY or 1]")]
+
+
 def _config(database_url: str | None) -> Config:
     config = Config.from_env()
     if database_url:
@@ -88,6 +94,7 @@ def serve(
     concurrency: Annotated[int, typer.Option(
         metavar="N", min=1, help="Job threads per server process."
                                              )] = 1,
+    webhook_concurrency: WebhookConcurrencyOption = None,
     json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
 ) -> None:
     """Serve the HTTP API (and, unless --no-worker, run the job worker in-process)."""
@@ -109,6 +116,8 @@ def serve(
     os.environ["TIDINGS_DATABASE_URL"] = config.database_url
     os.environ["TIDINGS_SERVE_WORKER"] = "0" if no_worker else "1"
     os.environ["TIDINGS_SERVE_WORKER_CONCURRENCY"] = str(concurrency)
+    if webhook_concurrency is not None:  # read by the engine of each server process
+        os.environ["TIDINGS_WEBHOOK_CONCURRENCY"] = str(webhook_concurrency)
     _logging(json_logs)
     uvicorn.run("tidings.api.app:app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_config=None, proxy_headers=False, access_log=False)
@@ -121,6 +130,7 @@ def worker(
         metavar="N", min=1, help="Jobs run at once (threads).")] = 1,
     poll: Annotated[float, typer.Option(
         metavar="SECONDS", help="Seconds to wait when the queue is empty.")] = 0.2,
+    webhook_concurrency: WebhookConcurrencyOption = None,
     json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
 ) -> None:
     """Run fan-out, retention and delivery jobs until SIGTERM or Ctrl-C (finishing running jobs)."""
@@ -129,7 +139,8 @@ def worker(
     _logging(json_logs)
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
-    runner = tidings.worker(concurrency=concurrency, poll_seconds=poll)
+    runner = tidings.worker(concurrency=concurrency, poll_seconds=poll,
+                            webhook_concurrency=webhook_concurrency)
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         logging.getLogger("tidings.worker").info("signal %s: stopping after running jobs", signum)
@@ -138,7 +149,8 @@ def worker(
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logging.getLogger("tidings.worker").info(
-        "worker started: %s, concurrency %s", tidings.store.backend, concurrency)
+        "worker started: %s, %s", tidings.store.backend,
+        ", ".join(f"{lane.name} {lane.threads}" for lane in runner.lanes))
     runner.run_forever()
     tidings.close()
 
@@ -178,7 +190,8 @@ def import_(
 def jobs(database_url: DatabaseOption = None,
          failures: Annotated[int, typer.Option(
              metavar="N", help="Recent failures to list.")] = 10) -> None:
-    """Show the job queue: queued, runnable, running, failed, and recent failures."""
+    """Show the job queue: queued, runnable, running, failed, queued per function, and recent
+    failures."""
     from tidings.engine import Tidings
 
     tidings = _open(database_url)
@@ -187,6 +200,12 @@ def jobs(database_url: DatabaseOption = None,
     table = Table(*stats)
     table.add_row(*(str(v) for v in stats.values()))
     console.print(table)
+    by_func = tidings.queue.counts_by_func()
+    if by_func:
+        per_func = Table("func", "queued")
+        for name, count in sorted(by_func.items()):
+            per_func.add_row(name, str(count))
+        console.print(per_func)
     recent = tidings.queue.failures(failures)
     if recent:
         listing = Table("job", "func", "attempt", "final", "error")
@@ -194,6 +213,32 @@ def jobs(database_url: DatabaseOption = None,
             listing.add_row(str(failure.job_id), failure.func, str(failure.attempt),
                             "yes" if failure.final else "no", failure.error[:80])
         console.print(listing)
+
+
+@app.command("rebuild-hot-store")
+def rebuild_hot_store(
+    database_url: DatabaseOption = None,
+    run: Annotated[bool, typer.Option(
+        "--run/--no-run", help="Run the fan-out jobs here (or leave them to the workers).")
+    ] = True,
+) -> None:
+    """Refill the Redis hot store from SQL after a Redis loss: read watermarks from their
+    durable copy, then every retained event's notifications and timeline entries."""
+    from tidings.engine import Tidings
+    from tidings.store.hot import HotStore
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    if not isinstance(tidings.store, HotStore):
+        raise typer.BadParameter("TIDINGS_HOT_STORE_URL is not set: there is no hot store")
+    markers = tidings.store.restore_markers()
+    queued = tidings.redeliver_retained()
+    console.print(f"{markers:,} read watermarks restored, {queued:,} events queued for "
+                  "delivery")
+    if run:
+        ran = tidings.run_jobs()
+        console.print(f"{ran:,} jobs run")
+    tidings.close()
 
 
 @app.command()

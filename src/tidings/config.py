@@ -45,6 +45,7 @@ class Config:
     """Every setting tidings reads. Build with :meth:`from_env` or directly in code."""
 
     database_url: str = "sqlite:///./tidings.db"
+    hot_store_url: str | None = None
     types_file: str | None = None
     api_keys: tuple[str, ...] = ()
     token_secret: str | None = None
@@ -56,6 +57,10 @@ class Config:
     email_daily_cap: int = 25
     digest_skip_read: bool = True
     webhook_secret: str | None = None
+    webhook_allow: tuple[str, ...] = ()
+    webhook_connect_timeout: float = 3.0
+    webhook_read_timeout: float = 5.0
+    webhook_concurrency: int = 1
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     chunk_size: int = 5000
@@ -71,6 +76,7 @@ class Config:
         env = os.environ if env is None else env
         config = cls(
             database_url=env.get("TIDINGS_DATABASE_URL") or cls.database_url,
+            hot_store_url=env.get("TIDINGS_HOT_STORE_URL") or None,
             types_file=env.get("TIDINGS_TYPES_FILE") or None,
             api_keys=_list(env, "TIDINGS_API_KEY"),
             token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,
@@ -83,6 +89,13 @@ class Config:
             email_daily_cap=_int(env, "TIDINGS_EMAIL_DAILY_CAP", cls.email_daily_cap, 1),
             digest_skip_read=env.get("TIDINGS_DIGEST_SKIP_READ", "1") not in ("0", "false"),
             webhook_secret=env.get("TIDINGS_WEBHOOK_SECRET") or None,
+            webhook_allow=_list(env, "TIDINGS_WEBHOOK_ALLOW"),
+            webhook_connect_timeout=_float(env, "TIDINGS_WEBHOOK_CONNECT_TIMEOUT",
+                                           cls.webhook_connect_timeout),
+            webhook_read_timeout=_float(env, "TIDINGS_WEBHOOK_READ_TIMEOUT",
+                                        cls.webhook_read_timeout),
+            webhook_concurrency=_int(env, "TIDINGS_WEBHOOK_CONCURRENCY",
+                                     cls.webhook_concurrency, 0),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from tidings.channels import email, outbound_channels
+from tidings.channels import email, outbound_channels, webhook
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
 from tidings.domain.events import Event, Limits
@@ -27,7 +27,7 @@ from tidings.domain.views import (
 )
 from tidings.jobs.context import Handler, JobContext
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import Worker
+from tidings.jobs.worker import Lane, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -51,17 +51,20 @@ class Tidings:
         self.store: Store = store or open_store(
             self.config.database_url, self.clock, lease_seconds=self.config.lease_seconds,
             max_attempts=self.config.job_max_attempts,
-            backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size)
+            backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size,
+            hot_url=self.config.hot_store_url)
         self.limits = Limits(self.config.max_payload_bytes, self.config.max_recipients)
         file_types = load_types_file(self.config.types_file) if self.config.types_file else []
         self.catalog = Catalog(self.store, self.clock, [*file_types, *types])
         channels = outbound_channels()
+        self._enabled_channels = ["web", *(c.name for c in channels if c.enabled(self.config))]
         self.observer = Observer()
         self.store.on_enqueue = lambda count: self.observe("job_queued", count)
         self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
                                      [c.on_retract for c in channels if c.on_retract])
         self.graph = GraphService(self.store, self.catalog, self.clock)
-        self.settings = SettingsService(self.store, self.clock)
+        self.settings = SettingsService(self.store, self.clock,
+                                        webhook.url_check(self.config))
         self.inbox = InboxService(self.store, self.catalog, self.clock)
         self.handlers: dict[str, Handler] = handlers(channels)
         self.job_context = JobContext(self.config, self.clock, self.catalog, self.store,
@@ -132,6 +135,12 @@ class Tidings:
 
     def get_type(self, name: str) -> EventType:
         return self.catalog.get(name)
+
+    @property
+    def enabled_channels(self) -> list[str]:
+        """The channels this installation delivers over: the web inbox always, email with an
+        SMTP server configured, webhooks with a signing secret."""
+        return list(self._enabled_channels)
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -231,20 +240,32 @@ class Tidings:
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
                       unread: bool | None = None, limit: int = 20,
-                      cursor: str | None = None, locale: str | None = None
+                      cursor: str | None = None, locale: str | None = None,
+                      actor: str | None = None, object: str | None = None,
+                      max_id: str | int | None = None, since_id: str | int | None = None
                       ) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor.
 
-        Titles are rendered in ``locale`` (falling back to English).
+        Titles are rendered in ``locale`` (falling back to English). ``actor``, ``object``,
+        ``max_id`` (event id below) and ``since_id`` (event id above) narrow it further.
         """
         return self.inbox.notifications(user, types=types, category=category,
                                         section=section, unread=unread, limit=limit,
-                                        cursor=cursor, locale=locale)
+                                        cursor=cursor, locale=locale, actor=actor,
+                                        object=object, max_id=max_id, since_id=since_id)
 
     def unread_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None) -> UnreadCount:
+                     category: str | None = None, section: str | None = None,
+                     actor: str | None = None, object: str | None = None) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'."""
-        return self.inbox.unread_count(user, types=types, category=category, section=section)
+        return self.inbox.unread_count(user, types=types, category=category, section=section,
+                                       actor=actor, object=object)
+
+    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups not yet seen (newer than :meth:`mark_seen`'s watermark),
+        capped like :meth:`unread_count`: what a badge counts until the inbox is opened."""
+        return self.inbox.unseen_count(user, types=types, category=category, section=section)
 
     def timeline(self, user: str, *, limit: int = 20,
                  cursor: str | None = None) -> Page[dict[str, Any]]:
@@ -262,6 +283,12 @@ class Tidings:
                            type: str | None = None, object: str | None = None) -> int:
         """Jiepang's 'mark read by (from user, type, post)'."""
         return self.inbox.mark_read_matching(user, actor=actor, type=type, object=object)
+
+    def delete_notifications(self, user: str, *, actor: str | None = None,
+                             type: str | None = None, object: str | None = None) -> int:
+        """Jiepang's 'delete by (to user, from user, type, post)' for one recipient;
+        :meth:`retract` does it for every recipient. Returns how many went."""
+        return self.inbox.delete_matching(user, actor=actor, type=type, object=object)
 
     def mark_all_read(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None) -> int:
@@ -285,14 +312,28 @@ class Tidings:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2) -> Worker:
-        return Worker(self.job_context, self.handlers, concurrency=concurrency,
-                      poll_seconds=poll_seconds,
+    def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
+               webhook_concurrency: int | None = None) -> Worker:
+        """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
+        ``webhook_concurrency`` (default ``TIDINGS_WEBHOOK_CONCURRENCY``, 1) threads of their
+        own for webhook deliveries, so a slow receiver can never hold up fan-out. With 0 this
+        worker leaves webhooks to another one."""
+        webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
+                    else webhook_concurrency)
+        lanes = [Lane("jobs", concurrency, exclude=(webhook.WEBHOOK,))]
+        if webhooks > 0:
+            lanes.append(Lane("webhooks", webhooks, funcs=(webhook.WEBHOOK,)))
+        return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 
     def run_jobs(self, max_jobs: int | None = None) -> int:
         """Run every runnable job in this process (the embedded mode and tests)."""
         return Worker(self.job_context, self.handlers, batch=10).drain(max_jobs)
+
+    def redeliver_retained(self) -> int:
+        """Queue the fan-out of every retained event again, dated at its creation (inboxes
+        and timelines only): ``tidings rebuild-hot-store`` after a Redis loss."""
+        return self.publishing.redeliver_retained()
 
     def schedule_maintenance(self) -> None:
         self.publishing.schedule_maintenance()

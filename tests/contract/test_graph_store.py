@@ -16,6 +16,17 @@ def test_add_user_says_whether_the_user_is_new(store: ports.Store, clock: Frozen
     assert write(store, lambda tx: tx.graph.add_user("bob", clock.now_us())) is True
 
 
+def test_joined_reads_back_join_times_of_registered_users(store: ports.Store) -> None:
+    assert read(store, lambda tx: tx.graph.joined(["ann"])) == {}
+    write(store, lambda tx: tx.graph.add_user("ann", 10))
+    write(store, lambda tx: tx.graph.add_user("bob", 20))
+    write(store, lambda tx: tx.graph.add_user("ann", 30))  # known: keeps her join time
+    write(store, lambda tx: tx.graph.set_joined("bob", 5))
+    assert read(store, lambda tx: tx.graph.joined(["ann", "bob", "cat", "ann"])) == {
+        "ann": 10, "bob": 5}
+    assert read(store, lambda tx: tx.graph.joined([])) == {}
+
+
 def test_set_joined_registers_nobody(store: ports.Store, clock: FrozenClock) -> None:
     write(store, lambda tx: tx.graph.add_user("ann", clock.now_us()))
     write(store, lambda tx: tx.graph.set_joined("ann", 5))

@@ -7,9 +7,9 @@ from contract_kit import EVERYTHING, deliver, ids, note, page, publish, read, un
 
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.bundling import UNREAD_CAP, display_hash
 from tidings.domain.readstate import Markers
-from tidings.domain.views import Filters, NotificationKey
+from tidings.domain.views import Delivery, Filters, NotificationKey
 
 
 def _events(store: ports.Store, clock: FrozenClock, count: int) -> list[int]:
@@ -140,6 +140,35 @@ def test_unread_is_judged_by_watermarks_and_read_marks(store: ports.Store,
     assert ids(page(store, "ann", Filters(unread=False))) == [e[2], e[1], e[0]]
     assert unread(store, "ann") == 1
     assert unread(store, "ann", Filters(types=("comment",))) == 0
+
+
+def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
+                                                           clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 100), note("ann", e[1], 200, type="like"),
+                    note("ann", e[2], 300), note("ann", e[3], 400, group="g3")])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 250))  # e[0], e[1] seen
+    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=True, now=500,
+                                                 markers=tx.inbox.load_markers("ann")))
+
+    def unseen(filters: Filters = EVERYTHING) -> int:
+        given = read(store, lambda tx: tx.inbox.unread_count(
+            "ann", filters, tx.inbox.load_markers("ann"), unseen=True))
+        own = read(store, lambda tx: tx.inbox.unread_count("ann", filters, unseen=True))
+        assert own == given == read(store, lambda tx: tx.inbox.unread_count(
+            "ann", filters, tx.inbox.load_markers("ann").unseen()))
+        return own
+
+    assert unread(store, "ann") == 3  # seen is not read
+    assert unseen() == 1  # e[2]: e[3] is read, the others are seen
+    assert unseen(Filters(types=("like",))) == 0
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 350))  # read up to e[2]
+    assert unseen() == 0
+    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=False, now=600,
+                                                 markers=tx.inbox.load_markers("ann")))
+    assert unseen() == 1  # unread again after the seen mark: news again
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:comment", 700))
+    assert unseen() == 0  # a narrower watermark beyond the seen one
 
 
 def test_unread_count_stops_at_the_cap(store: ports.Store, clock: FrozenClock) -> None:
@@ -370,3 +399,43 @@ def test_unread_count_reads_the_watermarks_itself_when_not_given(
                 "ann", f, tx.inbox.load_markers("ann")))
             own = read(store, lambda tx, f=filters: tx.inbox.unread_count("ann", f))
             assert own == given, (marks, filters)
+
+
+# -- deliver (join or start) and the query dimensions ---------------------------------------------
+
+def test_deliver_joins_the_newest_unread_group_of_its_bundle(store: ports.Store,
+                                                             clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+
+    def deliver_one(event: int, at: int, writer: str = "") -> list[str]:
+        d = Delivery(event_id=event, created_at=at, type="comment", category="general",
+                     section="alert", actor="bob", object="o", bundle_hash="b", bundled=True,
+                     writer=writer)
+        return write(store, lambda tx: tx.inbox.deliver(d, ["ann"]))
+
+    assert deliver_one(e[0], 10) == ["ann"]
+    assert deliver_one(e[1], 20, "job:1") == ["ann"]
+    assert deliver_one(e[1], 30, "job:2") == []  # already there: another writer skips it
+    assert [(r.event_id, r.display_hash) for r in page(store, "ann")] == [
+        (e[1], display_hash("b", e[0]))]
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 25))
+    deliver_one(e[2], 40)  # the group is read: a new one starts
+    assert [r.display_hash for r in page(store, "ann")] == [display_hash("b", e[2]),
+                                                            display_hash("b", e[0])]
+
+
+def test_filters_by_actor_object_and_id_bounds(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 4)
+    deliver(store, [note("ann", e[0], 1, actor="bob", object="o:1"),
+                    note("ann", e[1], 2, actor="cat", object="o:1"),
+                    note("ann", e[2], 3, actor="bob", object="o:2"),
+                    note("ann", e[3], 4, actor=None, object=None)])
+    assert ids(page(store, "ann", Filters(actor="bob"))) == [e[2], e[0]]
+    assert ids(page(store, "ann", Filters(object="o:1"))) == [e[1], e[0]]
+    assert ids(page(store, "ann", Filters(max_id=e[2], since_id=e[0]))) == [e[1]]
+    assert unread(store, "ann", Filters(actor="bob", object="o:2")) == 1
+    keys = read(store, lambda tx: tx.inbox.keys_by_match("ann", actor="bob", type=None,
+                                                        object="o:1"))
+    assert [(k.user_id, k.event_id) for k in keys] == [("ann", e[0])]
+    assert read(store, lambda tx: tx.inbox.keys_by_match("ann", actor=None, type=None,
+                                                        object=None)) == []

@@ -202,6 +202,17 @@ def test_stats_and_next_run_after(store: ports.Store, clock: FrozenClock) -> Non
     assert store.queue.next_run_after() == now - 5  # a leased job still counts
 
 
+def test_counts_by_func_include_claimed_and_waiting_jobs(store: ports.Store,
+                                                         clock: FrozenClock) -> None:
+    assert store.queue.counts_by_func() == {}
+    _enqueue(store, JobSpec("fanout", {"n": 1}), JobSpec("fanout", {"n": 2}),
+             JobSpec("email", {}, run_after=clock.now_us() + 100 * SECOND))
+    fanout = _claim_one(store, funcs=["fanout"])
+    assert store.queue.counts_by_func() == {"fanout": 2, "email": 1}
+    assert write(store, lambda tx: tx.jobs.complete(fanout)) is True
+    assert store.queue.counts_by_func() == {"fanout": 1, "email": 1}
+
+
 def test_cancel_drops_unclaimed_jobs_by_key_prefix(store: ports.Store) -> None:
     _enqueue(store, JobSpec("email_send", {"k": 1}, unique_key="email:1:bob", priority=1),
              JobSpec("email_send", {"k": 2}, unique_key="email:1:ann"),

@@ -107,6 +107,20 @@ def test_webhook_attempts_are_logged(store: ports.Store, clock: FrozenClock) -> 
                                                 "ConnectError", clock.now_us()))
 
 
+def test_webhook_endpoint_breakers(store: ports.Store) -> None:
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("hook.example")) is None
+    write(store, lambda tx: tx.mail.save_webhook_endpoint("hook.example", 1, 0))
+    write(store, lambda tx: tx.mail.save_webhook_endpoint("hook.example", 5, 300))
+    write(store, lambda tx: tx.mail.save_webhook_endpoint("other.example", 2, 0))
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("hook.example")) == (5, 300)
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("other.example")) == (2, 0)
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("HOOK.example")) is None  # exact
+    write(store, lambda tx: tx.mail.save_webhook_endpoint("hook.example", 0, 0))  # forgotten
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("hook.example")) is None
+    write(store, lambda tx: tx.mail.save_webhook_endpoint("gone.example", 0, 0))
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("other.example")) == (2, 0)
+
+
 def test_mail_state_of_a_failed_unit_is_undone(store: ports.Store) -> None:
     write(store, lambda tx: tx.mail.add_batch([mail_row("ann", 1)]))
 
@@ -115,6 +129,7 @@ def test_mail_state_of_a_failed_unit_is_undone(store: ports.Store) -> None:
         tx.mail.cancel_events([1])
         tx.mail.set_last_email_at("ann", "b", 100)
         tx.mail.log_sent("<m@x>", "ann", "single", "ann@example.org", "s", 100)
+        tx.mail.save_webhook_endpoint("hook.example", 5, 300)
         raise RuntimeError("the unit fails")
 
     with pytest.raises(RuntimeError):
@@ -122,3 +137,4 @@ def test_mail_state_of_a_failed_unit_is_undone(store: ports.Store) -> None:
     assert _events(_batch(store, "ann", "digest")) == [1]
     assert read(store, lambda tx: tx.mail.last_email_at("ann", "b")) is None
     assert read(store, lambda tx: tx.mail.sent_count("ann", "single", 0)) == 0
+    assert read(store, lambda tx: tx.mail.webhook_endpoint("hook.example")) is None

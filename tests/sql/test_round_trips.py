@@ -1,6 +1,7 @@
 """The hot paths make as few round trips as the work allows, on every SQL backend: an unread
-count is one statement and no transaction; the first page of an inbox reads watermarks, base
-rows and bundle members and nothing else. Counted with SQLAlchemy's events, not timed."""
+count (or an unseen one) is one statement and no transaction; the first page of an inbox reads
+watermarks, base rows and bundle members and nothing else. Counted with SQLAlchemy's events,
+not timed."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from tidings.engine import Tidings
+from tidings.store.sql import database
 
 
 @contextmanager
@@ -56,6 +59,20 @@ def test_an_unread_count_is_one_statement_and_no_transaction(t: Tidings) -> None
     assert counts == {"statements": 1, "transactions": 0}
 
 
+def test_an_unseen_count_is_one_statement_too(t: Tidings) -> None:
+    _inbox(t)
+    with counted(t) as counts:
+        assert t.unseen_count("bob").count == 2
+    assert counts == {"statements": 1, "transactions": 0}
+    t.mark_seen("bob")
+    t.publish({"type": "mention", "actor": "erin", "recipients": ["bob"]})
+    t.run_jobs()
+    with counted(t) as counts:
+        assert t.unseen_count("bob").count == 1
+        assert t.unread_count("bob").count == 3
+    assert counts == {"statements": 2, "transactions": 0}
+
+
 def test_a_narrower_watermark_costs_two_more_statements_and_counts_right(t: Tidings) -> None:
     _inbox(t)
     t.mark_all_read("bob", types=["mention"])
@@ -84,3 +101,19 @@ def test_mark_all_read_is_a_count_and_one_upsert(t: Tidings) -> None:
     expected = {"sqlite": 3, "postgresql": 3, "mysql": 2}[t.store.backend]
     assert counts == {"statements": expected, "transactions": 1}
     assert t.unread_count("bob").count == 0
+
+
+def test_a_connection_is_pinged_only_after_sitting_idle(
+        t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if t.store.backend == "sqlite":
+        pytest.skip("SQLite has no server connection to ping")
+    dialect = t.store.db.engine.dialect  # type: ignore[attr-defined]
+    pings: list[int] = []
+    ping = dialect.do_ping
+    monkeypatch.setattr(dialect, "do_ping", lambda dbapi: pings.append(1) or ping(dbapi))
+    for _ in range(5):
+        t.unread_count("bob")
+    assert pings == []  # reused within the second: no round trip for a ping
+    monkeypatch.setattr(database, "IDLE_PING_SECONDS", 0.0)
+    t.unread_count("bob")
+    assert pings == [1]

@@ -7,6 +7,9 @@
 - request validation errors are 422 naming the field (400 for malformed JSON);
 - anything else — a driver's integrity error, a defect — is :func:`unexpected`: logged with
   an error id, answered 500 with that id and never a traceback.
+
+Outside the API (``/v1``) a path that leads nowhere is a page a person reads: 404 answers
+there with an HTML page that leads back to the inbox, not with JSON.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from tidings.api import web
 from tidings.exceptions import (
     IdempotencyConflict,
     InvalidInput,
@@ -132,6 +136,11 @@ def _field_path(location: Any) -> str:
     return ".".join(parts) or str(location[-1] if location else "request")
 
 
+def is_api_path(path: str) -> bool:
+    """Whether ``path`` belongs to the JSON API (its errors are JSON, whoever asks)."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else "(no message)"
@@ -167,7 +176,10 @@ def install(app: FastAPI) -> None:
                        f"{first['field']}: {first['message']}", details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request,
+                         exc: StarletteHTTPException) -> JSONResponse | HTMLResponse:
+        if exc.status_code == 404 and not is_api_path(request.url.path):
+            return HTMLResponse(web.not_found_page(), status_code=404)
         code = STATUS_CODES.get(exc.status_code, "error")
         message = str(exc.detail) if exc.detail else code.replace("_", " ")
         headers = dict(getattr(exc, "headers", None) or {})

@@ -1,12 +1,13 @@
 """Server-Sent Events: the unread count and new items of one user, live.
 
-A stream reads the store (one capped count and one newest-base-row query) when the engine
-says the user's inbox changed (:meth:`Tidings.watch`: a delivery, a mark-read on any device)
-and, as a safety net, every ``interval`` seconds. Where the store tells every process of every
-change (PostgreSQL LISTEN/NOTIFY, Redis pub/sub) the safety net is slow; elsewhere (SQLite,
-MariaDB with workers in other processes) it is the ``interval`` given.
+A stream reads the store (two capped counts, unread and unseen, and one newest-base-row
+query) when the engine says the user's inbox changed (:meth:`Tidings.watch`: a delivery, a
+mark-read or mark-seen on any device) and, as a safety net, every ``interval`` seconds. Where
+the store tells every process of every change (PostgreSQL LISTEN/NOTIFY, Redis pub/sub) the
+safety net is slow; elsewhere (SQLite, MariaDB with workers in other processes) it is the
+``interval`` given.
 
-Each stream costs two queries per interval, so :class:`OpenStreams` bounds them: a user holds
+Each stream costs three queries per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
 reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
 """
@@ -125,7 +126,7 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
 async def _frames(tidings: Tidings, user: str, locale: str | None,
                   disconnected: Callable[[], Any], slot: Slot, interval: float,
                   wake: asyncio.Event) -> AsyncIterator[str]:
-    last_count: tuple[int, str] | None = None
+    last_count: tuple[int, int] | None = None
     newest: str | None = None
     idle = 0.0
     first = True
@@ -133,6 +134,7 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
         wake.clear()
         try:
             count = await run_in_threadpool(tidings.unread_count, user)
+            unseen = await run_in_threadpool(tidings.unseen_count, user)
             page = await run_in_threadpool(
                 lambda: tidings.notifications(user, limit=10, locale=locale))
         except Exception:  # a store outage: keep the stream, try again later
@@ -148,9 +150,11 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
                 fresh.append(item)
             frames += [sse("notification", item.to_dict()) for item in reversed(fresh)]
         newest = top if top is not None else newest
-        current = (count.count, count.display)
+        current = (count.count, unseen.count)
         if current != last_count:
-            frames.append(sse("unread", {"count": count.count, "display": count.display}))
+            frames.append(sse("unread", {"count": count.count, "display": count.display,
+                                         "unseen": unseen.count,
+                                         "unseen_display": unseen.display}))
             last_count = current
         first = False
         if frames:

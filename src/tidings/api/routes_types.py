@@ -26,7 +26,8 @@ def build() -> APIRouter:
     @router.get("/types", response_model=TypeList, tags=["events", "types"])
     async def list_types(state: State, _caller: Caller) -> dict[str, Any]:
         await run_in_threadpool(state.tidings.load_types)
-        return {"items": [t.to_dict() for t in state.tidings.types]}
+        return {"items": [_shown(t) for t in state.tidings.types],
+                "enabled_channels": state.tidings.enabled_channels}
 
     @router.get("/types/{name}", response_model=TypeOut, tags=["events", "types"])
     async def get_type(name: TypePath, state: State, _caller: Caller) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def build() -> APIRouter:
             event_type = await run_in_threadpool(state.tidings.get_type, name)
         except TidingsError:
             raise ApiError(404, f"event type {name!r} does not exist") from None
-        return event_type.to_dict()
+        return _shown(event_type)
 
     @router.put("/types/{name}", response_model=TypeOut, tags=["events", "types"])
     async def put_type(name: TypePath, body: TypeIn, state: State,
@@ -42,7 +43,7 @@ def build() -> APIRouter:
         """Declare or replace an event type (stored: every process sees it)."""
         event_type = EventType.from_dict(name, body.model_dump())
         await run_in_threadpool(state.tidings.define_type, event_type)
-        return event_type.to_dict()
+        return _shown(event_type)
 
     @router.post("/tokens", response_model=TokenOut, status_code=201, tags=["events", "auth"])
     async def mint_token(body: TokenIn, state: State, _caller: Server) -> dict[str, str]:
@@ -51,3 +52,8 @@ def build() -> APIRouter:
         return {"token": token, "expires_at": to_rfc3339(expires * 1_000_000)}
 
     return router
+
+
+def _shown(event_type: EventType) -> dict[str, Any]:
+    """A type as answers show it: with a label even when none was declared."""
+    return {**event_type.to_dict(), "label": event_type.display_label}

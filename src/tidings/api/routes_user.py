@@ -78,9 +78,14 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
                            category: CategoryQuery = None,
                            section: SectionQuery = None) -> dict[str, Any]:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
-        count = await run_in_threadpool(state.tidings.unread_count, user, types=_types(types),
-                                        category=category, section=section)
-        return {"count": count.count, "display": count.display}
+        # and, an addition, those of them not yet seen (`unseen`): what a badge shows
+        t, chosen = state.tidings, _types(types)
+        count = await run_in_threadpool(t.unread_count, user, types=chosen, category=category,
+                                        section=section)
+        unseen = await run_in_threadpool(t.unseen_count, user, types=chosen, category=category,
+                                         section=section)
+        return {"count": count.count, "display": count.display, "unseen": unseen.count,
+                "unseen_display": unseen.display}
 
     @router.post("/notifications/read", response_model=Updated)
     async def mark_read(user: User, state: State, body: ReadIn) -> dict[str, int]:

@@ -160,11 +160,35 @@ def inbox(
     plot_file: PlotOption = None,
 ) -> None:
     """W2, inbox reads in-process: unread count, first page of the bundled inbox and mark
-    all read, per second."""
+    all read, per second. With a ``redis://`` or ``redis+cluster://`` store: fan-out, pages
+    and counts on the Redis hot store beside the raw Redis baseline (always run), in the same
+    run."""
+    if store is not None and store.startswith(("redis://", "rediss://", "redis+cluster://",
+                                               "rediss+cluster://")):
+        _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, None)
+        return
     settings = inbox_workload.InboxSettings(
         store=store, scale=scale, rounds=rounds, ops=ops, seed=seed, baseline=baseline,
         sweep=sweep, sizes=tuple(dict.fromkeys(_counts(sizes, "--sizes"))))
     _run(inbox_workload.run, settings, inbox_workload.table, json_file, plot_file)
+
+
+def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict[str, Any]:
+    import tempfile
+
+    from tidings.bench import hot
+
+    url, scale, rounds, ops, seed = settings
+    with tempfile.TemporaryDirectory(prefix="tidings-bench-") as folder:
+        data = hot.run(url, scale, rounds, ops, seed, folder, progress)
+    return {"workload": "inbox-hot", "store": url.split("?")[0], "rounds": rounds, "data": data}
+
+
+def _hot_table(result: dict[str, Any]) -> list[Table]:
+    from tidings.bench import hot
+
+    table: Table = hot.table(result)
+    return [table]
 
 
 @bench_app.command()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from tidings.config import Config
 from tidings.domain.preferences import Plan
 from tidings.domain.types import EventType
 from tidings.domain.views import StoredEvent
@@ -34,4 +35,7 @@ class Channel:
     schedule: Callable[[JobContext, Tx, Outgoing], None]
     on_retract: Callable[[Tx, list[int]], None] | None = None
     handlers: Mapping[str, Handler] = field(default_factory=dict)
+    # whether this installation delivers over it at all (e.g. email needs an SMTP server),
+    # so a preferences page offers only what can arrive
+    enabled: Callable[[Config], bool] = lambda _config: True
 

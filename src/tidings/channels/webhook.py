@@ -4,6 +4,17 @@ Headers: ``X-Tidings-Timestamp`` (seconds) and ``X-Tidings-Signature: sha256=<he
 recomputes the HMAC with the shared secret (``TIDINGS_WEBHOOK_SECRET``) and rejects old
 timestamps. Any answer but 2xx is retried with backoff; every attempt is logged. The POST runs
 outside any database transaction (``prepare`` → ``send`` → ``finish``).
+
+Before each POST the URL is checked again and its host resolved (``channels/netguard.py``); the
+POST goes to the checked address with short timeouts (``channels/pinned.py``). Webhook jobs run
+on worker threads of their own (``Tidings.worker``), so a slow receiver never delays fan-out.
+
+A circuit breaker per endpoint (the URL's host), kept in the store so every worker shares it:
+after :data:`BREAKER_THRESHOLD` consecutive failures that say the endpoint is in trouble (no
+answer, a timeout, 5xx, 408, 429) the endpoint is paused for :data:`BREAKER_PAUSE_US`, doubling
+with each further failure up to :data:`BREAKER_PAUSE_CAP_US`. Jobs for a paused endpoint are
+moved to the end of the pause without counting an attempt; the first one after it is the probe.
+Any other answer (2xx, or a 4xx that only concerns one URL) closes the breaker.
 """
 
 from __future__ import annotations
@@ -12,19 +23,23 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import httpx
-
+from tidings.channels import netguard, pinned
 from tidings.channels.registry import Channel, Outgoing
 from tidings.clock import to_rfc3339
-from tidings.exceptions import JobError
+from tidings.config import Config
+from tidings.exceptions import ConfigError, JobError
 from tidings.jobs.context import Handler, JobContext, Replacements
-from tidings.jobs.model import Job, JobSpec, backoff_us
+from tidings.jobs.model import SECOND, Job, JobSpec, backoff_us
 from tidings.ports import Tx
 
 WEBHOOK = "webhook"
-TIMEOUT_SECONDS = 10.0
+BREAKER_THRESHOLD = 5
+BREAKER_PAUSE_US = 30 * SECOND
+BREAKER_PAUSE_CAP_US = 3600 * SECOND
+TROUBLE_STATUSES = frozenset({408, 429})
 
 
 def spec(user: str, event_id: int, url: str) -> JobSpec:
@@ -45,12 +60,49 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
                           for u, plan in out.plans.items() if plan.webhook])
 
 
+def url_check(config: Config) -> Callable[[str], None]:
+    """The check a new webhook URL passes when preferences are saved (a ValueError says why
+    not). A host that does not resolve now is accepted if it would need no allow-list entry:
+    every delivery checks again."""
+    try:
+        allow = netguard.allow_list(config.webhook_allow)
+    except ValueError as exc:
+        raise ConfigError(f"TIDINGS_WEBHOOK_ALLOW: {exc}") from None
+
+    def check(url: str) -> None:
+        netguard.check(url, allow, unresolved_ok=True)
+
+    return check
+
+
+def pause_after(failures: int) -> int:
+    """How long (µs) an endpoint rests after ``failures`` consecutive failures (0: it does not)."""
+    if failures < BREAKER_THRESHOLD:
+        return 0
+    doublings: int = min(failures - BREAKER_THRESHOLD, 20)
+    return min(BREAKER_PAUSE_US << doublings, BREAKER_PAUSE_CAP_US)
+
+
 @dataclass(frozen=True)
 class Request:
     event_id: int
     url: str
-    body: bytes
-    headers: dict[str, str]
+    host: str
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = ()
+    paused_until: int | None = None  # the endpoint rests: nothing is sent
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt came to. ``health``: "up" (the endpoint answered), "down" (it is in
+    trouble) or None (not contacted). ``final``: no point in trying again."""
+
+    status: int | None
+    error: str | None
+    health: str | None = None
+    final: bool = False
+    paused: bool = False
 
 
 def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
@@ -60,6 +112,11 @@ def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
     secret = ctx.config.webhook_secret
     if not secret:
         raise JobError("webhooks need TIDINGS_WEBHOOK_SECRET to sign their requests")
+    url = str(job.args["url"])
+    host = netguard.endpoint_of(url)
+    breaker = tx.mail.webhook_endpoint(host)
+    if breaker is not None and breaker[1] > ctx.clock.now_us():
+        return Request(event.id, url, host, paused_until=breaker[1])
     body = json.dumps({
         "user": job.args["user"],
         "event": {"id": str(event.id), "type": event.type, "actor": event.actor,
@@ -71,38 +128,67 @@ def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
                "X-Tidings-Timestamp": timestamp,
                "X-Tidings-Signature": sign(secret, timestamp, body),
                "X-Tidings-Delivery": f"{event.id}:{job.args['user']}"}
-    return Request(event.id, job.args["url"], body, headers)
+    return Request(event.id, url, host, body, tuple(headers.items()))
 
 
-def send(ctx: JobContext, request: Request) -> tuple[int | None, str | None]:
-    """The POST: (status, error), error None on a 2xx."""
+def send(ctx: JobContext, request: Request) -> Outcome:
+    """Check the URL again (DNS may have changed), then POST to the checked address."""
+    if request.paused_until is not None:
+        return Outcome(None, None, paused=True)
+    config = ctx.config
     try:
-        response = httpx.post(request.url, content=request.body, headers=request.headers,
-                              timeout=TIMEOUT_SECONDS)
-    except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:1000]
-    status = response.status_code
-    return status, None if 200 <= status < 300 else f"receiver answered {status}"
+        target = netguard.check(request.url, netguard.allow_list(config.webhook_allow))
+    except netguard.UnsafeUrl as exc:
+        return Outcome(None, f"refused: {exc}"[:1000], final=True)
+    except netguard.Unresolvable as exc:
+        return Outcome(None, str(exc)[:1000], health="down")
+    answer = pinned.post(target, request.body, dict(request.headers), pinned.Timeouts(
+        config.webhook_connect_timeout, config.webhook_read_timeout))
+    status = answer.status
+    down = status is None or status >= 500 or status in TROUBLE_STATUSES
+    return Outcome(status, answer.error, health="down" if down else "up")
+
+
+def _breaker(tx: Tx, host: str, outcome: Outcome, now: int) -> int:
+    """Record the attempt in the endpoint's breaker; return when its pause ends (0: none)."""
+    if outcome.health is None:
+        return 0
+    state = tx.mail.webhook_endpoint(host)
+    failures = state[0] if state is not None else 0
+    if outcome.health == "up":
+        if state is not None:
+            tx.mail.save_webhook_endpoint(host, 0, 0)
+        return 0
+    failures += 1
+    pause = pause_after(failures)
+    until = now + pause if pause else 0
+    tx.mail.save_webhook_endpoint(host, failures, until)
+    return until
 
 
 def finish(ctx: JobContext, tx: Tx, job: Job, request: Request,
-           outcome: tuple[int | None, str | None]) -> Replacements:
-    status, error = outcome
-    attempt = int(job.args.get("attempt", 1))
+           outcome: Outcome) -> Replacements:
     now = ctx.clock.now_us()
-    tx.mail.log_webhook(job.args["user"], request.event_id, request.url, status, attempt,
-                        error, now)
-    if error is None:
+    if outcome.paused:
+        # not an attempt: the job waits for the end of the pause with its count unchanged
+        return [JobSpec(WEBHOOK, dict(job.args), unique_key=job.unique_key,
+                        priority=job.priority, run_after=max(request.paused_until or 0, now))]
+    attempt = int(job.args.get("attempt", 1))
+    tx.mail.log_webhook(job.args["user"], request.event_id, request.url, outcome.status,
+                        attempt, outcome.error, now)
+    paused_until = _breaker(tx, request.host, outcome, now)
+    if outcome.error is None:
         return None
     # Retried here rather than by raising, so the attempt's log row is kept.
-    if attempt >= ctx.config.job_max_attempts:
-        tx.jobs.record_failure(replace(job, attempts=attempt), error, final=True, now=now)
+    if outcome.final or attempt >= ctx.config.job_max_attempts:
+        tx.jobs.record_failure(replace(job, attempts=attempt), outcome.error, final=True,
+                               now=now)
         return None
-    delay = backoff_us(attempt, int(ctx.config.job_backoff_seconds * 1_000_000),
-                       3600 * 1_000_000)
+    delay = backoff_us(attempt, int(ctx.config.job_backoff_seconds * SECOND), 3600 * SECOND)
     return [JobSpec(WEBHOOK, {**job.args, "attempt": attempt + 1}, unique_key=job.unique_key,
-                    priority=job.priority, run_after=now + delay)]
+                    priority=job.priority, run_after=max(now + delay, paused_until))]
 
 
 CHANNEL = Channel(name="webhook", schedule=schedule,
-                  handlers={WEBHOOK: Handler(prepare=prepare, send=send, finish=finish)})
+                  handlers={WEBHOOK: Handler(prepare=prepare, send=send, finish=finish)},
+                  enabled=lambda config: bool(config.webhook_secret))

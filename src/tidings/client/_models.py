@@ -72,6 +72,8 @@ class Notification(TypedDict):
 class UnreadCount(TypedDict):
     count: int
     display: str
+    unseen: int  # of the unread, those newer than the seen watermark (what a badge shows)
+    unseen_display: str
 
 
 class Subscription(TypedDict):

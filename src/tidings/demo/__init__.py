@@ -42,7 +42,8 @@ VIEWER_SHARE = 0.4  # of the events with recipients: aimed at a signed-in viewer
 
 def events(rng: random.Random) -> Iterator[Event]:
     """An endless stream of wiki events in a realistic mix; a share of them is aimed at the
-    viewers whose sign-in links the demo prints, so their bells move within seconds."""
+    viewers whose sign-in links the demo prints, so their bells move within seconds. Each
+    carries its actor's picture (``avatar_url``), which the inbox shows."""
     while True:
         actor = rng.choice(USERS)
         others = [u for u in USERS if u != actor]
@@ -52,23 +53,24 @@ def events(rng: random.Random) -> Iterator[Event]:
         page = rng.choice(PAGES)
         kind = rng.choices(["link", "mention", "talk", "revert", "thanks", "edit"],
                            [30, 15, 15, 10, 10, 20])[0]
+        face = {"avatar_url": f"/demo/avatars/{actor}.svg"}  # served by the demo (wiki.py)
         if kind == "link":
             source = rng.choice([p for p in PAGES if p != page]).replace("_", " ")
             yield Event("page-linked", actor=actor, object=f"page:{page}",
-                        payload={"from": source})
+                        payload={"from": source, **face})
         elif kind == "mention":
             yield Event("mention", actor=actor, object=f"page:{page}",
-                        recipients=rng.sample(others, min(2, len(others))))
+                        recipients=rng.sample(others, min(2, len(others))), payload=face)
         elif kind == "talk":
             target = rng.choice(others)
             yield Event("edit-user-talk", actor=actor, object=f"page:User_talk:{target}",
-                        recipients=[target], payload={"summary": "Re: your last edit"})
+                        recipients=[target], payload={"summary": "Re: your last edit", **face})
         elif kind == "revert":
             yield Event("reverted", actor=actor, object=f"page:{page}",
-                        recipients=[rng.choice(others)])
+                        recipients=[rng.choice(others)], payload=face)
         elif kind == "thanks":
             yield Event("thank-you-edit", actor=actor, object=f"page:{page}",
-                        recipients=[rng.choice(others)])
+                        recipients=[rng.choice(others)], payload=face)
         else:
             yield Event("page-edited", actor=actor, object=f"page:{page}",
-                        payload={"summary": rng.choice(SUMMARIES)})
+                        payload={"summary": rng.choice(SUMMARIES), **face})

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -18,6 +19,9 @@ from tidings.demo import USERS, VIEWERS, build_world, events, wiki_types
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 TOKEN_TTL = 30 * 86400
 
@@ -80,13 +84,24 @@ def print_inboxes(console: Console, tidings: Tidings) -> None:
         console.print(table)
 
 
+def demo_app(tidings: Tidings, keys: dict[str, str]) -> tuple[list[tuple[str, str]], FastAPI]:
+    """The users' sign-in tokens, and the app: the library's, plus the demo wiki's pages."""
+    from tidings.api.app import create_app
+    from tidings.api.auth import Authenticator
+    from tidings.demo.wiki import serve_wiki
+
+    auth = Authenticator((keys["api_key"],), keys["token_secret"])
+    tokens = [(user, auth.mint(user, TOKEN_TTL)[0]) for user in USERS]
+    app = create_app(tidings, api_keys=(keys["api_key"],), token_secret=keys["token_secret"],
+                     run_worker=True, stream_interval=0.5, demo_users=tokens)
+    serve_wiki(app)
+    return tokens, app
+
+
 def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
         duration: float | None, seed: int | None, console: Console) -> None:
     """Publish a burst, serve the API and web inbox, and keep publishing until Ctrl-C."""
     import uvicorn
-
-    from tidings.api.app import create_app
-    from tidings.api.auth import Authenticator
 
     listener = _bind(host, port)  # first: a busy port is said before anything else happens
     tidings = open_world(data_dir)
@@ -99,10 +114,7 @@ def run(*, data_dir: Path, host: str, port: int, burst: int, interval: float,
         tidings.run_jobs()
     print_inboxes(console, tidings)
 
-    auth = Authenticator((keys["api_key"],), keys["token_secret"])
-    tokens = [(user, auth.mint(user, TOKEN_TTL)[0]) for user in USERS]
-    app = create_app(tidings, api_keys=(keys["api_key"],), token_secret=keys["token_secret"],
-                     run_worker=True, stream_interval=0.5, demo_users=tokens)
+    tokens, app = demo_app(tidings, keys)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                            lifespan="on"))
     stop = threading.Event()

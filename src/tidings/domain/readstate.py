@@ -47,6 +47,11 @@ class Markers:
     def is_seen(self, unread: bool, fresh_at: int) -> bool:
         return not unread or fresh_at <= self.seen
 
+    def unseen(self) -> Markers:
+        """Watermarks under which "unread" means "unread and not yet seen": the seen mark
+        counts as an "all read up to" mark. What a badge counts, as Echo's does."""
+        return Markers(all=max(self.all, self.seen), seen=self.seen, scoped=self.scoped)
+
 
 def scope_name(kind: str, value: str) -> str:
     return f"{kind}:{value}"

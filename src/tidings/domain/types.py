@@ -22,6 +22,9 @@ BUNDLE_RULES = ("none", "object", "actor", "actor_object")
 AUDIENCE_RULES = ("recipients", "object_subscribers", "actor_followers")
 CHANNELS = ("web", "email", "webhook")
 TYPE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # whole string: fullmatch
+LABEL_LIMIT = 80
+DESCRIPTION_LIMIT = 200
+ONE_LINE = re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # no control, no line break
 # the title a type gets when it declares none; rendered as the built-in, localised default
 # title ("alice did mention", "Carol and 1 other did page-linked on San Francisco")
 DEFAULT_TITLE = "{{ actor }} did {{ type }} on {{ object }}"
@@ -161,6 +164,9 @@ class EventType:
     templates: Templates = field(default_factory=Templates)
     retention_days: int | None = None
     mandatory: bool = False
+    # how people see the type (filters, preferences): a short label and a one-line description
+    label: str | None = None
+    description: str | None = None
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -195,6 +201,11 @@ class EventType:
             or self.retention_days < 1
         ):
             raise bad("retention_days must be a positive integer", "retention_days")
+        for key, limit in (("label", LABEL_LIMIT), ("description", DESCRIPTION_LIMIT)):
+            text = getattr(self, key)
+            if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= limit
+                                     or not ONE_LINE.fullmatch(text) or not _encodes(text)):
+                raise bad(f"{key} must be one line of 1-{limit} characters", key)
         if not isinstance(self.templates, Templates):
             raise bad("templates must be Templates", "templates")
         self.templates.check(self.name)
@@ -206,6 +217,11 @@ class EventType:
             raise bad(f"cannot be stored as JSON ({type(exc).__name__})", "type") from None
         if not same:
             raise bad("does not read back unchanged from JSON", "type")
+
+    @property
+    def display_label(self) -> str:
+        """The label, or the name made readable: "edit-user-talk" → "Edit user talk"."""
+        return self.label or humanise(self.name)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -224,7 +240,7 @@ class EventType:
         """Build a type from TOML/JSON data, naming the bad key in the error."""
         known = {
             "category", "section", "priority", "bundle", "channels", "audience",
-            "templates", "retention_days", "mandatory", "name",
+            "templates", "retention_days", "mandatory", "name", "label", "description",
         }
         for key in data:
             if key not in known:
@@ -256,6 +272,12 @@ class EventType:
             raise InvalidEventType(f"event type {name!r}: priority must be an integer",
                                    field="priority")
         return cls(name=name, templates=templates, **kwargs)
+
+
+def humanise(name: str) -> str:
+    """A type or category name as words: separators become spaces, the first letter capital."""
+    words = re.sub(r"[-_.:]+", " ", name).strip() or name
+    return words[:1].upper() + words[1:]
 
 
 class TypeRegistry:

@@ -60,12 +60,20 @@ class Follow:
 
 @dataclass(frozen=True)
 class Filters:
-    """What an inbox read or count is restricted to."""
+    """What an inbox read or count is restricted to.
+
+    Beside types, category, section and read state, Jiepang's query dimensions: the actor and
+    the object of the notification, and its event id below ``max_id`` / above ``since_id``.
+    """
 
     types: tuple[str, ...] | None = None
     category: str | None = None
     section: str | None = None
     unread: bool | None = None
+    actor: str | None = None
+    object: str | None = None
+    max_id: int | None = None  # event id < max_id
+    since_id: int | None = None  # event id > since_id
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,36 @@ class NewNotification:
     object: str | None
     bundle_hash: str
     display_hash: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One event to write into many inboxes, with what the join-or-start decision needs.
+
+    ``bundled`` is False for types that never bundle (each notification starts its own
+    group). ``writer`` names the unit of work that delivers (a job): a store that cannot roll
+    its writes back reports a row it wrote earlier for the same writer as written again, so a
+    retried job schedules the same channels it did before its failure.
+    """
+
+    event_id: int
+    created_at: int
+    type: str
+    category: str
+    section: str
+    actor: str | None
+    object: str | None
+    bundle_hash: str
+    bundled: bool
+    writer: str = ""
+
+    def row(self, user: str, display_hash: str) -> NewNotification:
+        """The notification row of this delivery for ``user`` in display group
+        ``display_hash``."""
+        return NewNotification(
+            user_id=user, event_id=self.event_id, created_at=self.created_at, type=self.type,
+            category=self.category, section=self.section, actor=self.actor, object=self.object,
+            bundle_hash=self.bundle_hash, display_hash=display_hash)
 
 
 @dataclass(frozen=True)

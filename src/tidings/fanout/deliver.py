@@ -6,11 +6,10 @@ import random
 from collections.abc import Iterable, Sequence
 
 from tidings.channels.registry import Channel, Outgoing
-from tidings.domain.bundling import bundle_hash, join_or_start
+from tidings.domain.bundling import bundle_hash
 from tidings.domain.preferences import plan
-from tidings.domain.readstate import Markers
 from tidings.domain.types import EventType
-from tidings.domain.views import NewNotification, StoredEvent
+from tidings.domain.views import Delivery, StoredEvent
 from tidings.fanout.specs import trim_spec
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
@@ -19,49 +18,29 @@ TRIM_SAMPLE = 0.02  # share of deliveries that check the recipient's inbox cap
 
 
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
-                users: Iterable[str], now: int) -> list[str]:
+                users: Iterable[str], now: int, writer: str = "") -> list[str]:
     """Write one notification per user for ``event``; return the users newly notified.
 
     Idempotent: users who already have this event are skipped. A bundled notification joins
     the newest display group of its bundle hash while that group is unread, else starts one
-    (:func:`tidings.domain.bundling.join_or_start`).
+    (:func:`tidings.domain.bundling.join_or_start`, applied by ``InboxStore.deliver``).
     """
-    candidates = sorted(set(users))
-    if not candidates:
-        return []
-    bhash = bundle_hash(bundle, event.type, event.actor, event.object, event.id)
-    bases = tx.inbox.bundle_bases(candidates, bhash) if bundle != "none" else {}
-    existing = tx.inbox.delivered(event.id, candidates)
-    fresh = [u for u in candidates if u not in existing]
-    if not fresh:
-        return []
-    markers = tx.inbox.load_markers_many([u for u in fresh if u in bases]) if bases else {}
-    rows: list[NewNotification] = []
-    demote: list[tuple[str, str]] = []
-    for user in fresh:
-        base = bases.get(user)
-        unread = base is not None and markers.get(user, Markers()).is_unread(
-            base.read_at, base.fresh_at, base.type, base.category, base.section)
-        group, joins = join_or_start(bhash, event.id, base.display_hash if base else None,
-                                     unread)
-        if joins:
-            demote.append((user, group))
-        rows.append(NewNotification(
-            user_id=user, event_id=event.id, created_at=now, type=event.type,
-            category=category, section=section, actor=event.actor, object=event.object,
-            bundle_hash=bhash, display_hash=group))
-    tx.inbox.demote(demote)
-    tx.inbox.insert(rows)
-    return [r.user_id for r in rows]
+    delivery = Delivery(
+        event_id=event.id, created_at=now, type=event.type, category=category, section=section,
+        actor=event.actor, object=event.object,
+        bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
+        bundled=bundle != "none", writer=writer)
+    return tx.inbox.deliver(delivery, sorted(set(users)))
 
 
 def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
             channels: Sequence[Channel], *, at: int | None = None,
-            timeline: Sequence[str] = ()) -> list[str]:
+            timeline: Sequence[str] = (), writer: str = "") -> list[str]:
     """Filter an audience chunk and deliver it; returns the users notified in the inbox.
 
     ``timeline`` names the actor's followers in this chunk: the push model writes the event
-    into their timelines too (same filters: exclusions and mutes).
+    into their timelines too (same filters: exclusions and mutes). ``writer`` names the job
+    delivering (see :class:`tidings.domain.views.Delivery`).
     """
     excluded = set(event.exclude)
     if event.actor is not None:
@@ -74,10 +53,10 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     now = at if at is not None else ctx.clock.now_us()
     if not ctx.catalog.known(event.type):  # a type since removed: the inbox only
         delivered = write_inbox(tx, event, category="general", section="alert", bundle="none",
-                                users=candidates, now=now)
+                                users=candidates, now=now, writer=writer)
     else:
         delivered = _by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
-                                channels, now, backfill=at is not None)
+                                channels, now, backfill=at is not None, writer=writer)
     if timeline:
         allowed = set(candidates)
         tx.timeline.push(event.id, [u for u in timeline if u in allowed], now)
@@ -92,7 +71,7 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
 
 def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
                 candidates: list[str], channels: Sequence[Channel], now: int, *,
-                backfill: bool) -> list[str]:
+                backfill: bool, writer: str) -> list[str]:
     """Inbox rows for users with the web channel on; other channels as preferences say."""
     prefs = tx.settings.preferences_many(candidates)
     addresses = [str(p["email"]["address"]) for p in prefs.values()
@@ -106,7 +85,8 @@ def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTy
     }
     delivered = write_inbox(tx, event, category=event_type.category,
                             section=event_type.section, bundle=event_type.bundle,
-                            users=[u for u in candidates if plans[u].web], now=now)
+                            users=[u for u in candidates if plans[u].web], now=now,
+                            writer=writer)
     if backfill:
         return delivered  # an imported event is history: no mail, no webhooks
     reached = set(delivered) | {u for u in candidates if not plans[u].web}

@@ -73,7 +73,7 @@ class FanOut:
                 specs.append(users_spec(job.args, event.id, sorted(audience), job.priority))
             return specs
         deliver(ctx, tx, event, audience, self.channels, at=job.args.get("at"),
-                timeline=followers)
+                timeline=followers, writer=f"job:{job.id}")
         return None
 
     def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
@@ -89,5 +89,5 @@ class FanOut:
                 source, after=job.args["after"], upto=job.args["upto"])
         timeline = users if kind == ACTOR_FOLLOWERS else ()
         deliver(ctx, tx, event, users, self.channels, at=job.args.get("at"),
-                timeline=timeline)
+                timeline=timeline, writer=f"job:{job.id}")
         return None

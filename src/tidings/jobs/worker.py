@@ -4,15 +4,21 @@ A ``run`` handler's writes commit in one unit together with the job's completion
 ``replace_with``), so on a transactional store a job's writes happen exactly once. A two-phase
 handler sends outside any unit and completes in the unit that records the outcome. SIGTERM
 (``stop()``) lets running jobs finish and takes no new ones.
+
+Threads come in lanes (:class:`Lane`): each lane claims only its own job functions, so work
+that waits on other people's servers (webhooks) runs on threads of its own and can never take
+every thread from fan-out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from tidings.exceptions import LeaseLost, StoreUnavailable
 from tidings.jobs.context import Handler, JobContext, Replacements
@@ -28,18 +34,31 @@ def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
         raise LeaseLost(f"job {job.id} was taken by another worker")
 
 
+@dataclass(frozen=True)
+class Lane:
+    """``threads`` threads that claim only jobs of ``funcs``, or of every function but
+    ``exclude`` (neither: any job)."""
+
+    name: str
+    threads: int
+    funcs: Sequence[str] | None = None
+    exclude: Sequence[str] | None = None
+
+
 class Worker:
-    """Runs jobs with ``concurrency`` threads until stopped."""
+    """Runs jobs with ``concurrency`` threads (or the threads of ``lanes``) until stopped."""
 
     def __init__(self, ctx: JobContext, handlers: Mapping[str, Handler], *,
                  concurrency: int = 1, poll_seconds: float = 0.2, batch: int = 1,
                  maintenance_seconds: float = 3600.0,
                  funcs: Sequence[str] | None = None,
                  exclude: Sequence[str] | None = None,
+                 lanes: Sequence[Lane] | None = None,
                  maintenance: Callable[[], None] | None = None) -> None:
         self.ctx = ctx
         self.handlers = handlers
-        self.concurrency = max(1, concurrency)
+        self.lanes = list(lanes) if lanes else [Lane("jobs", concurrency, funcs, exclude)]
+        self.concurrency = sum(max(1, lane.threads) for lane in self.lanes)
         self.poll_seconds = poll_seconds
         self.batch = batch
         self.maintenance_seconds = maintenance_seconds
@@ -91,6 +110,11 @@ class Worker:
             log.warning("%s", exc)
             return False
         except StoreUnavailable:
+            # The store (or its Redis hot part) is away: not the job's fault. Give the job
+            # back without spending an attempt, if the queue answers (else its lease expires),
+            # and let the loop wait: an outage of any length gives no delivery up.
+            with contextlib.suppress(StoreUnavailable):
+                queue.release(job)
             raise
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
@@ -109,10 +133,11 @@ class Worker:
         observer.job("completed")
         return True
 
-    def run_once(self) -> int:
-        """Claim a batch and run it; return how many jobs ran."""
+    def run_once(self, lane: Lane | None = None) -> int:
+        """Claim a batch (of the lane's functions) and run it; return how many jobs ran."""
         queue = self.ctx.store.queue
-        jobs = queue.claim(self.batch, funcs=self.funcs, exclude=self.exclude)
+        funcs, exclude = (lane.funcs, lane.exclude) if lane else (self.funcs, self.exclude)
+        jobs = queue.claim(self.batch, funcs=funcs, exclude=exclude)
         for job in jobs:
             if self._stop.is_set():
                 queue.release(job)
@@ -132,10 +157,10 @@ class Worker:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def _loop(self) -> None:
+    def _loop(self, lane: Lane) -> None:
         while not self._stop.is_set():
             try:
-                if self.run_once() == 0:
+                if self.run_once(lane) == 0:
                     self._stop.wait(self.poll_seconds)
             except StoreUnavailable as exc:
                 log.warning("store unavailable, retrying: %s", exc)
@@ -154,10 +179,12 @@ class Worker:
 
     def start(self) -> None:
         self._stop.clear()
-        for i in range(self.concurrency):
-            thread = threading.Thread(target=self._loop, name=f"tidings-worker-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        for lane in self.lanes:
+            for i in range(max(1, lane.threads)):
+                thread = threading.Thread(target=self._loop, args=(lane,), daemon=True,
+                                          name=f"tidings-{lane.name}-{i}")
+                thread.start()
+                self._threads.append(thread)
         thread = threading.Thread(target=self._maintenance, name="tidings-maintenance",
                                   daemon=True)
         thread.start()

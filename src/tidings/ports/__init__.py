@@ -1,16 +1,18 @@
 """The ports: what the services need of a store, as small Protocols of primitives.
 
-A store (``tidings.store.sql``, ``tidings.store.memory``, later Redis for the hot parts) hands
-out a :class:`Tx` — one unit of work whose ports all see the same state — through
-:meth:`Store.transact` (may write) and :meth:`Store.read` (reads only). Every rule lives in the
-services and the domain; a port method does one storage step and decides nothing.
+A store (``tidings.store.sql``, ``tidings.store.memory``, ``tidings.store.hot`` with Redis for
+the hot parts) hands out a :class:`Tx` — one unit of work whose ports all see the same state —
+through :meth:`Store.transact` (may write) and :meth:`Store.read` (reads only). Every rule
+lives in the services and the domain; a port method does one storage step and decides nothing.
 
 Delivery promises, which every implementation keeps and ``tests/contract`` checks:
 
 - **Atomic units.** On a store that has transactions (SQL, memory) everything done through one
   ``Tx`` commits together or not at all, jobs included. A store that cannot join that
-  transaction (Redis for inboxes) must make each write **idempotent** instead, so that a job
-  retried after a crash writes nothing twice.
+  transaction (Redis for inboxes and timelines, ``docs/redis.md``) must make each write
+  **idempotent** instead, so that a job retried after a crash writes nothing twice; it holds
+  its writes until the unit's work has returned and sends them just before the commit, so a
+  unit that fails writes nothing there either.
 - **Idempotent writes.** ``InboxStore.insert`` skips a (user, event) already stored;
   ``TimelineStore.push`` skips a (user, event) already there; ``JobQueue.enqueue_many`` skips a
   ``unique_key`` already queued; ``MailStore.add_batch`` skips a (user, event) already

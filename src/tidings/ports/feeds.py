@@ -8,6 +8,7 @@ from typing import Protocol
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
+    Delivery,
     Filters,
     GroupInfo,
     InboxRow,
@@ -43,16 +44,34 @@ class InboxStore(Protocol):
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         """(user, display hash) groups whose current base row stops being the base."""
 
+    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
+        """Write one event into these users' inboxes; return the users newly written.
+
+        A user who already holds the event is skipped (and not returned, unless the row was
+        written by the same ``delivery.writer``: a retried job). Each new row joins the
+        newest display group of its bundle while that group is unread, else starts a group of
+        its own: :func:`tidings.domain.bundling.join_or_start`, judged on the user's stored
+        watermarks. Stores with transactions run it as the steps above (``bundle_bases``,
+        ``delivered``, ``demote``, ``insert``); a store without them (Redis) runs the same
+        rule per user as one atomic server-side step.
+        """
+
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
              before: tuple[int, int] | None) -> list[InboxRow]:
-        """Base rows newest first by (created_at, event id), strictly before ``before``."""
+        """Base rows newest first by (created_at, event id), strictly before ``before``,
+        matching every filter (types, category, section, read state under ``markers``, actor,
+        object, event id below ``max_id`` and above ``since_id``); rows whose event is gone
+        are not listed."""
 
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         """Member count (up to the actor scan) and newest distinct actors per display group."""
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         """Unread base rows matching ``filters``, counted up to the cap; ``markers`` None: the
-        store reads the user's watermarks itself (on SQL in the same statement)."""
+        store reads the user's watermarks itself (on SQL in the same statement). ``unseen``:
+        only those also newer than the seen watermark (:meth:`Markers.unseen`), a badge's
+        count."""
 
     def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
         """Display groups holding any of these events."""
@@ -60,6 +79,10 @@ class InboxStore(Protocol):
     def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
                         object: str | None) -> list[str]:
         """Display groups holding a notification matching every given field."""
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        """The user's notifications matching every given field (none given: none)."""
 
     def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
                     markers: Markers) -> int:

@@ -51,5 +51,8 @@ class JobAdmin(Protocol):
     def next_run_after(self) -> int | None:
         """When the earliest queued job becomes runnable."""
 
+    def counts_by_func(self) -> dict[str, int]:
+        """Queued jobs (claimed ones included) per job function, for operators."""
+
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         """Recent failures, newest first."""

@@ -54,6 +54,9 @@ class GraphStore(Protocol):
     def set_joined(self, user: str, joined: int) -> None:
         """Correct a registered user's join time (import)."""
 
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        """Join times of those of ``users`` who are registered."""
+
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
                           now: int) -> Subscription:
         """Create a subscription, or replace the channels of the same (user, type, object)."""
@@ -126,7 +129,8 @@ class SettingsStore(Protocol):
 
 
 class MailStore(Protocol):
-    """Outbound channel state: bundling windows, waiting mail, the sent log, webhook attempts."""
+    """Outbound channel state: bundling windows, waiting mail, the sent log, webhook attempts
+    and the webhook endpoints' circuit breakers."""
 
     def last_email_at(self, user: str, bundle_hash: str) -> int | None:
         """When the user's last mail of this bundle went out (window start), if ever."""
@@ -159,3 +163,9 @@ class MailStore(Protocol):
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:
         """Record one webhook attempt."""
+
+    def webhook_endpoint(self, host: str) -> tuple[int, int] | None:
+        """A webhook endpoint's breaker: (consecutive failures, paused until), if recorded."""
+
+    def save_webhook_endpoint(self, host: str, failures: int, paused_until: int) -> None:
+        """Set an endpoint's breaker; ``failures=0`` forgets the endpoint."""

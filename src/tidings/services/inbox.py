@@ -34,7 +34,9 @@ class InboxService:
     # -- reads ------------------------------------------------------------------------------
 
     def filters(self, types: Sequence[str] | str | None, category: str | None,
-                section: str | None, unread: bool | None) -> Filters:
+                section: str | None, unread: bool | None, *, actor: str | None = None,
+                object: str | None = None, max_id: str | int | None = None,
+                since_id: str | int | None = None) -> Filters:
         if types is not None:
             if isinstance(types, str):
                 types = [t for t in types.split(",") if t]
@@ -45,18 +47,30 @@ class InboxService:
         if category is not None and (not isinstance(category, str)
                                      or not 1 <= len(category) <= 64):
             raise InvalidInput("category must be 1-64 characters", field="category")
-        return Filters(tuple(types) if types else None, category, section, unread)
+        if actor is not None:
+            check_user_id(actor, "actor")
+        if object is not None:
+            check_object(object)
+        below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
+        above = (check_ids([since_id], "since_id", "event id")[0] if since_id is not None
+                 else None)
+        return Filters(tuple(types) if types else None, category, section, unread, actor=actor,
+                       object=object, max_id=below, since_id=above)
 
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
                       unread: bool | None = None, limit: int = 20,
-                      cursor: str | None = None, locale: str | None = None
+                      cursor: str | None = None, locale: str | None = None,
+                      actor: str | None = None, object: str | None = None,
+                      max_id: str | int | None = None, since_id: str | int | None = None
                       ) -> Page[Notification]:
-        """A user's inbox, newest first, one item per display group, paged by cursor."""
+        """A user's inbox, newest first, one item per display group, paged by cursor;
+        ``actor``, ``object``, ``max_id`` and ``since_id`` are Jiepang's query dimensions."""
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
-        filters = self.filters(types, category, section, unread)
+        filters = self.filters(types, category, section, unread, actor=actor, object=object,
+                               max_id=max_id, since_id=since_id)
         before = decode_cursor(cursor) if cursor else None
         with self.store.read() as tx:
             markers = tx.inbox.load_markers(user)
@@ -91,12 +105,23 @@ class InboxService:
             seen=markers.is_seen(unread_now, row.fresh_at), payload=payload)
 
     def unread_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None) -> UnreadCount:
+                     category: str | None = None, section: str | None = None,
+                     actor: str | None = None, object: str | None = None) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'."""
+        check_user_id(user)
+        filters = self.filters(types, category, section, True, actor=actor, object=object)
+        with self.store.read() as tx:
+            count = tx.inbox.unread_count(user, filters)
+        return UnreadCount(count, count_display(count))
+
+    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
+                     category: str | None = None, section: str | None = None) -> UnreadCount:
+        """Unread display groups that arrived (or became unread again) after the seen
+        watermark, capped like :meth:`unread_count`: what a badge shows until opened."""
         check_user_id(user)
         filters = self.filters(types, category, section, True)
         with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters)
+            count = tx.inbox.unread_count(user, filters, unseen=True)
         return UnreadCount(count, count_display(count))
 
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
@@ -150,6 +175,25 @@ class InboxService:
             markers = tx.inbox.load_markers(user)
             groups = tx.inbox.groups_by_match(user, actor=actor, type=type, object=object)
             return tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
+
+        return self.store.transact(work)
+
+    def delete_matching(self, user: str, *, actor: str | None = None,
+                        type: str | None = None, object: str | None = None) -> int:
+        """Jiepang's 'delete by (to user, from user, type, post)' for one recipient (a like
+        withdrawn from one user's view); :meth:`Publishing.retract` does it for every
+        recipient. Returns how many notifications went."""
+        check_user_id(user)
+        if actor is None and type is None and object is None:
+            raise InvalidInput("match needs at least one of actor, type, object", field="match")
+        if actor is not None:
+            check_user_id(actor, "match.actor")
+        if object is not None:
+            check_object(object, "match.object")
+
+        def work(tx: Tx) -> int:
+            keys = tx.inbox.keys_by_match(user, actor=actor, type=type, object=object)
+            return tx.inbox.remove(keys)
 
         return self.store.transact(work)
 

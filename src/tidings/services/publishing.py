@@ -132,5 +132,33 @@ class Publishing:
 
         return self.store.transact(work)
 
+    def redeliver_retained(self, *, batch: int = 500) -> int:
+        """Enqueue the fan-out of every retained, unretracted event again, dated at the
+        event's creation: the back-fill path (inboxes and timelines only, never mail or
+        webhooks), idempotent per (user, event). Refills a hot store that lost its data;
+        audiences are resolved as they are now. Returns how many events were queued."""
+        queued = 0
+        after = 0
+        while True:
+            def work(tx: Tx, start: int = after) -> list[int]:
+                ids = tx.events.find_ids(type=None, actor=None, object=None, after_id=start,
+                                         limit=batch)
+                specs: list[JobSpec] = []
+                for event_id in ids:
+                    event = tx.events.get(event_id)
+                    if event is None:
+                        continue
+                    priority = (self.catalog.types.get(event.type).priority
+                                if self.catalog.known(event.type) else 5)
+                    specs.append(fanout_spec(event_id, priority, event.created_at))
+                tx.jobs.enqueue_many(specs)
+                return ids
+
+            ids = self.store.transact(work)
+            if not ids:
+                return queued
+            queued += len(ids)
+            after = max(ids)
+
     def schedule_maintenance(self) -> None:
         self.store.transact(lambda tx: tx.jobs.enqueue_many([retention_spec()]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidings.clock import Clock
@@ -11,13 +11,21 @@ from tidings.exceptions import InvalidInput
 from tidings.ports import Store, Tx
 from tidings.services.graph import touch_user
 
+UrlCheck = Callable[[str], None]  # raises ValueError saying why a webhook URL is refused
+
 
 class SettingsService:
-    """What each user wants, and which addresses must not be mailed."""
+    """What each user wants, and which addresses must not be mailed.
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    ``check_webhook_url`` (given by the engine: the channel's address rule) refuses a webhook
+    URL as it is saved, so a user learns at once; deliveries check again whatever is stored.
+    """
+
+    def __init__(self, store: Store, clock: Clock,
+                 check_webhook_url: UrlCheck | None = None) -> None:
         self.store = store
         self.clock = clock
+        self.check_webhook_url = check_webhook_url
 
     def get_preferences(self, user: str) -> dict[str, Any]:
         """Stored preferences (email, channels per category, locale) plus the mutes."""
@@ -38,6 +46,7 @@ class SettingsService:
         pairs = [("actor", check_user_id(a, "muted.actors")) for a in muted.get("actors", [])]
         pairs += [("object", check_object(o, "muted.objects"))
                   for o in muted.get("objects", [])]
+        self._check_webhook(user, stored.get("webhook"))
         now = self.clock.now_us()
 
         def work(tx: Tx) -> None:
@@ -47,6 +56,30 @@ class SettingsService:
 
         self.store.transact(work)
         return self.get_preferences(user)
+
+    def _check_webhook(self, user: str, webhook: object) -> None:
+        """Refuse a new webhook URL the channel would not deliver to. The URL already stored
+        is not checked again (an unsubscribe must not fail on it; delivery checks it)."""
+        if webhook is None:
+            return
+        if not isinstance(webhook, Mapping):
+            raise InvalidInput("webhook must be an object with a url", field="webhook")
+        url = webhook.get("url")
+        if url is None:
+            return
+        if not isinstance(url, str) or not 1 <= len(url) <= 1024:
+            raise InvalidInput("webhook.url must be a URL of at most 1024 characters",
+                               field="webhook.url")
+        if self.check_webhook_url is None:
+            return
+        with self.store.read() as tx:
+            stored = (tx.settings.preferences(user) or {}).get("webhook")
+        if isinstance(stored, Mapping) and stored.get("url") == url:
+            return
+        try:
+            self.check_webhook_url(url)  # may resolve the host: outside any unit
+        except ValueError as exc:
+            raise InvalidInput(f"webhook.url: {exc}", field="webhook.url") from None
 
     def unsubscribe_email(self, user: str) -> None:
         """One-click unsubscribe: email frequency becomes 'never'."""

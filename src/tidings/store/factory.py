@@ -14,8 +14,13 @@ MEMORY = "memory://"
 
 
 def open_store(url: str, clock: Clock, *, lease_seconds: float = 60.0, max_attempts: int = 8,
-               backoff_seconds: float = 2.0, pool_size: int = 5) -> Store:
-    """``memory://`` gives the in-memory store; every other URL a SQL database."""
+               backoff_seconds: float = 2.0, pool_size: int = 5,
+               hot_url: str | None = None) -> Store:
+    """``memory://`` gives the in-memory store; every other URL a SQL database.
+
+    ``hot_url`` (``redis://…`` or ``redis+cluster://…``) moves inboxes, read watermarks,
+    unread counts and timelines of a SQL store to Redis, and live updates to its pub/sub.
+    """
     if url.startswith(MEMORY):
         from tidings.store.memory import MemoryStore
 
@@ -24,5 +29,10 @@ def open_store(url: str, clock: Clock, *, lease_seconds: float = 60.0, max_attem
     # imported here: a memory store needs neither SQLAlchemy nor a driver
     from tidings.store.sql.store import SqlStore
 
-    return SqlStore(url, clock, lease_seconds=lease_seconds, max_attempts=max_attempts,
-                    backoff_seconds=backoff_seconds, pool_size=pool_size)
+    sql = SqlStore(url, clock, lease_seconds=lease_seconds, max_attempts=max_attempts,
+                   backoff_seconds=backoff_seconds, pool_size=pool_size)
+    if not hot_url:
+        return sql
+    from tidings.store.hot import HotStore
+
+    return HotStore(sql, hot_url)

@@ -42,6 +42,10 @@ TYPES_LIST_BARE = r"[A-Za-z0-9_.:,-]*"
 EMAIL_BARE = rf"{NOT_AT}{{1,64}}@[A-Za-z0-9.-]{{1,189}}\.[A-Za-z]{{2,63}}"
 BOUNCE_ADDRESS_BARE = rf"{NOT_AT}+@{NOT_AT}+"
 WEBHOOK_URL_BARE = rf"https?://{VISIBLE}+"
+# a type's label and description: one line, no control characters (as domain.types checks)
+ONE_LINE = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]"
+LABEL_BARE = rf"{ONE_LINE}{{1,80}}"
+DESCRIPTION_BARE = rf"{ONE_LINE}{{1,200}}"
 
 
 def anchored(bare: str) -> str:
@@ -63,6 +67,8 @@ TYPES_LIST = anchored(TYPES_LIST_BARE)
 EMAIL = anchored(EMAIL_BARE)
 BOUNCE_ADDRESS = anchored(BOUNCE_ADDRESS_BARE)
 WEBHOOK_URL = anchored(WEBHOOK_URL_BARE)
+LABEL = anchored(LABEL_BARE)
+DESCRIPTION = anchored(DESCRIPTION_BARE)
 
 
 @cache

@@ -38,6 +38,10 @@ class NotificationPage(BaseModel):
 class UnreadCountOut(BaseModel):
     count: int
     display: str
+    # additions to v1 (so not required): what a badge shows, as in Echo
+    unseen: int = Field(0, description="Of the unread, those not yet seen (newer than the seen "
+                                       "watermark), capped like `count`: what a badge shows.")
+    unseen_display: str = "0"
 
 
 class MatchIn(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from tidings.api.schemas.common import (
     CLOSED_KEYS,
@@ -15,7 +15,7 @@ from tidings.api.schemas.common import (
     Strict,
     json_int,
 )
-from tidings.api.schemas.ids import LocaleName, TypeName
+from tidings.api.schemas.ids import DESCRIPTION, LABEL, LocaleName, TypeName
 
 
 def _default_audience() -> list[Audience]:
@@ -57,6 +57,11 @@ class TypeIn(Strict):
     templates: TemplatesModel = Field(default_factory=TemplatesModel)
     retention_days: Annotated[int, Field(ge=1), BeforeValidator(json_int)] | None = None
     mandatory: bool = False
+    label: Annotated[str, StringConstraints(pattern=LABEL)] | None = Field(None, description=(
+        "How people see the type (filters, preferences). Answers give the name made "
+        "readable when none is declared: `edit-user-talk` → `Edit user talk`."))
+    description: Annotated[str, StringConstraints(pattern=DESCRIPTION)] | None = Field(
+        None, description="One line on when this notification comes.")
 
 
 class TypeOut(TypeIn):
@@ -66,3 +71,6 @@ class TypeOut(TypeIn):
 
 class TypeList(BaseModel):
     items: list[TypeOut]
+    enabled_channels: list[Channel] = Field(default_factory=list, description=(
+        "The channels this server delivers over: `web` always, `email` with an SMTP server "
+        "configured, `webhook` with a webhook signing secret."))

@@ -16,6 +16,7 @@ from tidings.channels.registry import Channel
 CHANNEL = Channel(
     name="email", schedule=schedule, on_retract=cancel,
     handlers={SEND: SEND_HANDLER, BUNDLE: BUNDLE_HANDLER, DIGEST: DIGEST_HANDLER},
+    enabled=lambda config: bool(config.smtp_url),
 )
 
 __all__ = ["CHANNEL", "check_unsubscribe_token", "signing_secret", "unsubscribe_token"]

@@ -1,4 +1,11 @@
-"""Outgoing mail over SMTP (plain, STARTTLS or TLS), built so no header can be injected."""
+"""Outgoing mail over SMTP (plain, STARTTLS or TLS), built so no header can be injected.
+
+Headers go out as written whenever they are printable ASCII, folded at spaces to 78 columns
+(a longer word stays whole: RFC 5322 allows 998). Only non-ASCII text is RFC 2047-encoded. The
+standard library's folding encodes any ASCII word that does not fit on a line, which turns
+``List-Unsubscribe: <https://…>`` into an encoded-word no mail client reads (RFC 2369 headers
+must not be encoded) and breaks one-click unsubscribe (RFC 8058).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,9 @@ import smtplib
 import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from email.policy import EmailPolicy
 from email.utils import formataddr, parseaddr
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from tidings.exceptions import ConfigError
@@ -16,6 +25,49 @@ def one_line(text: str, limit: int = 250) -> str:
     """A header value: no CR, LF or other control characters can start a new header."""
     cleaned = "".join(" " if ord(ch) < 32 or ch == "\x7f" else ch for ch in text)
     return " ".join(cleaned.split())[:limit]
+
+
+FOLD_AT = 78  # RFC 5322's recommended line length; 998 is the hard limit
+LINE_LIMIT = 998
+
+
+def fold_ascii(name: str, value: str) -> list[str] | None:
+    """A header's lines, folded at spaces, or None if ``value`` is not printable ASCII (then
+    it needs RFC 2047 encoding). The value is one line already (see :func:`one_line`)."""
+    if not all(32 <= ord(ch) < 127 for ch in value):
+        return None
+    lines = [f"{name}:"]
+    for word in value.split():
+        if len(lines[-1]) + 1 + len(word) > FOLD_AT and lines[-1] != f"{name}:":
+            lines.append("")
+        lines[-1] += " " + word
+    if any(len(line) > LINE_LIMIT for line in lines):
+        raise ValueError(f"header {name} has a word longer than a mail line may be")
+    return lines
+
+
+# The standard library's encoded-words reach 76 characters at 78 columns, one over RFC 2047's
+# 75; folding non-ASCII text two columns shorter keeps every word inside the limit.
+_ENCODED = EmailPolicy(linesep="\r\n", max_line_length=FOLD_AT - 2)
+
+
+class HeaderPolicy(EmailPolicy):
+    """The default policy, except that ASCII headers are folded, never encoded."""
+
+    def fold(self, name: str, value: Any) -> str:
+        lines = fold_ascii(name, str(value))
+        if lines is None:
+            return str(_ENCODED.fold(name, value))
+        return self.linesep.join(lines) + self.linesep
+
+    def fold_binary(self, name: str, value: Any) -> bytes:
+        lines = fold_ascii(name, str(value))
+        if lines is None:
+            return bytes(_ENCODED.fold_binary(name, value))
+        return (self.linesep.join(lines) + self.linesep).encode("ascii")
+
+
+POLICY = HeaderPolicy(linesep="\r\n")
 
 
 @dataclass(frozen=True)
@@ -64,7 +116,7 @@ class SmtpMailer:
         self.timeout = timeout
 
     def build(self, mail: Mail) -> EmailMessage:
-        message = EmailMessage()
+        message = EmailMessage(policy=POLICY)
         message["From"] = self.mail_from
         message["To"] = one_line(mail.to)
         message["Subject"] = one_line(mail.subject)

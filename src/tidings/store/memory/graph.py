@@ -29,6 +29,9 @@ class MemoryGraph:
         if user in self._s.users:
             self._j.put(self._s.users, user, joined)
 
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        return {user: self._s.users[user] for user in users if user in self._s.users}
+
     # -- subscriptions -------------------------------------------------------------------------
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],

@@ -14,6 +14,7 @@ from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
+    Delivery,
     Filters,
     GroupInfo,
     InboxRow,
@@ -21,6 +22,7 @@ from tidings.domain.views import (
     NotificationKey,
     ReadState,
 )
+from tidings.store import stepwise
 from tidings.store.memory.state import Journal, NoteRow, State
 
 TRIM_BATCH = 5000  # as the SQL store: one trim removes at most this many rows
@@ -93,6 +95,9 @@ class MemoryInbox:
                 read_at=None))
             self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
 
+    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
+        return stepwise.deliver(self, delivery, users)
+
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for user, group in dict.fromkeys(groups):
             for row in list(self._rows(user)):
@@ -109,6 +114,14 @@ class MemoryInbox:
         if filters.category is not None and row.category != filters.category:
             return False
         if filters.section is not None and row.section != filters.section:
+            return False
+        if filters.actor is not None and row.actor != filters.actor:
+            return False
+        if filters.object is not None and row.object != filters.object:
+            return False
+        if filters.max_id is not None and row.event_id >= filters.max_id:
+            return False
+        if filters.since_id is not None and row.event_id <= filters.since_id:
             return False
         return filters.unread is None or _unread(markers, row) == filters.unread
 
@@ -150,10 +163,13 @@ class MemoryInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
         if markers is None:
             markers = self.load_markers(user)
-        unread = Filters(filters.types, filters.category, filters.section, True)
+        if unseen:
+            markers = markers.unseen()
+        unread = replace(filters, unread=True)
         count = 0
         for row in self._rows(user):
             if self._matches(row, unread, markers):
@@ -171,14 +187,23 @@ class MemoryInbox:
         mine = self._s.notes.get(user, {})
         return self._groups_where(user, (mine[e] for e in set(event_ids) if e in mine))
 
-    def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
-                        object: str | None) -> list[str]:
+    def _matching(self, user: str, actor: str | None, type: str | None,
+                  object: str | None) -> list[NoteRow]:
         if actor is None and type is None and object is None:
             return []
-        return self._groups_where(user, (
-            r for r in self._rows(user)
-            if (actor is None or r.actor == actor) and (type is None or r.type == type)
-            and (object is None or r.object == object)))
+        return [r for r in self._rows(user)
+                if (actor is None or r.actor == actor) and (type is None or r.type == type)
+                and (object is None or r.object == object)]
+
+    def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
+                        object: str | None) -> list[str]:
+        return self._groups_where(user, self._matching(user, actor, type, object))
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        return [NotificationKey(user, r.event_id, r.display_hash, r.bundle_base)
+                for r in sorted(self._matching(user, actor, type, object),
+                                key=lambda r: r.event_id)]
 
     def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
                     markers: Markers) -> int:

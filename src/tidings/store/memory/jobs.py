@@ -8,6 +8,7 @@ taken over writes nothing. Failures retry with exponential backoff until the las
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -189,6 +190,13 @@ class MemoryJobAdmin:
             return min((r.run_after for r in state.jobs.values()), default=None)
 
         result: int | None = self._unit(work)
+        return result
+
+    def counts_by_func(self) -> dict[str, int]:
+        def work(state: State, journal: Journal) -> dict[str, int]:
+            return dict(Counter(r.func for r in state.jobs.values()))
+
+        result: dict[str, int] = self._unit(work)
         return result
 
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:

@@ -1,4 +1,5 @@
-"""MailStore in memory: bundling windows, mail waiting in batches, the sent and webhook logs."""
+"""MailStore in memory: bundling windows, mail waiting in batches, the sent and webhook logs,
+webhook endpoint breakers."""
 
 from __future__ import annotations
 
@@ -71,3 +72,12 @@ class MemoryMail:
         row_id = self._j.next_id(self._s.seq, "webhooks")
         self._j.put(self._s.webhooks, row_id,
                     WebhookRow(user, event_id, url, status, attempt, error, at))
+
+    def webhook_endpoint(self, host: str) -> tuple[int, int] | None:
+        return self._s.webhook_endpoints.get(host)
+
+    def save_webhook_endpoint(self, host: str, failures: int, paused_until: int) -> None:
+        if failures <= 0:
+            self._j.drop(self._s.webhook_endpoints, host)
+        else:
+            self._j.put(self._s.webhook_endpoints, host, (failures, paused_until))

@@ -180,6 +180,7 @@ class State:
     batch_keys: dict[tuple[str, int], int] = field(default_factory=dict)
     sent: dict[int, SentRow] = field(default_factory=dict)
     webhooks: dict[int, WebhookRow] = field(default_factory=dict)
+    webhook_endpoints: dict[str, tuple[int, int]] = field(default_factory=dict)
     # jobs
     jobs: dict[int, JobRow] = field(default_factory=dict)
     job_keys: dict[str, int] = field(default_factory=dict)

@@ -47,6 +47,9 @@ def normalise_url(url: str) -> str:
     return url
 
 
+IDLE_PING_SECONDS = 1.0  # a pooled connection idle longer is pinged before use
+
+
 class Database:
     """A store URL's engine and its dialect's quirks."""
 
@@ -72,7 +75,6 @@ class Database:
             if kwargs["poolclass"] is None:
                 del kwargs["poolclass"]
         else:
-            kwargs["pool_pre_ping"] = True
             kwargs["pool_size"] = pool_size
             kwargs["max_overflow"] = pool_size * 2
             kwargs["pool_recycle"] = 1800
@@ -97,7 +99,30 @@ class Database:
             self.engine.dialect.use_insertmanyvalues_wo_returning = True
         if self.backend == "sqlite":
             self._set_up_sqlite()
+        else:
+            self._ping_when_idle()
         self.reader: Engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    def _ping_when_idle(self) -> None:
+        """Check a pooled connection before use only if it sat idle: a busy process reuses its
+        connections within milliseconds, and a ping on every checkout (``pool_pre_ping``)
+        would add a round trip to every read. A dead one is replaced (the pool retries)."""
+        dialect = self.engine.dialect
+
+        @event.listens_for(self.engine, "checkin")
+        def _on_checkin(_dbapi: Any, record: Any) -> None:
+            record.info["tidings_idle_since"] = time.monotonic()
+
+        @event.listens_for(self.engine, "checkout")
+        def _on_checkout(dbapi: Any, record: Any, _proxy: Any) -> None:
+            since = record.info.get("tidings_idle_since")
+            if since is not None and time.monotonic() - since > IDLE_PING_SECONDS:
+                try:
+                    alive = dialect.do_ping(dbapi)
+                except Exception as exc:
+                    raise sa_exc.DisconnectionError(str(exc)) from exc
+                if not alive:
+                    raise sa_exc.DisconnectionError("the connection did not answer a ping")
 
     def _set_up_sqlite(self) -> None:
         @event.listens_for(self.engine, "connect")

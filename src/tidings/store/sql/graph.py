@@ -14,6 +14,7 @@ from tidings.store.sql.database import Database
 from tidings.store.sql.schema import follows, mutes, subscriptions, users
 
 IN_LIST = 5000  # ids per IN (…) list
+USERS = users  # the table, by a name the ``users`` parameters below do not hide
 
 
 def _subscription(row: Any) -> Subscription:
@@ -50,6 +51,15 @@ class SqlGraph:
 
     def set_joined(self, user: str, joined: int) -> None:
         self.conn.execute(update(users).where(users.c.user_id == user).values(created_at=joined))
+
+    def joined(self, users: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        wanted = list(dict.fromkeys(users))
+        for start in range(0, len(wanted), IN_LIST):
+            found.update((r.user_id, r.created_at) for r in self.conn.execute(
+                select(USERS.c.user_id, USERS.c.created_at)
+                .where(USERS.c.user_id.in_(wanted[start:start + IN_LIST]))))
+        return found
 
     # -- subscriptions --------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ by the caller (``tidings.domain.bundling``); this module stores what it decided.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
@@ -29,6 +30,7 @@ from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
+    Delivery,
     Filters,
     GroupInfo,
     InboxRow,
@@ -36,6 +38,7 @@ from tidings.domain.views import (
     NotificationKey,
     ReadState,
 )
+from tidings.store import stepwise
 from tidings.store.sql import readmarkers
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import events, notifications
@@ -57,6 +60,26 @@ def _filter_conditions(user: str, filters: Filters, markers: Markers) -> list[Co
         conditions.append(readmarkers.unread_condition(markers))
     elif filters.unread is False:
         conditions.append(~readmarkers.unread_condition(markers))
+    if filters.actor is not None:
+        conditions.append(n.actor == filters.actor)
+    if filters.object is not None:
+        conditions.append(n.object == filters.object)
+    if filters.max_id is not None:
+        conditions.append(n.event_id < filters.max_id)
+    if filters.since_id is not None:
+        conditions.append(n.event_id > filters.since_id)
+    return conditions
+
+
+def _match_conditions(actor: str | None, type: str | None,
+                      object: str | None) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = []
+    if actor is not None:
+        conditions.append(n.actor == actor)
+    if type is not None:
+        conditions.append(n.type == type)
+    if object is not None:
+        conditions.append(n.object == object)
     return conditions
 
 
@@ -137,6 +160,9 @@ class SqlInbox:
              "bundle_base": True, "read_at": None} for r in rows
         ], ignore=True)
 
+    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
+        return stepwise.deliver(self, delivery, users)
+
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for start in range(0, len(groups), BATCH):
             self.conn.execute(
@@ -197,14 +223,18 @@ class SqlInbox:
 
     def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
                         object: str | None) -> list[str]:
-        conditions: list[ColumnElement[bool]] = []
-        if actor is not None:
-            conditions.append(n.actor == actor)
-        if type is not None:
-            conditions.append(n.type == type)
-        if object is not None:
-            conditions.append(n.object == object)
+        conditions = _match_conditions(actor, type, object)
         return self._groups_of(user, and_(*conditions)) if conditions else []
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        conditions = _match_conditions(actor, type, object)
+        if not conditions:
+            return []
+        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                for r in self.conn.execute(
+                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                    .where(n.user_id == user, *conditions))]
 
     def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
                     markers: Markers) -> int:
@@ -269,8 +299,10 @@ class SqlInbox:
                                     distinct_actors=len(actors))
         return info
 
-    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None) -> int:
-        if markers is None:
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
+        narrow = (filters.actor, filters.object, filters.max_id, filters.since_id)
+        if markers is None and all(v is None for v in narrow):
             # One statement: the count under the user's "all" watermark, and whether any
             # narrower watermark says more; only then (rare) is the exact count needed.
             params: dict[str, Any] = {"user": user}
@@ -282,11 +314,13 @@ class SqlInbox:
                 params["section"] = filters.section
             row = self.conn.execute(readmarkers.unread_count_statement(
                 bool(filters.types), filters.category is not None,
-                filters.section is not None), params).one()
+                filters.section is not None, unseen), params).one()
             if not row.narrower:
                 return int(row.unread)
+        if markers is None:
             markers = self.load_markers(user)
-        conditions = _filter_conditions(user, Filters(filters.types, filters.category,
-                                                      filters.section, True), markers)
+        if unseen:
+            markers = markers.unseen()
+        conditions = _filter_conditions(user, replace(filters, unread=True), markers)
         capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
         return int(self.conn.execute(select(func.count()).select_from(capped)).scalar_one())

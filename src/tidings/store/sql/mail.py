@@ -1,5 +1,5 @@
 """Outbound channel state (``MailStore`` on SQL): bundling windows, waiting mail, sent log,
-webhook attempts."""
+webhook attempts and endpoint breakers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from sqlalchemy import Connection, delete, func, insert, select
 
 from tidings.domain.views import MailBatchRow
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import email_batch, email_bundle_status, email_log, webhook_deliveries
+from tidings.store.sql.schema import (
+    email_batch,
+    email_bundle_status,
+    email_log,
+    webhook_deliveries,
+    webhook_endpoints,
+)
 
 b = email_batch.c
 
@@ -85,3 +91,17 @@ class SqlMail:
             user_id=user, event_id=event_id, url=url[:1024], status=status, attempt=attempt,
             error=error, at=at))
 
+    def webhook_endpoint(self, host: str) -> tuple[int, int] | None:
+        row = self.conn.execute(select(webhook_endpoints.c.failures,
+                                       webhook_endpoints.c.paused_until).where(
+            webhook_endpoints.c.host == host)).first()
+        return (int(row.failures), int(row.paused_until)) if row is not None else None
+
+    def save_webhook_endpoint(self, host: str, failures: int, paused_until: int) -> None:
+        if failures <= 0:
+            self.conn.execute(delete(webhook_endpoints).where(webhook_endpoints.c.host == host))
+            return
+        self.conn.execute(self.db.upsert(
+            webhook_endpoints, ["host"],
+            {"host": host, "failures": failures, "paused_until": paused_until},
+            ["failures", "paused_until"]))

@@ -177,6 +177,11 @@ class SqlJobAdmin:
             value = conn.execute(select(func.min(jobs.c.run_after))).scalar()
         return int(value) if value is not None else None
 
+    def counts_by_func(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            rows = conn.execute(select(jobs.c.func, func.count()).group_by(jobs.c.func)).all()
+        return {name: int(count) for name, count in rows}
+
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         query = select(job_failures).order_by(job_failures.c.id.desc()).limit(limit)
         if final_only:

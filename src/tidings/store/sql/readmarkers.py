@@ -12,6 +12,7 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
     func,
     literal,
     or_,
@@ -83,15 +84,23 @@ def unread_condition(markers: Markers) -> ColumnElement[bool]:
 
 
 @cache
-def unread_count_statement(types: bool, category: bool, section: bool) -> Any:
+def unread_count_statement(types: bool, category: bool, section: bool,
+                           unseen: bool = False) -> Any:
     """``SELECT unread, narrower``: the capped count of unread base rows under the user's
     "all" watermark (read in the same statement), and how many narrower watermarks (per type,
     category or section) lie beyond it — when there are any, the count must be redone with
-    them. Built once per filter shape, so its compiled form is cached."""
+    them. ``unseen``: the seen watermark counts as an "all" one too (a badge's count). Built
+    once per filter shape, so its compiled form is cached."""
     user = bindparam("user", type_=String())
-    everything = func.coalesce(
-        select(m.until_at).where(m.user_id == user, m.scope == "all").scalar_subquery(),
-        literal(0))
+
+    def mark(scope: str) -> Any:
+        return func.coalesce(
+            select(m.until_at).where(m.user_id == user, m.scope == scope).scalar_subquery(),
+            literal(0))
+
+    everything = mark("all")
+    if unseen:  # the later of the two (CASE: GREATEST is not SQLite's)
+        everything = case((mark("seen") > everything, mark("seen")), else_=everything)
     conditions: list[ColumnElement[bool]] = [
         n.user_id == user, n.bundle_base == true(), n.read_at.is_(None),
         n.fresh_at > everything]

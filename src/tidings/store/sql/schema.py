@@ -281,3 +281,13 @@ webhook_deliveries = Table(
     **MYSQL,
 )
 
+# One row per webhook endpoint (host) with consecutive failures: the circuit breaker every
+# worker shares. A row goes when the endpoint answers again.
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("host", String(255), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("paused_until", BigInteger, nullable=False),
+    **MYSQL,
+)

@@ -1,0 +1,142 @@
+/* The notifications page: section tabs with unread counts, a type filter, unread only, days
+ * ("Today", "Yesterday", "Earlier"), infinite scroll, and a read / unread control per row. */
+import { api, labelOf, loadTypes } from "./session.js";
+import { announce, dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton, tabs } from "./dom.js";
+
+export async function showNotifications(main, bell) {
+  const list = main.querySelector("#list");
+  const status = main.querySelector("#list-status");
+  const typeFilter = main.querySelector("#type-filter");
+  const unreadOnly = main.querySelector("#unread-only");
+  let catalog = { items: [] };
+  let section = "";
+  let cursor = null;
+  let done = false;
+  let loading = false;
+  let generation = 0;
+  let append = dayGroups(list);
+
+  list.replaceChildren(...skeleton());
+  list.setAttribute("aria-busy", "true");
+  status.textContent = "Loading…";
+  try {  // labels first: rows name their type by its label
+    catalog = await loadTypes();
+    for (const type of catalog.items) typeFilter.append(el("option", { value: type.name, text: type.label || type.name }));
+  } catch (error) { /* names instead of labels */ }
+
+  async function counts() {
+    await Promise.all([...main.querySelectorAll("[role=tab]")].map(async (tab) => {
+      const badge = tab.querySelector(".count");
+      const query = tab.dataset.section ? `?section=${tab.dataset.section}` : "";
+      try {
+        const answer = await api(`/v1/me/notifications/unread-count${query}`);
+        badge.textContent = answer.display;
+        badge.hidden = answer.count === 0;
+      } catch (error) { badge.hidden = true; }
+      const name = tab.firstChild.textContent.trim();
+      if (badge.hidden) tab.removeAttribute("aria-label");
+      else tab.setAttribute("aria-label", `${name}, ${badge.textContent} unread`);
+    }));
+  }
+
+  function render(item) {
+    const li = el("li", { class: `row ${item.read ? "read" : "unread"}`, "data-id": item.id });
+    const title = el("div", { class: "title" });
+    const link = kit.safeLink(item.link);
+    if (link) {
+      const anchor = el("a", { href: link, text: item.title });
+      anchor.addEventListener("click", () => {
+        if (!item.read) api("/v1/me/notifications/read", { method: "POST", keepalive: true,
+                                                          body: JSON.stringify({ ids: [item.id] }) }).catch(() => {});
+      });
+      title.append(anchor);
+    } else title.textContent = item.title;
+    const parts = [labelOf(catalog, item.type), kit.relativeTime(item.created_at)];
+    if (item.count > 1) parts.push(`${item.count} notifications`);
+    const body = el("div", { class: "body" }, title);
+    if (!item.read) body.append(el("span", { class: "sr", text: " (unread)" }));
+    if (item.body) body.append(el("div", { class: "text", text: item.body }));
+    body.append(el("div", { class: "meta", text: parts.join(" · ") }));
+    const word = item.read ? "Mark as unread" : "Mark as read";
+    const toggle = el("button", { class: "mark toggle", title: word, "aria-label": `${word}: ${item.title}` },
+                      el("span", { class: "dot" }));
+    toggle.addEventListener("click", async () => {
+      await api(`/v1/me/notifications/${item.read ? "unread" : "read"}`,
+        { method: "POST", body: JSON.stringify({ ids: [item.id] }) });
+      item.read = !item.read;
+      const fresh = render(item);
+      li.replaceWith(fresh);
+      fresh.querySelector(".mark").focus();
+      counts();
+    });
+    li.append(kit.avatar(item.actor || "", item.type, item.category, item.payload?.avatar_url), body, toggle);
+    return li;
+  }
+
+  async function more() {
+    if (loading || done) return;
+    loading = true;
+    const mine = generation;
+    const params = new URLSearchParams({ limit: "20" });
+    if (section) params.set("section", section);
+    if (typeFilter.value) params.set("types", typeFilter.value);
+    if (unreadOnly.checked) params.set("unread", "true");
+    if (cursor) params.set("cursor", cursor);
+    if (!cursor) status.textContent = "Loading…";
+    try {
+      const page = await api(`/v1/me/notifications?${params}`);
+      if (mine !== generation) return;
+      if (!cursor) list.replaceChildren();
+      append(page.items, render);
+      cursor = page.next_cursor;
+      done = !cursor;
+      const any = list.querySelector("li");
+      if (!any) list.append(emptyState(unreadOnly.checked ? "Nothing unread" : "You're all caught up",
+                                       "New notifications will show up here."));
+      status.textContent = done && any ? "That is everything." : "";
+    } catch (error) {
+      if (mine === generation) status.textContent = `Could not load notifications: ${error.message}`;
+    } finally {
+      if (mine === generation) { loading = false; list.removeAttribute("aria-busy"); }
+    }
+    if (mine === generation && !done && nearViewport(main.querySelector("#sentinel"))) more();
+  }
+
+  function reset() {
+    generation += 1;
+    cursor = null; done = false; loading = false;
+    list.replaceChildren(...skeleton());
+    list.setAttribute("aria-busy", "true");
+    append = dayGroups(list);
+    more();
+  }
+
+  tabs(main.querySelector(".tabs"), (tab) => { section = tab.dataset.section; reset(); });
+  typeFilter.addEventListener("change", reset);
+  unreadOnly.addEventListener("change", reset);
+  main.querySelector("#mark-all").addEventListener("click", async () => {
+    await api("/v1/me/notifications/read", { method: "POST",
+                                             body: JSON.stringify(section ? { all: true, section } : { all: true }) });
+    announce(section ? "This section is marked read." : "Everything is marked read.");
+    reset();
+    counts();
+  });
+  // New arrivals (the bell hears them over SSE) show at the top while you are there.
+  let lastCount = null;
+  const onCount = (event) => {
+    if (!document.body.contains(list)) { bell.removeEventListener("tidings-count", onCount); return; }
+    const count = event.detail.count;
+    if (lastCount !== null && count !== lastCount) {
+      counts();
+      if (count > lastCount && window.scrollY < 200) {
+        announce(`${count - lastCount} new notification${count - lastCount === 1 ? "" : "s"}`);
+        reset();
+      }
+    }
+    lastCount = count;
+  };
+  bell.addEventListener("tidings-count", onCount);
+  infinite(main.querySelector("#sentinel"), more);
+  counts();
+  reset();
+}

@@ -1,0 +1,193 @@
+"""W2 on the Redis hot store (``tidings bench inbox --store redis://…`` or
+``redis+cluster://…``), beside ``../shared/bench-anchors/raw_redis.py`` run in the same command.
+
+The events live in a temporary SQLite file; the inboxes under a fresh key prefix on the named
+server, deleted at the end (no other key is touched). Figures, each timed in the same run:
+
+========================  ================================================================
+tidings                   baseline (raw_redis.py, re-implemented on the same server)
+========================  ================================================================
+fan-out: rows/s through   server-side Lua fan-out: ZADD + ZCARD/trim per follower, 43
+``InboxStore.deliver`` (one  followers a message, 100 messages a pipeline (rows/s)
+unit per event, 43 users)
+page of 20 (``page``)     ZREVRANGEBYSCORE id page below a score cursor (pages/s)
+unread count (capped)     ZCOUNT of the unread index (counts/s)
+========================  ================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rich.progress import Progress
+
+from tidings.clock import SystemClock
+from tidings.domain.events import Event
+from tidings.domain.views import Delivery, Filters
+from tidings.store.hot import HotStore
+from tidings.store.sql.migrate import upgrade
+from tidings.store.sql.store import SqlStore
+
+FOLLOWERS = 43
+CAP = 800
+RAW_LUA = """
+local m = ARGV[1]
+local fs = redis.call('SMEMBERS', KEYS[1])
+for i = 1, #fs do
+  local k = ARGV[3] .. fs[i]
+  redis.call('ZADD', k, m, m)
+  if redis.call('ZCARD', k) > tonumber(ARGV[2]) then
+    redis.call('ZREMRANGEBYRANK', k, 0, -tonumber(ARGV[2]) - 1)
+  end
+end
+return #fs
+"""
+
+
+def _rate(count: int, work: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    work()
+    return count / (time.perf_counter() - started)
+
+
+def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
+        progress: Progress) -> dict[str, Any]:
+    rng = random.Random(seed)
+    users = [f"user{i:05d}" for i in range(max(100, round(10_000 * scale)))]
+    events = max(100, round(20_000 * scale))
+    prefix = f"tidings_bench_{secrets.token_hex(4)}:"
+    sql_url = f"sqlite:///{folder}/bench.db"
+    upgrade(sql_url)
+    store = HotStore(SqlStore(sql_url, SystemClock()), _with_prefix(url, prefix))
+    client = store.redis.client
+    try:
+        task = progress.add_task("events", total=events)
+        ids: list[int] = []
+        for start in range(0, events, 500):
+            batch = [Event("mention", actor=rng.choice(users), object="page:X")
+                     for _ in range(min(500, events - start))]
+            def insert(tx: Any, b: list[Event] = batch) -> list[int]:
+                return [tx.events.insert(e, json.dumps({}), 1) for e in b]
+
+            ids += store.transact(insert)
+            progress.advance(task, len(batch))
+        progress.remove_task(task)
+        audiences = [rng.sample(users, FOLLOWERS) for _ in ids]
+        figures: dict[str, list[tuple[float, float]]] = {
+            "fan-out rows/s": [], "page of 20 /s": [], "unread count /s": []}
+        per_round = max(1, len(ids) // rounds)
+        for r in range(rounds):
+            part = list(range(r * per_round, (r + 1) * per_round))
+
+            def fan_tidings(part: list[int] = part) -> None:
+                for i in part:
+                    d = Delivery(event_id=ids[i], created_at=1_000_000 + ids[i], type="mention",
+                                 category="mention", section="alert", actor="a", object="o",
+                                 bundle_hash=f"b{ids[i]}", bundled=False)
+                    users = audiences[i]
+
+                    def work(tx: Any, d: Delivery = d, users: list[str] = users) -> list[str]:
+                        return tx.inbox.deliver(d, users)  # type: ignore[no-any-return]
+
+                    store.transact(work)
+
+            rows = len(part) * FOLLOWERS
+            tidings_fan = _rate(rows, fan_tidings)
+            raw_fan = _raw_fanout(client, store.redis.cluster, prefix, users, audiences, part)
+            figures["fan-out rows/s"].append((tidings_fan, raw_fan))
+            sample = [rng.choice(users) for _ in range(ops)]
+
+            def page(sample: list[str] = sample) -> None:
+                with store.read() as tx:
+                    for user in sample:
+                        tx.inbox.page(user, Filters(), tx.inbox.load_markers(user), limit=20,
+                                      before=None)
+
+            tag = "{raw}" if store.redis.cluster else ""
+
+            def raw_page(sample: list[str] = sample, tag: str = tag) -> None:
+                for user in sample:
+                    client.zrevrangebyscore(f"{prefix}{tag}raw:tl:{user}", "+inf", "-inf",
+                                            start=0, num=20)
+
+            figures["page of 20 /s"].append((_rate(ops, page), _rate(ops, raw_page)))
+
+            def count(sample: list[str] = sample) -> None:
+                with store.read() as tx:
+                    for user in sample:
+                        tx.inbox.unread_count(user, Filters(), tx.inbox.load_markers(user))
+
+            def raw_count(sample: list[str] = sample) -> None:
+                for user in sample:
+                    client.zcount(f"{prefix}{{u:{user}}}:unread", "(0", "+inf")
+
+            figures["unread count /s"].append((_rate(ops, count), _rate(ops, raw_count)))
+        return {"users": len(users), "events": len(ids), "figures": {
+            name: {"tidings": _median([t for t, _ in values]),
+                   "baseline": _median([b for _, b in values])}
+            for name, values in figures.items()}}
+    finally:
+        _delete(client, store.redis.cluster, prefix)
+        store.close()
+
+
+def _raw_fanout(client: Any, cluster: bool, prefix: str, users: list[str],
+                audiences: list[list[str]], part: list[int]) -> float:
+    """raw_redis.py's server-side Lua fan-out over the same audiences (the follower set of
+    each message's author), 100 messages a pipeline."""
+    script = client.register_script(RAW_LUA)
+    tag = "" if not cluster else "{raw}"  # one slot for the raw keys on a cluster
+    for i in part:
+        client.sadd(f"{prefix}{tag}raw:f:{i}", *audiences[i])
+
+    def go() -> None:
+        if cluster:  # a cluster pipeline refuses scripts: one call each, as tidings' own
+            for i in part:
+                script(keys=[f"{prefix}{tag}raw:f:{i}"], args=[i, CAP, f"{prefix}{tag}raw:tl:"])
+            return
+        pipe = client.pipeline(transaction=False)
+        for n, i in enumerate(part):
+            script(keys=[f"{prefix}raw:f:{i}"], args=[i, CAP, f"{prefix}raw:tl:"], client=pipe)
+            if (n + 1) % 100 == 0:
+                pipe.execute()
+        pipe.execute()
+
+    return _rate(len(part) * FOLLOWERS, go)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _with_prefix(url: str, prefix: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}prefix={prefix}"
+
+
+def _delete(client: Any, cluster: bool, prefix: str) -> None:
+    nodes = client.get_primaries() if cluster else [None]
+    for node in nodes:
+        extra = {"target_nodes": node} if cluster else {}
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000, **extra))
+        for key in keys:
+            client.delete(key)
+
+
+def table(result: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    out = Table(title=f"W2 inbox on the Redis hot store — {result['store']}: "
+                      f"{result['data']['users']:,} users, {result['data']['events']:,} events "
+                      f"to {FOLLOWERS} users each (median of {result['rounds']} rounds)",
+                title_justify="left")
+    for column in ("figure", "tidings", "baseline (raw_redis.py)", "ratio"):
+        out.add_column(column, justify="left" if column == "figure" else "right")
+    for name, row in result["data"]["figures"].items():
+        out.add_row(name, f"{row['tidings']:,.0f}", f"{row['baseline']:,.0f}",
+                    f"{row['tidings'] / row['baseline']:.2f}x")
+    return out

@@ -1,0 +1,154 @@
+"""The hot store: SQL as the source of truth, Redis (or Redis Cluster) for the hot parts.
+
+Events, the graph, settings, mail state and jobs stay in SQL; inbox rows, read watermarks,
+unread counts and timelines live in Redis, and live updates go through Redis pub/sub. Each
+unit of work is one SQL transaction whose Redis writes wait in a buffer until the work has
+returned and go out just before the commit; every Redis write is idempotent, so a unit sent
+but not committed and run again (a retried job) writes nothing twice. Watermarks are also
+written through to SQL's ``read_markers`` so ``tidings rebuild-hot-store`` can restore them
+(``docs/redis.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+from sqlalchemy import Connection, bindparam, select
+
+from tidings.domain.views import TimelineEntry
+from tidings.store.redis.client import Redis
+from tidings.store.redis.inbox import RedisInbox
+from tidings.store.redis.notifier import RedisNotifier
+from tidings.store.redis.timeline import RedisTimeline
+from tidings.store.redis.writes import WriteBuffer
+from tidings.store.sql.queue import SqlJobAdmin
+from tidings.store.sql.schema import events, read_markers
+from tidings.store.sql.store import SqlStore, SqlTx
+
+T = TypeVar("T")
+IN_LIST = 1000
+
+
+# built once, so their compiled forms are cached: a page costs one indexed lookup
+PAYLOADS = select(events.c.id, events.c.payload).where(
+    events.c.id.in_(bindparam("ids", expanding=True)))
+BODIES = select(events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
+                events.c.created_at).where(events.c.id.in_(bindparam("ids", expanding=True)),
+                                           events.c.retracted_at.is_(None))
+
+
+def _payloads(conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
+    def load(ids: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), IN_LIST):
+            found.update((r.id, r.payload) for r in conn.execute(
+                PAYLOADS, {"ids": list(ids[start:start + IN_LIST])}))
+        return found
+
+    return load
+
+
+def _bodies(conn: Connection) -> Callable[[Sequence[int]], dict[int, TimelineEntry]]:
+    def load(ids: Sequence[int]) -> dict[int, TimelineEntry]:
+        return {r.id: TimelineEntry(id=r.id, type=r.type, actor=r.actor, object=r.object,
+                                    payload=json.loads(r.payload), created_at=r.created_at)
+                for r in conn.execute(BODIES, {"ids": list(ids)})}
+
+    return load
+
+
+class HotTx:
+    """One unit: the SQL ports of its transaction, the Redis inbox and timeline."""
+
+    def __init__(self, sql: SqlTx, redis: Redis, buffer: WriteBuffer) -> None:
+        self.sql = sql
+        self.buffer = buffer
+        self.events = sql.events
+        self.graph = sql.graph
+        self.settings = sql.settings
+        self.mail = sql.mail
+        self.jobs = sql.jobs
+        self.inbox = RedisInbox(redis, buffer, _payloads(sql.conn),
+                                copy_marker=sql.inbox.set_marker)
+        self.timeline = RedisTimeline(redis, buffer, _bodies(sql.conn))
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self.sql.after_commit(callback)
+
+
+class HotStore:
+    """A SQL store with its inboxes, counters and timelines in Redis."""
+
+    def __init__(self, sql: SqlStore, hot_url: str) -> None:
+        self.sql = sql
+        self.redis = Redis(hot_url)
+        self.backend = f"{sql.backend}+{'redis-cluster' if self.redis.cluster else 'redis'}"
+        self.clock = sql.clock
+        self.notifier = RedisNotifier(self.redis)
+
+    @property
+    def queue(self) -> SqlJobAdmin:
+        return self.sql.queue
+
+    @property
+    def on_enqueue(self) -> Callable[[int], None] | None:
+        return self.sql.on_enqueue
+
+    @on_enqueue.setter
+    def on_enqueue(self, value: Callable[[int], None] | None) -> None:
+        self.sql.on_enqueue = value
+
+    def transact(self, work: Callable[[HotTx], T]) -> T:
+        def unit(tx: SqlTx) -> T:
+            buffer = WriteBuffer()
+            result = work(HotTx(tx, self.redis, buffer))
+            buffer.flush(self.redis)  # before the commit: a failed send rolls the unit back
+            return result
+
+        return self.sql.transact(unit)
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[HotTx]:
+        with self.sql.read() as tx:
+            yield HotTx(tx, self.redis, WriteBuffer(writable=False))
+
+    def ping(self) -> None:
+        self.sql.ping()
+        self.redis.ping()
+
+    def migrate(self) -> None:
+        self.sql.migrate()
+
+    def check_schema(self) -> None:
+        self.sql.check_schema()
+
+    def restore_markers(self) -> int:
+        """Copy every durable watermark from SQL into Redis (after a Redis loss); returns
+        how many were copied. Watermarks only move forward, so this is safe at any time."""
+        copied = 0
+        after = ("", "")
+        m = read_markers.c
+        while True:
+            with self.sql.db.read() as conn:
+                rows = conn.execute(
+                    select(m.user_id, m.scope, m.until_at)
+                    .where((m.user_id > after[0])
+                           | ((m.user_id == after[0]) & (m.scope > after[1])))
+                    .order_by(m.user_id, m.scope).limit(IN_LIST)).all()
+            if not rows:
+                return copied
+            buffer = WriteBuffer()
+            inbox = RedisInbox(self.redis, buffer, lambda ids: {})
+            for r in rows:
+                inbox.set_marker(r.user_id, r.scope, r.until_at)
+            buffer.flush(self.redis)
+            copied += len(rows)
+            after = (rows[-1].user_id, rows[-1].scope)
+
+    def close(self) -> None:
+        self.notifier.close()
+        self.redis.close()
+        self.sql.close()

@@ -1,0 +1,204 @@
+"""A Redis connection from a URL, its Lua scripts, and outages as ``StoreUnavailable``.
+
+``redis://[:password@]host:port/db`` is one server; ``redis+cluster://[:password@]host:port
+[,host:port…]`` a Redis Cluster found through any of the nodes named. Options in the query
+string: ``prefix`` (the key prefix, default ``tidings:``), ``timeout`` (seconds a command may
+take, default 2), ``tls=1`` (``rediss``). Scripts are loaded with SCRIPT LOAD and run with
+EVALSHA; a server that lost its script cache (a restart, a failover) gets them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import redis
+from redis import exceptions as rex
+from redis.cluster import ClusterNode, RedisCluster
+
+from tidings.exceptions import ConfigError, StoreUnavailable
+
+SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+OUTAGES: tuple[type[BaseException], ...] = (
+    rex.ConnectionError, rex.TimeoutError, rex.ClusterError, rex.RedisClusterException,
+    rex.ReadOnlyError, rex.TryAgainError, OSError)
+SCRIPT_NAMES = ("deliver", "insert", "demote", "page", "count", "groups", "rows", "match",
+                "bundle_base", "changed", "mark", "remove", "oldest", "marker")
+
+
+@contextlib.contextmanager
+def guard(what: str) -> Iterator[None]:
+    """Turn a Redis outage into :class:`StoreUnavailable` (503 in the API)."""
+    try:
+        yield
+    except OUTAGES as exc:
+        raise StoreUnavailable(f"the Redis hot store is unavailable ({what}): "
+                               f"{type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Script:
+    """One Lua script: the shared prelude and its own body, known by its SHA1."""
+
+    name: str
+    source: str
+    sha: str
+
+
+def _load_scripts() -> dict[str, Script]:
+    import hashlib
+
+    folder = resources.files("tidings.store.redis") / "lua"
+    prelude = (folder / "common.lua").read_text()
+    scripts = {}
+    for name in SCRIPT_NAMES:
+        source = prelude + "\n" + (folder / f"{name}.lua").read_text()
+        scripts[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+    return scripts
+
+
+class Redis:
+    """A client (single server or cluster), the key prefix, and the scripts."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._connect, self.cluster, self.prefix = client_factory(url)
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self.scripts = _load_scripts()
+
+    @property
+    def client(self) -> Any:
+        """The client, made on first use: a cluster client asks the nodes for the slot map
+        when made, and a store must open (and answer 503) while Redis is away."""
+        if self._client is None:
+            with self._lock, guard("connecting"):
+                if self._client is None:
+                    self._client = self._connect()
+        return self._client
+
+    def load_scripts(self) -> None:
+        """SCRIPT LOAD every script (on every primary of a cluster)."""
+        with guard("loading scripts"):
+            for script in self.scripts.values():
+                self.client.script_load(script.source)
+
+    def run(self, name: str, prefix: str, args: Sequence[Any]) -> Any:
+        """Run one script on the slot of ``prefix`` (a user's key prefix)."""
+        script = self.scripts[name]
+        with guard(name):
+            try:
+                return self.client.evalsha(script.sha, 1, prefix, *args)
+            except rex.NoScriptError:
+                self.load_scripts()
+                return self.client.evalsha(script.sha, 1, prefix, *args)
+
+    def pipeline(self, calls: Sequence[tuple[str, str, Sequence[Any]]],
+                 what: str = "pipeline") -> list[Any]:
+        """Run script calls ``(name, prefix, args)`` and plain commands ``("", command,
+        args)`` in pipelines, one per server. Every call is idempotent, so a NOSCRIPT answer
+        (a server that lost its scripts) or a moved slot runs the whole batch again."""
+        if not calls:
+            return []
+        if len(calls) == 1 and not calls[0][0]:  # one command: no pipeline needed
+            _, command, args = calls[0]
+            with guard(what):
+                return [self.client.execute_command(command, *args)]
+        with guard(what):
+            for attempt in range(3):
+                results = self._execute(calls)
+                errors = [r for r in results if isinstance(r, Exception)]
+                if attempt < 2 and any(isinstance(e, rex.NoScriptError) for e in errors):
+                    self.load_scripts()
+                    continue
+                if attempt < 2 and any(isinstance(e, (rex.AskError, rex.TryAgainError))
+                                       for e in errors):
+                    self.client.nodes_manager.initialize()  # the slots moved: ask again
+                    continue
+                if errors:
+                    raise errors[0]
+                return results
+        raise AssertionError("unreachable")
+
+    def _execute(self, calls: Sequence[tuple[str, str, Sequence[Any]]]) -> list[Any]:
+        # A cluster pipeline refuses EVALSHA: group the calls by the node serving their slot
+        # and send each group through that node's own connection.
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for index, (name, first, args) in enumerate(calls):
+            if self.cluster:
+                node = self.client.get_node_from_key(first if name else args[0])
+                client, members = groups.setdefault(node.name, (node.redis_connection, []))
+            else:
+                client, members = groups.setdefault("", (self.client, []))
+            members.append(index)
+        results: list[Any] = [None] * len(calls)
+        for client, members in groups.values():
+            pipe = client.pipeline(transaction=False)
+            for index in members:
+                name, first, args = calls[index]
+                if name:
+                    pipe.evalsha(self.scripts[name].sha, 1, first, *args)
+                else:
+                    pipe.execute_command(first, *args)
+            for index, result in zip(members, pipe.execute(raise_on_error=False), strict=True):
+                results[index] = result
+        return results
+
+    def ping(self) -> None:
+        with guard("ping"):
+            self.client.ping()
+
+    def close(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+
+
+def client_factory(url: str) -> tuple[Callable[[], Any], bool, str]:
+    """(make the client, is it a cluster, key prefix) for a ``redis://`` or
+    ``redis+cluster://`` URL; the URL is checked at once, nothing is contacted yet."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ConfigError(f"TIDINGS_HOT_STORE_URL: expected redis:// or redis+cluster://, "
+                          f"got {parts.scheme or url!r}")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    prefix = query.pop("prefix", "tidings:")
+    if re.search(r"[{}\s]", prefix):
+        raise ConfigError("TIDINGS_HOT_STORE_URL: the prefix may not hold braces or spaces")
+    try:
+        timeout = float(query.pop("timeout", "2"))
+    except ValueError:
+        raise ConfigError("TIDINGS_HOT_STORE_URL: timeout must be a number") from None
+    tls = parts.scheme.startswith("rediss") or query.pop("tls", "0") in ("1", "true")
+    if query:
+        raise ConfigError(f"TIDINGS_HOT_STORE_URL: unknown option {sorted(query)[0]!r}")
+    netloc = parts.netloc.rpartition("@")
+    username = unquote(netloc[0].partition(":")[0]) or None if netloc[0] else None
+    password = unquote(netloc[0].partition(":")[2]) or None if netloc[0] else None
+    hosts = []
+    for host in netloc[2].split(","):
+        name, _, port = host.rpartition(":") if ":" in host else (host, "", "6379")
+        try:
+            hosts.append((name or "127.0.0.1", int(port or 6379)))
+        except ValueError:
+            raise ConfigError(f"TIDINGS_HOT_STORE_URL: bad port in {host!r}") from None
+    common: dict[str, Any] = {
+        "username": username, "password": password, "socket_timeout": timeout,
+        "socket_connect_timeout": timeout, "ssl": tls, "decode_responses": True}
+    if parts.scheme.endswith("+cluster"):
+        nodes = [ClusterNode(h, p) for h, p in hosts]  # type: ignore[no-untyped-call]
+        return lambda: RedisCluster(startup_nodes=nodes, **common), True, prefix
+    if len(hosts) != 1:
+        raise ConfigError("TIDINGS_HOT_STORE_URL: redis:// names one server; use "
+                          "redis+cluster:// for several")
+    db = parts.path.strip("/") or "0"
+    if not db.isdigit():
+        raise ConfigError(f"TIDINGS_HOT_STORE_URL: the database must be a number, got {db!r}")
+    server, number = hosts[0]
+    return (lambda: redis.Redis(host=server, port=number, db=int(db), **common)), False, prefix

@@ -1,0 +1,18 @@
+-- Mark every member of these groups read (read_at = now) or unread again (no read mark,
+-- fresh from now). ARGV: read (1|0), now, display hashes.
+local read, now = ARGV[1] == '1', ARGV[2]
+for i = 3, #ARGV do
+  for _, m in ipairs(redis.call('ZRANGE', P .. ':g:' .. ARGV[i], 0, -1)) do
+    local id = dec(m)
+    local base = redis.call('HGET', nkey(id), 'base') == '1'
+    if read then
+      redis.call('HSET', nkey(id), 'r', now)
+      if base then redis.call('ZREM', P .. ':unread', m) end
+    else
+      redis.call('HDEL', nkey(id), 'r')
+      redis.call('HSET', nkey(id), 'f', now)
+      if base then redis.call('ZADD', P .. ':unread', now, m) end
+    end
+  end
+end
+return 0

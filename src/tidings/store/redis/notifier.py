@@ -1,0 +1,100 @@
+"""Live updates over Redis pub/sub: every process that shares the hot store hears of every
+committed inbox change, within milliseconds.
+
+A unit that changed inboxes publishes the users on one channel (``<prefix>live``), in
+messages of at most :data:`BATCH` user ids. Each process keeps one subscription, opened on
+the first :meth:`RedisNotifier.subscribe`, read by one thread that calls the callbacks of
+the users named. When the subscription breaks (Redis away) the thread reconnects, and once
+back it calls every callback: changes may have been missed meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tidings.exceptions import StoreUnavailable
+from tidings.store.notifier import LocalNotifier
+from tidings.store.redis.client import Redis, guard
+from tidings.store.redis.keys import Keys
+
+log = logging.getLogger("tidings.notifier")
+BATCH = 1000
+RECONNECT_SECONDS = 0.5
+
+
+class RedisNotifier:
+    """``Notifier`` over one Redis channel, with the callbacks of this process."""
+
+    cross_process = True
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self.channel = Keys(redis.prefix).live()
+        self.local = LocalNotifier()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._connected = threading.Event()
+
+    def changed(self, users: Sequence[str]) -> None:
+        """Publish; best effort (a change already committed must not fail its caller)."""
+        names = sorted(set(users))
+        if not names:
+            return
+        try:
+            with guard("publishing"):
+                for start in range(0, len(names), BATCH):
+                    self.redis.client.publish(self.channel,
+                                              "\n".join(names[start:start + BATCH]))
+        except StoreUnavailable as exc:
+            log.warning("live update not published: %s", exc)
+
+    def subscribe(self, user: str, callback: Callable[[], None]) -> Callable[[], None]:
+        unsubscribe = self.local.subscribe(user, callback)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._listen, name="tidings-live",
+                                                daemon=True)
+                self._thread.start()
+        return unsubscribe
+
+    def wait_connected(self, timeout: float) -> bool:
+        """Wait until the subscription is open (tests, and a caller that must not miss the
+        next change)."""
+        return self._connected.wait(timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _listen(self) -> None:
+        missed = False
+        while not self._stop.is_set():
+            pubsub: Any = None
+            try:
+                pubsub = self.redis.client.pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(self.channel)
+                self._connected.set()
+                if missed:
+                    self.local.changed(list(self.local.users()))
+                    missed = False
+                while not self._stop.is_set():
+                    message = pubsub.get_message(timeout=0.5)
+                    if message and message.get("type") == "message":
+                        self.local.changed(str(message["data"]).split("\n"))
+            except Exception as exc:  # Redis away: reconnect, and tell everyone once back
+                self._connected.clear()
+                missed = True
+                log.debug("live-update subscription lost: %s", exc)
+                time.sleep(RECONNECT_SECONDS)
+            finally:
+                if pubsub is not None:
+                    with contextlib.suppress(Exception):
+                        pubsub.close()
