@@ -23,7 +23,8 @@ extras="${TIDINGS_EXTRAS-test}"
 stamp="$venv/.tidings-installed"
 hash="$("$venv/bin/python" -c 'import hashlib, sys
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml")"
-read -r have_hash have_extras <"$stamp" 2>/dev/null || { have_hash=""; have_extras=""; }
+have_hash="" have_extras=""
+if [[ -f "$stamp" ]]; then read -r have_hash have_extras <"$stamp" || true; fi
 if [[ "$have_hash" != "$hash" || ( -n "$extras" && "$have_extras" != "$extras" ) ]]; then
     if [[ -n "$extras" ]]; then
         echo "installing tidings and its $extras dependencies into .venv ..." >&2

@@ -178,6 +178,23 @@ def test_plot_without_matplotlib_says_how_to_install_it(
     assert not (tmp_path / "x.png").exists()
 
 
+def test_a_bench_store_analyzes_and_on_postgresql_vacuums(store_url: str, backend: str) -> None:
+    with BenchStore(store_url) as store:
+        db = Database(store.url, pool_size=0)
+        try:
+            store.analyze(db)
+            with db.read() as conn:
+                if backend == "postgresql":  # index-only scans need the visibility map
+                    assert conn.execute(text(
+                        "SELECT last_vacuum IS NOT NULL AND last_analyze IS NOT NULL FROM "
+                        "pg_stat_user_tables WHERE relname = 'notifications'")).scalar_one()
+                elif backend == "sqlite":
+                    assert conn.execute(text("SELECT count(*) FROM sqlite_master WHERE name = "
+                                             "'sqlite_stat1'")).scalar_one() == 1
+        finally:
+            db.dispose()
+
+
 def test_a_bench_store_empties_only_itself(store_url: str) -> None:
     other = Database(store_url, pool_size=0)
     try:

@@ -147,6 +147,13 @@ def test_the_demo_from_its_sign_in_list_to_a_page_through_the_bell(browser: Any,
         first.wait_for()
         page.locator("tidings-bell .item img.face").first.wait_for()  # the actors' avatars
         page.screenshot(path=str(ARTIFACTS / f"demo-flyout-{width}.png"))
+        # a long list scrolls inside the flyout; "See all notifications" stays at its foot
+        panel = page.locator("tidings-bell .panel").bounding_box()
+        foot = page.locator("tidings-bell .foot").bounding_box()
+        assert abs((foot["y"] + foot["height"]) - (panel["y"] + panel["height"])) <= 2
+        assert panel["y"] + panel["height"] <= 800
+        assert page.evaluate("""() => { const body = document.querySelector('tidings-bell')
+            .shadowRoot.querySelector('.body'); return body.scrollHeight > body.clientHeight; }""")
         with page.expect_navigation():
             first.click()
         assert "/wiki/" in page.url

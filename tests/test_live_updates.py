@@ -99,16 +99,20 @@ def test_a_stream_hears_another_processes_delivery_before_its_poll(postgres_url:
                 headers={"Authorization": f"Bearer {token}"}) as response:
             assert response.status_code == 200
             lines = response.iter_lines()
-            assert _next_event(lines) == ("unread", '{"count":0,"display":"0"}')
+            assert _next_event(lines) == ("unread", NONE)
             worker_side.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
             started = time.monotonic()
             worker_side.run_jobs()
             kind, data = _next_event(lines)
             assert kind == "notification" and '"actor":"alice"' in data
-            assert _next_event(lines) == ("unread", '{"count":1,"display":"1"}')
+            assert _next_event(lines) == ("unread", ONE)
             assert time.monotonic() - started < 30  # far below the 60 s poll
             worker_side.mark_all_read("bob")
-            assert _next_event(lines) == ("unread", '{"count":0,"display":"0"}')
+            assert _next_event(lines) == ("unread", NONE)
+
+
+NONE = '{"count":0,"display":"0","unseen":0,"unseen_display":"0"}'  # the `unread` frames
+ONE = '{"count":1,"display":"1","unseen":1,"unseen_display":"1"}'
 
 
 def _next_event(lines: Iterator[str]) -> tuple[str, str]:

@@ -178,7 +178,7 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
     site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"}})
     page = open_inbox(browser, site, "bob", width=1280)
     page.goto(f"{site.url}/#/preferences")
-    page.get_by_role("heading", name="Preferences").wait_for()
+    page.locator("#matrix tr").first.wait_for()  # shown once loaded
     heads = page.locator("#matrix-head th").all_inner_texts()
     assert heads == ["Category", "Web"]  # neither SMTP nor webhooks on this server
     rows = page.locator("#matrix tr")
@@ -212,7 +212,7 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
 def test_a_webhook_column_when_webhooks_are_on(browser: Any, webhook_site: Site) -> None:
     page = open_inbox(browser, webhook_site, "bob", width=390)
     page.goto(f"{webhook_site.url}/#/preferences")
-    page.get_by_role("heading", name="Preferences").wait_for()
+    page.locator("#matrix tr").first.wait_for()  # shown once loaded
     assert page.locator("#matrix-head th").all_inner_texts() == ["Category", "Web", "Webhook"]
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shot(page, "preferences-390")
@@ -260,3 +260,24 @@ def test_every_page_fits_the_width(browser: Any, site: Site, width: int,
             page.locator("#list li, #matrix tr").first.wait_for()
         assert page.evaluate("document.documentElement.scrollWidth") <= width, name
         shot(page, f"{name}-{width}-{scheme}")
+
+
+def test_the_preferences_form_shows_once_loaded(browser: Any, site: Site) -> None:
+    """Nothing typed can be overwritten by a late answer: no form until the answer came."""
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    site.contexts.append(context)
+    held: list[Any] = []
+    context.route("**/v1/me/preferences", lambda route: held.append(route))
+    page = context.new_page()
+    page.goto(f"{site.url}/#token={site.token('bob')}")
+    page.locator("#list .empty").wait_for()
+    page.goto(f"{site.url}/#/preferences")
+    page.get_by_text("Loading…").wait_for()
+    assert page.locator("#prefs").is_hidden()
+    context.unroute("**/v1/me/preferences")
+    assert wait_until(lambda: bool(held))
+    for route in held:
+        route.fallback()
+    page.locator("#prefs").wait_for()
+    assert page.locator("#frequency").input_value() == "immediate"
+    assert page.get_by_text("Loading…").count() == 0

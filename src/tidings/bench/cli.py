@@ -24,7 +24,8 @@ from tidings.bench import http as http_workload
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import plot as bench_plot
 from tidings.bench import sweep as sweep_workload
-from tidings.bench.report import write_json
+from tidings.bench.compare import Side, comparison
+from tidings.bench.report import environment, write_json
 from tidings.config import Config
 
 bench_app = typer.Typer(
@@ -39,6 +40,13 @@ if not console.is_terminal:  # a file or a pipe: keep each table row on one line
     console = Console(width=200)
 err = Console(stderr=True)
 S = TypeVar("S")
+# What each figure of the Redis hot-store bench (tidings.bench.hot) runs as its baseline.
+HOT_BASELINES = {
+    "fan-out rows/s": ("rows/s", "server-side Lua fan-out: ZADD + trim per follower, 43 "
+                                 "followers a message, 100 messages a pipeline"),
+    "page of 20 /s": ("pages/s", "ZREVRANGEBYSCORE id page below a score cursor"),
+    "unread count /s": ("counts/s", "ZCOUNT of the unread index"),
+}
 
 StoreOption = Annotated[str | None, typer.Option(
     "--store", metavar="URL", show_default="a temporary SQLite file",
@@ -165,7 +173,7 @@ def inbox(
     run."""
     if store is not None and store.startswith(("redis://", "rediss://", "redis+cluster://",
                                                "rediss+cluster://")):
-        _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, None)
+        _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, plot_file)
         return
     settings = inbox_workload.InboxSettings(
         store=store, scale=scale, rounds=rounds, ops=ops, seed=seed, baseline=baseline,
@@ -181,7 +189,16 @@ def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict
     url, scale, rounds, ops, seed = settings
     with tempfile.TemporaryDirectory(prefix="tidings-bench-") as folder:
         data = hot.run(url, scale, rounds, ops, seed, folder, progress)
-    return {"workload": "inbox-hot", "store": url.split("?")[0], "rounds": rounds, "data": data}
+    # the same "comparisons" as the SQL workloads write, so --json readers and --plot need
+    # no second format
+    comparisons = [
+        comparison(name, unit, Side(row["tidings"], ()), Side(row["baseline"], ()),
+                   statement=statement, anchor="bench-anchors/raw_redis.py")
+        for name, row in data["figures"].items()
+        for unit, statement in [HOT_BASELINES.get(name, ("per second", ""))]]
+    return {"workload": "inbox-hot", "store": url.split("?")[0], "backend": "redis",
+            "rounds": rounds, "environment": environment(), "data": data,
+            "comparisons": comparisons}
 
 
 def _hot_table(result: dict[str, Any]) -> list[Table]:

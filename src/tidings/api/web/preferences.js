@@ -33,9 +33,12 @@ const hourName = (hour) => `${String(hour).padStart(2, "0")}:00`;
 
 export async function showPreferences(main) {
   // load first, then show the form: nothing typed can be overwritten by a late answer
-  const [prefs, types] = await Promise.all([api("/v1/me/preferences"), loadTypes()]);
   const form = main.querySelector("#prefs");
   const status = main.querySelector("#prefs-status");
+  form.hidden = true;
+  main.querySelector("h1").after(el("p", { class: "status loading", role: "status", text: "Loading…" }));
+  const [prefs, types] = await Promise.all([api("/v1/me/preferences"), loadTypes()]);
+  main.querySelector(".loading").remove();
   const $ = (id) => main.querySelector(`#${id}`);
   const channels = types.enabled_channels && types.enabled_channels.length ? types.enabled_channels
     : ["web", "email", "webhook"];  // a server before enabled_channels: every channel
@@ -79,6 +82,7 @@ export async function showPreferences(main) {
     return row;
   }));
 
+  form.hidden = false;
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     // switches of categories not shown (no type today) are kept as they are
