@@ -16,7 +16,8 @@ Fixtures:
 ``api_store_url``
     A clean database at head on ``api_backend`` (cloned from the session's template), dropped after.
 ``start_server``
-    A factory: ``start_server(**create_app_options)`` builds an app with :func:`create_app` on
+    A factory: ``start_server(config={...}, **create_app_options)`` builds an app with
+    :func:`create_app` (over an engine whose ``Config`` takes the fields of ``config``) on
     ``api_store_url`` (the types of ``engines.py``, a wall clock, the embedded worker, a 50 ms
     stream poll, :data:`SERVER_KEY` and :data:`TOKEN_SECRET`), serves it with uvicorn on a free
     loopback port in a background thread and returns a :class:`LiveServer`; it stops after the
@@ -134,10 +135,13 @@ def wait_for(condition: Callable[[], Any], timeout: float = 5.0, every: float = 
         time.sleep(every)
 
 
-def start(stack: contextlib.ExitStack, url: str, **options: Any) -> LiveServer:
-    """Serve an app on ``url`` until ``stack`` closes (the server stops before the engine)."""
-    config = Config(database_url=url, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET)
-    tidings = stack.enter_context(Tidings(config, types=TYPES))
+def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | None = None,
+          **options: Any) -> LiveServer:
+    """Serve an app on ``url`` until ``stack`` closes (the server stops before the engine);
+    ``config`` sets fields of the engine's :class:`Config` (``timeline_model="pull"``…)."""
+    engine_config = Config(database_url=url, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET,
+                           **(config or {}))
+    tidings = stack.enter_context(Tidings(engine_config, types=TYPES))
     tidings.load_types()
     settings: dict[str, Any] = {"api_keys": (SERVER_KEY,), "token_secret": TOKEN_SECRET,
                                 "run_worker": True, "stream_interval": 0.05, **options}

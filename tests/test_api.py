@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -89,6 +90,36 @@ def test_same_idempotency_key_and_body_returns_the_first_answer(live: LiveServer
         assert live.settled()
         assert len(table_rows(live.tidings, "events")) == 1
         assert server.unread_count(user="bob")["count"] == 1
+        assert server.unread_count(user="carol")["count"] == 0
+
+
+def test_idempotency_keys_are_scoped_per_server_key(
+        start_server: Callable[..., LiveServer]) -> None:
+    """Two applications (two server keys) using the same key each get their own event; the
+    same key from the same server key is still deduplicated, and a different body is 409."""
+    other_key = "another-server-key-9876543210"
+    live = start_server(api_keys=(SERVER_KEY, other_key))
+    event = {"type": "mention", "actor": "alice", "recipients": ["bob"],
+             "idempotency_key": "link:42:17"}
+    with live.http() as first_app, live.http(other_key) as second_app:
+        first = first_app.post("/v1/events", json=event)
+        second = second_app.post("/v1/events", json=event)
+        assert (first.status_code, second.status_code) == (202, 202)
+        assert first.json()["id"] != second.json()["id"]
+
+        again = second_app.post("/v1/events", json=event)
+        batch = first_app.post("/v1/events/batch", json={"events": [event]})
+        assert (again.status_code, again.json()) == (202, second.json())
+        (item,) = batch.json()["items"]
+        assert (item["status"], item["id"]) == ("accepted", first.json()["id"])
+        conflict = second_app.post("/v1/events", json={**event, "recipients": ["carol"]})
+        assert conflict.status_code == 409
+        assert error_of(conflict)["code"] == "idempotency_conflict"
+
+        assert live.settled()
+        assert len(table_rows(live.tidings, "events")) == 2
+    with live.client() as server:
+        assert server.unread_count(user="bob")["count"] == 2
         assert server.unread_count(user="carol")["count"] == 0
 
 
@@ -277,6 +308,51 @@ def test_mark_read_by_ids_then_unread(live: LiveServer) -> None:
         with pytest.raises(ApiError) as caught:
             bob.mark_read(ids=["x"])
         assert caught.value.status == 422 and "ids" in caught.value.message
+
+
+def test_read_up_to_an_id_and_delete_one_recipients_notification(live: LiveServer) -> None:
+    with live.client() as server, live.client(live.token("bob")) as bob:
+        ids = [mention(server, actor, "bob", "carol") for actor in ("alice", "dave", "erin")]
+        assert live.settled()
+        assert bob.mark_read_up_to(ids[1]) == 2  # ids[0] and ids[1]
+        assert [i["read"] for i in bob.iter_notifications()] == [False, True, True]
+        assert server.mark_read_up_to(ids[0], user="bob") == 0  # below the mark: nothing
+        assert bob.unread_count()["count"] == 1
+        newer = mention(server, "frank", "bob")
+        assert live.settled()
+        assert bob.unread_count()["count"] == 2  # arrived above the mark
+
+        bob.delete_notification(ids[2])
+        server.delete_notification(newer, user="bob")
+        assert [i["id"] for i in bob.iter_notifications()] == [ids[1], ids[0]]
+        assert [i["id"] for i in server.iter_notifications(user="carol")] == ids[::-1]
+        assert server.unread_count(user="carol")["count"] == 3
+
+        for call in (lambda: bob.delete_notification(ids[2]),  # already gone
+                     lambda: bob.mark_read_up_to(ids[2]),
+                     lambda: server.delete_notification(ids[0], user="zed")):  # not theirs
+            with pytest.raises(ApiError) as caught:
+                call()
+            assert (caught.value.status, caught.value.code) == (404, "not_found")
+
+
+def test_group_members_are_added_listed_and_removed(live: LiveServer) -> None:
+    with live.client() as server:
+        assert server.add_member("staff", "bob") == {"group": "staff", "user": "bob",
+                                                     "member": True}
+        assert server.add_member("staff", "bob")["member"] is True  # idempotent
+        for user in ("carol", "alice"):
+            server.add_member("staff", user)
+        server.add_member("other", "dave")
+        first = server.members("staff", limit=2)
+        assert [m["user"] for m in first["items"]] == ["alice", "bob"]
+        rest = server.members("staff", limit=2, cursor=first["next_cursor"])
+        assert ([m["user"] for m in rest["items"]], rest["next_cursor"]) == (["carol"], None)
+        assert server.remove_member("staff", "bob") == {"group": "staff", "user": "bob",
+                                                        "member": False}
+        assert server.remove_member("staff", "bob")["member"] is False
+        assert [m["user"] for m in server.members("staff")["items"]] == ["alice", "carol"]
+        assert server.members("empty") == {"items": [], "next_cursor": None}
 
 
 def test_mark_all_read_optionally_narrowed(live: LiveServer) -> None:
@@ -614,6 +690,14 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
             who.put_preferences(who.get_preferences(user=user), user=user)
             with contextlib.closing(who.stream(user=user, timeout=2)) as frames:
                 next(frames)
+        for who, user in ((server, "bob"), (bob, None)):
+            who.mark_read_up_to(liked["id"], user=user)
+            fresh = mention(server, "alice", "bob")
+            assert live.settled()
+            who.delete_notification(fresh, user=user)
+        server.add_member("staff", "bob")
+        server.members("staff")
+        server.remove_member("staff", "bob")
         server.retract(type="like")
         assert server.report_bounce("Bob@Example.org") == {"address": "bob@example.org",
                                                           "bounced": True}

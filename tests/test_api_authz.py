@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from engines import table_rows
-from servers import SERVER_KEY, LiveServer
+from servers import SERVER_KEY, LiveServer, wait_for
 from tidings.client import Client
 from tidings.store.sql.schema import metadata
 
@@ -47,6 +47,19 @@ def _victims_subscription(server: Client, user: str) -> dict[str, str]:
     return {"subscription_id": server.subscriptions(user=user)["items"][0]["id"]}
 
 
+def _victims_notification(server: Client, user: str) -> dict[str, str]:
+    return {"notification_id": server.notifications(user=user)["items"][0]["id"]}
+
+
+def _own_notification(server: Client, user: str) -> dict[str, str]:
+    """A fresh notification of ``user``'s own (each deletion takes one)."""
+    event_id = server.publish("mention", actor="zed", recipients=[user])["id"]
+    ids = wait_for(lambda: {i["id"] for i in server.notifications(user=user)["items"]
+                            } & {event_id}, timeout=10)
+    assert ids, f"{user} never got event {event_id}"
+    return {"notification_id": event_id}
+
+
 # Every route under /v1/users/{user} (and so /v1/me), keyed by (method, path after the prefix).
 USER_ROUTES: dict[tuple[str, str], Call] = {
     ("GET", "/notifications"): Call(params={"unread": "true", "limit": 5}),
@@ -54,6 +67,9 @@ USER_ROUTES: dict[tuple[str, str], Call] = {
     ("POST", "/notifications/read"): Call(json={"all": True}, bad_json={"all": "nope"}),
     ("POST", "/notifications/unread"): Call(json={"ids": ["1", "2"]}, bad_json={"ids": 1}),
     ("POST", "/notifications/seen"): Call(json={}, bad_json={"until": "never"}),
+    # seeded: bob holds events 1 and 2, alice only 2 (she published 1)
+    ("POST", "/notifications/read-up-to"): Call(json={"id": "2"}, bad_json={"id": "two"}),
+    ("DELETE", "/notifications/{notification_id}"): Call(path=_victims_notification),
     ("GET", "/subscriptions"): Call(params={"limit": 5}),
     ("POST", "/subscriptions"): Call(json={"type": "page-linked", "object": "page:Z"},
                                      bad_json={"channels": []}),
@@ -82,6 +98,12 @@ OTHER_ROUTES: dict[tuple[str, str], tuple[int, Call]] = {
     ("POST", "/v1/bounces"): (403, Call(json={"address": "bob@example.org"})),
     ("DELETE", "/v1/bounces/{address}"): (403, Call(
         path=lambda server, user: {"address": "bob@example.org"})),
+    ("PUT", "/v1/groups/{group}/members/{user}"): (403, Call(
+        path=lambda server, user: {"group": "staff", "user": "alice"})),
+    ("DELETE", "/v1/groups/{group}/members/{user}"): (403, Call(
+        path=lambda server, user: {"group": "staff", "user": "bob"})),
+    ("GET", "/v1/groups/{group}/members"): (403, Call(
+        params={"limit": 5}, path=lambda server, user: {"group": "staff"})),
     ("GET", "/v1/unsubscribe/{token}"): (404, Call(
         path=lambda server, user: {"token": "Ym9i.0123abcd"})),
     ("POST", "/v1/unsubscribe/{token}"): (404, Call(
@@ -135,6 +157,7 @@ def seeded(live: LiveServer) -> LiveServer:
         server.follow("carol", user="bob")
         server.follow("bob", user="carol")
         server.put_preferences({"muted": {"actors": ["mallory"]}, "locale": "de"}, user="bob")
+        server.add_member("staff", "bob")
         assert live.settled()
         (first, _) = [i["id"] for i in server.iter_notifications(user="bob")]
         server.mark_read(user="bob", ids=[first])
@@ -190,6 +213,8 @@ def test_a_user_token_may_use_its_own_routes(seeded: LiveServer) -> None:
                 path = template.replace("{user}", "alice")
                 if call.path is _victims_subscription:
                     call = Call(path=_own_subscription)
+                if call.path is _victims_notification:
+                    call = Call(path=_own_notification)
                 path = path.format(**call.path(server, "alice"))
                 response = _send(http, method, path, call, token=live.token("alice"))
                 expected = _success(spec, method, template)
@@ -211,7 +236,8 @@ def test_server_routes_refuse_user_tokens_and_me_refuses_server_keys(
             answers.append((method, path, response.status_code, expected))
         for (method, suffix), call in USER_ROUTES.items():
             if "{" in suffix:
-                suffix = suffix.format(subscription_id="1", other="carol")
+                suffix = suffix.format(subscription_id="1", other="carol",
+                                       notification_id="1")
             response = _send(http, method, ME_PREFIX + suffix, call, token=SERVER_KEY)
             answers.append((method, ME_PREFIX + suffix, response.status_code, 403))
     assert [a for a in answers if a[2] != a[3]] == []

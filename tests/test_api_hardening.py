@@ -22,6 +22,7 @@ from contract import error_of
 from engines import table_counts
 from servers import LiveServer
 from tidings.api.jsonshape import dumps, iterencode
+from tidings.api.schemas.params import NOTIFICATION_ROUTES
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.fanout.specs import fanout_spec
@@ -246,6 +247,7 @@ def test_a_trailing_newline_is_not_part_of_an_id(shared_live: LiveServer) -> Non
 # -- 13.8: unknown query parameters ----------------------------------------------------------------
 
 PATH_VALUES = {"user": "bob", "other": "alice", "name": "mention", "subscription_id": "1",
+               "notification_id": "1", "group": "staff",
                "token": "Ym9i.0123abcd", "address": "bob@example.org"}
 
 
@@ -257,8 +259,9 @@ def _operations(spec: dict[str, Any]) -> list[tuple[str, str]]:
 def test_unknown_query_parameters_are_named_in_a_400(shared_live: LiveServer) -> None:
     with shared_live.http() as http, unchanged(shared_live):
         response = http.get("/v1/users/bob/notifications",
-                            params={"actor": "alice", "since_id": "9", "limit": "5"})
-        refused(http, response, 400, "unknown query parameter: actor, since_id")
+                            params={"actor": "alice", "sort": "asc", "since": "9",
+                                    "limit": "5"})
+        refused(http, response, 400, "unknown query parameter: sort, since")
         token = shared_live.token("bob")
         # a token in the URL is for streams only (browsers' EventSource cannot send headers)
         refused(http, http.get("/v1/users/bob/notifications", params={"access_token": token}),
@@ -301,3 +304,17 @@ def test_the_fallback_encoder_takes_any_depth_and_lone_surrogates() -> None:
     deep = nested(5000, "\ud800")
     text = dumps(deep).decode("ascii")
     assert text == '{"a":' * 5000 + '"\\ud800"' + "}" * 5000
+
+
+def test_a_notification_id_never_takes_a_sibling_routes_name(
+        shared_live: LiveServer, openapi_spec: dict[str, Any]) -> None:
+    """``DELETE …/notifications/{id}`` stands beside fixed routes: every one of them is named
+    in NOTIFICATION_ROUTES, so a method they lack is a 405, not a 422 on a bad id."""
+    siblings = {path.rsplit("/", 1)[1] for path in openapi_spec["paths"]
+                if path.startswith("/v1/users/{user}/notifications/") and "{" not in
+                path.rsplit("/", 1)[1]}
+    assert siblings == set(NOTIFICATION_ROUTES)
+    with shared_live.http() as http, unchanged(shared_live):
+        for name in siblings:
+            assert http.delete(f"/v1/users/bob/notifications/{name}").status_code == 405
+        refused(http, http.delete("/v1/users/bob/notifications/abc"), 422, "notification_id")

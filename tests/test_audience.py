@@ -294,3 +294,48 @@ def test_an_unfollowed_actor_is_heard_no_more(t: Tidings) -> None:
     t.run_jobs()
 
     assert recipients_of(t, event.id) == ["carol"]
+
+
+# -- the chunk size bounds every job (issue 13, item 6) ----------------------------------------
+
+def test_no_job_delivers_more_than_the_chunk_size_in_all(any_store_url: str) -> None:
+    """Every source fits a chunk on its own (4 recipients, 3 subscribers, 3 followers), but
+    not together: the fan-out job must not take the fast path, and no job may deliver more
+    than ``chunk_size`` users."""
+    with open_tidings(any_store_url, chunk_size=3) as t:
+        for user in ("s1", "s2", "s3"):
+            t.subscribe(user, "edit", "page:Rome")
+        for user in ("f1", "f2", "f3"):
+            t.follow(user, "alice")
+        event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome",
+                           "recipients": ["r1", "r2", "r3", "r4"]})
+
+        worker = t.worker()  # one job per run_once
+        per_job: list[int] = []
+        while True:
+            before = t.counters.delivered
+            if worker.run_once() == 0:
+                break
+            per_job.append(t.counters.delivered - before)
+
+        assert per_job[0] == 0  # the fan-out job itself was replaced by chunk jobs
+        assert max(per_job) <= 3
+        assert sum(per_job) == 10
+        assert recipients_of(t, event.id) == ["f1", "f2", "f3", "r1", "r2", "r3", "r4",
+                                              "s1", "s2", "s3"]
+
+
+def test_a_follower_gets_the_timeline_entry_when_another_source_is_chunked(
+        any_store_url: str) -> None:
+    with open_tidings(any_store_url, chunk_size=3) as t:
+        for user in ("bob", "s1", "s2", "s3", "s4"):  # five subscribers: chunked
+            t.subscribe(user, "edit", "page:Rome")
+        t.follow("bob", "alice")  # one follower: a small source
+        t.follow("carol", "alice")
+        event = t.publish({"type": "edit", "actor": "alice", "object": "page:Rome"})
+        t.run_jobs()
+
+        assert recipients_of(t, event.id) == ["bob", "carol", "s1", "s2", "s3", "s4"]
+        for follower in ("bob", "carol"):
+            assert [str(item.id) for item in t.timeline(follower).items] == [str(event.id)]
+        assert t.timeline("s1").items == []

@@ -202,3 +202,48 @@ def test_a_bench_store_empties_only_itself(store_url: str) -> None:
             store.empty_tables(other)
     finally:
         other.dispose()
+
+
+def test_bench_timelines_baseline_json_and_plot(tmp_path: Path) -> None:
+    out, png = tmp_path / "timelines.json", tmp_path / "timelines.png"
+    result = runner.invoke(bench_app, [
+        "timelines", "--scale", "0.002", "--rounds", "1", "--ops", "5", "--submits", "5",
+        "--baseline", "--json", str(out), "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    assert "seed SQL" in result.output and "article (2008)" in result.output
+    data = json.loads(out.read_text())
+    assert [g["graph"] for g in data["data"]] == ["uniform", "skewed"]
+    assert all(g["users"] == 20 and g["messages"] == 2000 for g in data["data"])
+    models = [m for m in ("push", "pull", "hybrid")
+              if any(r["model"] == m for r in data["results"])]
+    assert models[0] == "push"
+    assert [r["figure"] for r in data["comparisons"]] == [
+        f"{m}: {f} ({g})" for g in ("uniform", "skewed") for m in models
+        for f in ("submit", "first page", "later page")]
+    assert_compared(data)
+    for row in data["storage"]:
+        assert row["total_bytes"] >= row["timelines_and_events_bytes"] > 0
+        assert row["seed_bytes"] > 0 and row["ratio"] is not None
+        if row["model"] == "push":  # 20 users at most 800 rows each; the seed keeps all
+            assert 0 < row["mailbox_rows"] <= 20 * 800
+    assert png.read_bytes().startswith(PNG)
+
+
+def test_bench_timelines_runs_on_every_sql_backend(store_url: str, tmp_path: Path) -> None:
+    """Each model's pages are checked against the seed's naive join inside the run, and the
+    mailbox rows of each submit are counted: a wrong answer exits non-zero."""
+    out = tmp_path / "timelines.json"
+    result = runner.invoke(bench_app, [
+        "timelines", "--store", store_url, "--scale", "0.002", "--graphs", "skewed",
+        "--rounds", "1", "--ops", "3", "--submits", "3", "--baseline", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert_compared(data)
+    assert {row["graph"] for row in data["storage"]} == {"skewed"}
+
+
+def test_bench_timelines_refuses_unknown_models_and_graphs() -> None:
+    for option, value in (("--models", "push,fanin"), ("--graphs", "ring")):
+        result = runner.invoke(bench_app, ["timelines", option, value])
+        assert result.exit_code == 2
+        assert "choose from" in result.output

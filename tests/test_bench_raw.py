@@ -16,7 +16,7 @@ from rich.progress import Progress
 from sqlalchemy import select
 
 from servers import serve
-from tidings.bench import fanout_raw
+from tidings.bench import fanout_raw, timeline_data, timeline_seed
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.baseline_app import create_app
@@ -172,3 +172,39 @@ def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
     finally:
         raw.close()
         t.close()
+
+
+def test_the_timeline_seeds_statements_answer_what_its_naive_join_answers(
+        store_url: str) -> None:
+    """W1's baseline: the seed's push mailbox, its per-followee pull merge (stored procedures
+    on MariaDB, LATERAL on PostgreSQL, a correlated subquery on SQLite) and its submits give
+    the naive join's pages, on the data the bench loads into tidings' tables."""
+    data = timeline_data.generate("skewed", 0.002, 4)
+    timeline_data.load_history(store_url, data, time.time_ns() // 1000, lambda _: None)
+    timeline_seed.create(store_url)
+    assert timeline_seed.load(store_url, data, lambda _: None) == sum(
+        data.followers()[s] for s in data.senders)
+    seed = timeline_seed.SeedTimelines(store_url)
+    try:
+        checked = 0
+        for user in range(1, data.users + 1):
+            want = timeline_data.naive_page(store_url, user, None)
+            assert [r[0] for r in seed.push_page(user)] == want
+            assert [r[0] for r in seed.pull_page(user)] == want
+            if len(want) == 20:
+                later = timeline_data.naive_page(store_url, user, want[-1])
+                assert [r[0] for r in seed.push_page(user, want[-1])] == later
+                assert [r[0] for r in seed.pull_page(user, want[-1])] == later
+                checked += 1
+        assert checked >= 10
+        sender = data.senders[0]
+        assert seed.push_submit(sender, "hello") == data.followers()[sender]
+        seed.pull_submit(sender, "again")
+        follower = next(a for a, b in data.edges if b == sender)
+        newest = [r[0] for r in seed.pull_page(follower)][:2]
+        assert newest == [data.messages + 2, data.messages + 1]
+        assert seed.push_page(follower)[0][0] == data.messages + 1
+        timeline_seed.remove_submitted(store_url, data.messages)
+        assert seed.pull_page(follower)[0][0] <= data.messages
+    finally:
+        seed.close()

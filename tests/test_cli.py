@@ -15,7 +15,8 @@ from tidings.jobs.model import JobSpec
 
 runner = CliRunner()
 COMMANDS = [[], ["serve"], ["worker"], ["demo"], ["migrate"], ["import"], ["jobs"], ["bounce"],
-            ["types"], ["bench"], ["bench", "inbox"], ["bench", "fanout"], ["bench", "http"]]
+            ["types"], ["bench"], ["bench", "inbox"], ["bench", "fanout"], ["bench", "http"],
+            ["bench", "timelines"]]
 
 
 def test_version() -> None:
@@ -36,7 +37,8 @@ def test_help_shows_no_type_placeholders(command: list[str]) -> None:
 
 def test_bench_help_explains_the_workload_names() -> None:
     result = runner.invoke(app, ["bench", "--help"])
-    for name, meaning in (("W2", "inbox"), ("W3", "fanout"), ("W4", "http")):
+    for name, meaning in (("W1", "timelines"), ("W2", "inbox"), ("W3", "fanout"),
+                          ("W4", "http")):
         assert re.search(rf"{meaning} is {name}", result.output), result.output
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from live import LiveServer
 from test_web import ARTIFACTS, browser  # noqa: F401  (fixture)
-from tidings.demo import PAGES, VIEWERS, events
+from tidings.demo import PAGES, USERS, VIEWERS, events
 from tidings.demo.run import demo_app, open_world
 from tidings.engine import Tidings
 
@@ -160,3 +160,50 @@ def test_the_demo_from_its_sign_in_list_to_a_page_through_the_bell(browser: Any,
         assert page.locator("h1").is_visible() and "Page not found" not in page.content()
     finally:
         context.close()
+
+
+def test_the_viewers_follow_one_another_and_their_following_pages_fill(demo: Demo) -> None:
+    for viewer in VIEWERS:
+        followed = {f.user for f in demo.tidings.following(viewer, limit=100).items}
+        assert followed >= set(VIEWERS) - {viewer}
+    for event in itertools.islice(events(random.Random(3)), 60):  # the demo's first burst
+        demo.tidings.publish(event)
+    demo.tidings.run_jobs()
+    for viewer in VIEWERS:
+        followed = {f.user for f in demo.tidings.following(viewer, limit=100).items}
+        timeline = demo.tidings.timeline(viewer, limit=100).items
+        assert timeline, f"{viewer}'s Following page is empty"
+        assert {entry.actor for entry in timeline} <= followed
+
+
+def test_a_users_page_has_a_follow_button_that_fills_the_following_page(
+        browser: Any, demo: Demo) -> None:
+    stranger = next(u for u in USERS if u != "bob" and u not in following(demo, "bob"))
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{demo.url}/#token={demo.tokens['bob']}")
+        page.locator("#list li, #list .empty").first.wait_for()
+        page.goto(f"{demo.url}/wiki/User:{stranger}")
+        page.get_by_role("button", name="+ Follow").click()
+        page.locator("#follow[aria-pressed='true']").wait_for()
+        assert stranger in following(demo, "bob")
+        page.get_by_role("status").filter(has_text=f"You follow {stranger}").wait_for()
+        demo.tidings.publish({"type": "page-edited", "actor": stranger, "object": "page:Fog",
+                              "payload": {"avatar_url": f"/demo/avatars/{stranger}.svg"}})
+        demo.tidings.run_jobs()
+        page.goto(f"{demo.url}/#/following")
+        page.locator("#list li", has_text=stranger).first.wait_for()
+        page.goto(f"{demo.url}/wiki/User:{stranger}")
+        page.locator("#follow[aria-pressed='true']").click()  # read back, then unfollowed
+        page.locator("#follow[aria-pressed='false']").wait_for()
+        assert stranger not in following(demo, "bob")
+        page.goto(f"{demo.url}/wiki/User:bob")  # one's own page: nobody to follow
+        page.locator("#watch").wait_for()
+        assert page.locator("#follow").is_hidden()
+    finally:
+        context.close()
+
+
+def following(demo: Demo, user: str) -> set[str]:
+    return {f.user for f in demo.tidings.following(user, limit=100).items}

@@ -333,6 +333,41 @@ def test_retraction_cancels_unsent_mail_and_pending_windows(world: World) -> Non
     assert world.mails(dave) == []
 
 
+def test_deleting_a_notification_cancels_that_recipients_unsent_mail(world: World) -> None:
+    """One recipient deletes a notification before its mail went out: no mail for them (the
+    queued immediate mail, the bundling window, the digest), while others get theirs."""
+    bob, bobby, carol = world.user("bob"), world.user("bobby"), world.user("carol")
+    dave, erin = world.user("dave", "daily"), world.user("erin", "daily")
+    first = world.t.publish(Event("mention", actor="alice", recipients=["bob", "bobby", "carol"],
+                                  payload={"text": "hello"}))
+    world.t.run_jobs(max_jobs=1)  # fan-out only: the mail jobs are queued, not sent
+    world.t.delete_notification("bob", first.id)  # bobby's id starts with bob's: untouched
+    world.t.run_jobs()
+    assert world.mails(bob) == []
+    assert len(world.mails(bobby)) == len(world.mails(carol)) == 1
+
+    for actor in ("alice", "dave"):  # the first is mailed, the second waits in the window
+        world.t.publish(Event("page-linked", actor=actor, object="page:X",
+                              recipients=["bob", "carol"]))
+        world.t.run_jobs()
+    waiting = world.t.publish(Event("page-linked", actor="erin", object="page:X",
+                                    recipients=["bob", "carol"]))
+    world.t.run_jobs()
+    world.t.delete_notification("bob", waiting.id)
+    digest = world.t.publish(Event("mention", actor="alice", recipients=["dave", "erin"],
+                                   payload={"text": "for the digest"}))
+    world.t.run_jobs()
+    world.t.delete_notification("dave", digest.id)
+    world.advance(24 * HOUR)
+
+    assert [m["Subject"] for m in world.mails(bob)] == [
+        "X was linked by alice", "X was linked by dave"]  # erin's link left the window
+    assert [m["Subject"] for m in world.mails(carol)][1:] == [
+        "X was linked by alice", "X was linked by erin and 1 other"]
+    assert world.mails(dave) == []
+    assert len(world.mails(erin)) == 1
+
+
 def test_smtp_failure_is_retried_and_logged(mail_store: str) -> None:
     require("SMTP test server (aiosmtpd)", check_aiosmtpd)
     sink = SmtpSink()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,8 +11,10 @@ import pytest
 from engines import enqueue, jobs_by_func, keys_of, open_tidings
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
+from tidings.exceptions import StoreUnavailable
 from tidings.jobs.context import Handler, JobContext
 from tidings.jobs.model import SECOND, Job, JobSpec
+from tidings.jobs.worker import OUTAGE_GIVEBACKS
 from tidings.ports import Tx
 
 LEASE = 30.0
@@ -277,3 +280,40 @@ def test_release_gives_a_job_back_without_counting_the_attempt(t: Tidings) -> No
 
     assert again.id == job.id
     assert again.attempts == 1
+
+
+def _unavailable(ctx: JobContext, tx: Tx, job: Job) -> None:
+    raise StoreUnavailable("statement timeout")
+
+
+def test_an_unavailable_store_gives_the_job_back_without_spending_an_attempt(t: Tidings) -> None:
+    t.handlers["flaky"] = Handler(run=_unavailable)
+    enqueue(t, JobSpec("flaky", {}))
+    worker = t.worker()
+
+    with pytest.raises(StoreUnavailable):
+        worker.run_once()
+
+    assert t.queue.failures() == []
+    (again,) = t.queue.claim(1)
+    assert again.attempts == 1  # this claim's: the given-back run did not count
+
+
+def test_a_job_that_always_meets_an_unavailable_store_spends_its_attempts(
+        t: Tidings, clock: FrozenClock) -> None:
+    """The queue answers every time, so it is the job, not an outage: it fails for good
+    instead of being given back forever."""
+    t.handlers["flaky"] = Handler(run=_unavailable)
+    enqueue(t, JobSpec("flaky", {}))
+    worker = t.worker()
+
+    runs = 0
+    while t.queue.stats()["queued"] and runs < 100:
+        runs += 1
+        with contextlib.suppress(StoreUnavailable):
+            worker.run_once()
+        clock.advance(3600)
+
+    assert t.queue.stats() == {"queued": 0, "runnable": 0, "running": 0, "failed": 1}
+    assert runs == 3 * OUTAGE_GIVEBACKS
+    assert all("store unavailable on every run" in f.error for f in t.queue.failures())

@@ -59,6 +59,22 @@ def test_watch_hears_deliveries_and_marks_after_commit(t: Tidings) -> None:
     assert heard.calls == 3
 
 
+def test_watch_hears_a_followees_post_reach_the_timeline(t: Tidings) -> None:
+    """Bob reads posts on his timeline only (no inbox row for them): the timeline alone has
+    to tell his streams. Carol, who follows nobody, hears nothing."""
+    t.follow("bob", "alice")
+    t.set_preferences("bob", {"channels": {"post": {"web": False}}})
+    heard, other = Heard(), Heard()
+    t.watch("bob", heard)
+    t.watch("carol", other)
+    event = t.publish({"type": "post", "actor": "alice", "object": "post:1"})
+    t.run_jobs()
+    assert heard.wait_for(1)
+    assert [e.id for e in t.timeline("bob").items] == [int(event.id)]
+    assert t.unread_count("bob").count == 0
+    assert other.calls == 0
+
+
 def test_a_unit_that_rolls_back_announces_nothing(t: Tidings) -> None:
     heard = Heard()
     t.watch("bob", heard)

@@ -120,6 +120,13 @@ def test_group_names_and_members_are_checked(t: Tidings) -> None:
         t.add_member("staff", "")
     with pytest.raises(InvalidInput):
         t.privacy_rule("bad name", lambda event, users: users)
+    for name in ("staff\n", "rule\n"):  # a whole-string match: no name before a newline
+        with pytest.raises(InvalidInput):
+            t.add_member(name, "u1")
+        with pytest.raises(InvalidInput):
+            t.privacy_rule(name, lambda event, users: users)
+    with pytest.raises(InvalidEventType):
+        t.define_type(EventType("leak", privacy="group:staff\n"))
 
 
 def test_a_stored_type_keeps_its_rule_for_other_processes(t: Tidings, store_url: str) -> None:

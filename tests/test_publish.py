@@ -104,6 +104,38 @@ def test_same_key_different_body_is_a_conflict(t: Tidings) -> None:
     assert snapshot(t) == before
 
 
+def test_idempotency_keys_are_scoped(t: Tidings) -> None:
+    """Two publishers (two server keys over HTTP) may use the same key: each gets its own
+    event; within one scope the key still deduplicates, and a different body conflicts."""
+    event = {"type": "mention", "actor": "alice", "recipients": ["bob"],
+             "idempotency_key": "k"}
+    library = t.publish(event)  # the library's default scope
+    first = t.publish(event, idempotency_scope="shop")
+    other = t.publish(event, idempotency_scope="forum")
+    again = t.publish(event, idempotency_scope="shop")
+    [many] = t.publish_many([event], idempotency_scope="forum")
+
+    assert len({library.id, first.id, other.id}) == 3
+    assert (first.created, other.created) == (True, True)
+    assert (again.id, again.created) == (first.id, False)
+    assert (many.id, many.created) == (other.id, False)
+    assert t.publish(event) == Published(library.id, created=False)
+    with pytest.raises(IdempotencyConflict):
+        t.publish({**event, "recipients": ["carol"]}, idempotency_scope="shop")
+    assert len(event_ids(t)) == 3
+    t.run_jobs()
+    assert len(inbox_of(t, "bob")) == 3
+
+
+@pytest.mark.parametrize("scope", ["", "s" * 65, 7])
+def test_an_idempotency_scope_must_be_a_short_string(t: Tidings, scope: object) -> None:
+    with pytest.raises(InvalidInput) as bad:
+        t.publish({"type": "mention", "recipients": ["bob"]},
+                  idempotency_scope=scope)  # type: ignore[arg-type]
+    assert bad.value.field == "idempotency_scope"
+    assert event_ids(t) == []
+
+
 def test_events_without_a_key_are_never_deduplicated(t: Tidings) -> None:
     event = {"type": "mention", "actor": "alice", "recipients": ["bob"]}
     first, second = t.publish(event), t.publish(event)

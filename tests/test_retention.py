@@ -20,7 +20,6 @@ from engines import (
 from tidings.clock import FrozenClock
 from tidings.domain.types import EventType
 from tidings.engine import Tidings, UnreadCount
-from tidings.fanout import deliver as fanout_deliver
 from tidings.fanout.specs import RETENTION, TRIM
 from tidings.jobs.model import JobSpec
 
@@ -32,7 +31,6 @@ LONG_LIVED = EventType(name="long-lived", retention_days=3, audience=("recipient
 @pytest.fixture
 def t(any_store_url: str, clock: FrozenClock,
       monkeypatch: pytest.MonkeyPatch) -> Iterator[Tidings]:
-    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 0.0)  # trim jobs only when a test asks
     with open_tidings(any_store_url, clock=clock, inbox_cap=CAP, retention_days=1,
                       types=(*TYPES, LONG_LIVED)) as tidings:
         yield tidings
@@ -82,16 +80,17 @@ def test_a_trim_under_the_cap_removes_nothing(t: Tidings) -> None:
     assert len(inbox_of(t, "bob")) == 2
 
 
-def test_timeline_pushes_schedule_trims(any_store_url: str, clock: FrozenClock,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fanout_deliver, "TRIM_SAMPLE", 1.0)  # every timeline push checks
+def test_timeline_pushes_keep_the_cap_without_jobs(any_store_url: str,
+                                                   clock: FrozenClock) -> None:
     with open_tidings(any_store_url, clock=clock, inbox_cap=CAP, timeline_cap=2) as t:
         t.follow("bob", "alice")
         t.publish_many([{"type": "post", "actor": "alice", "object": f"blog:{i}"}
                         for i in range(5)])
         t.run_jobs()
 
-        assert len(t.timeline("bob").items) == 2
+        with t.store.read() as tx:  # the mailbox holds the newest two ...
+            assert len(tx.timeline.page("bob", limit=10, before=None)) == 2
+        assert len(t.timeline("bob").items) == 5  # ... older posts are read from the events
         assert len(inbox_of(t, "bob")) == CAP
         assert t.queue.stats()["queued"] == 0
 

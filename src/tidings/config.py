@@ -9,6 +9,8 @@ from typing import Any
 
 from tidings.exceptions import ConfigError
 
+TIMELINE_MODELS = ("push", "pull", "hybrid")  # tidings.domain.timeline.MODELS
+
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
     raw = env.get(name)
@@ -66,10 +68,17 @@ class Config:
     chunk_size: int = 5000
     inbox_cap: int = 10_000
     timeline_cap: int = 800
+    timeline_model: str = "push"
+    celebrity_followers: int = 5000
     retention_days: int = 365
     lease_seconds: float = 60.0
     job_max_attempts: int = 8
     job_backoff_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.timeline_model not in TIMELINE_MODELS:
+            raise ConfigError("TIDINGS_TIMELINE_MODEL must be push, pull or hybrid, got "
+                              f"{self.timeline_model!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
@@ -101,6 +110,9 @@ class Config:
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
             inbox_cap=_int(env, "TIDINGS_INBOX_CAP", cls.inbox_cap, 1),
             timeline_cap=_int(env, "TIDINGS_TIMELINE_CAP", cls.timeline_cap, 1),
+            timeline_model=(env.get("TIDINGS_TIMELINE_MODEL") or cls.timeline_model).lower(),
+            celebrity_followers=_int(env, "TIDINGS_CELEBRITY_FOLLOWERS",
+                                     cls.celebrity_followers, 0),
             retention_days=_int(env, "TIDINGS_RETENTION_DAYS", cls.retention_days, 1),
             lease_seconds=_float(env, "TIDINGS_JOB_LEASE_SECONDS", cls.lease_seconds),
             job_max_attempts=_int(env, "TIDINGS_JOB_MAX_ATTEMPTS", cls.job_max_attempts, 1),

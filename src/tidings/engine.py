@@ -8,13 +8,12 @@ composition root) and hands each call to a service; nothing here knows which sto
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from tidings.channels import email, outbound_channels, webhook
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
-from tidings.domain.events import Event, Limits
-from tidings.domain.privacy import check_name
+from tidings.domain.events import DEFAULT_SCOPE, Event, Limits
 from tidings.domain.types import EventType, TypeRegistry, load_types_file
 from tidings.domain.views import (
     Counters,
@@ -25,22 +24,31 @@ from tidings.domain.views import (
     Published,
     StoredEvent,
     Subscription,
+    TimelineEntry,
     UnreadCount,
 )
-from tidings.exceptions import InvalidInput
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
 from tidings.jobs.registry import handlers
 from tidings.jobs.worker import Lane, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
-from tidings.services.graph import GraphService
-from tidings.services.inbox import InboxService
+from tidings.services.graph import GraphService, named
+from tidings.services.inbox import InboxService, Narrowing
 from tidings.services.publishing import Publishing
 from tidings.services.settings import SettingsService
+from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
 
-__all__ = ["Follow", "Notification", "Page", "Published", "Tidings", "UnreadCount"]
+__all__ = [
+    "Follow",
+    "Notification",
+    "Page",
+    "Published",
+    "Tidings",
+    "TimelineEntry",
+    "UnreadCount",
+]
 
 
 class Tidings:
@@ -68,10 +76,14 @@ class Tidings:
         self.graph = GraphService(self.store, self.catalog, self.clock)
         self.settings = SettingsService(self.store, self.clock,
                                         webhook.url_check(self.config))
-        self.inbox = InboxService(self.store, self.catalog, self.clock)
+        self.inbox = InboxService(self.store, self.catalog, self.clock,
+                                  [c.on_delete for c in channels if c.on_delete])
         self.handlers: dict[str, Handler] = handlers(channels)
         self.job_context = JobContext(self.config, self.clock, self.catalog, self.store,
                                       self.observer)
+        self.timelines = TimelineService(self.job_context)
+        self.graph.follow_hooks.append(self.timelines.on_follow)
+        self.graph.unfollow_hooks.append(self.timelines.on_unfollow)
 
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
@@ -151,13 +163,18 @@ class Tidings:
         """Check an event as publish would (type known, fields and limits), storing nothing."""
         return self.publishing.prepare(event)[0]
 
-    def publish(self, event: Event | Mapping[str, Any]) -> Published:
-        """Store the event and enqueue its fan-out in one transaction; durable on return."""
-        return self.publishing.publish_many([event])[0]
+    def publish(self, event: Event | Mapping[str, Any], *,
+                idempotency_scope: str = DEFAULT_SCOPE) -> Published:
+        """Store the event and enqueue its fan-out in one transaction; durable on return.
+        An ``idempotency_key`` is unique within ``idempotency_scope`` (1-64 characters): a
+        repeat with the same body returns the first event, with another body it conflicts.
+        Over HTTP every server key has a scope of its own."""
+        return self.publishing.publish_many([event], scope=idempotency_scope)[0]
 
-    def publish_many(self, batch: Sequence[Event | Mapping[str, Any]]) -> list[Published]:
+    def publish_many(self, batch: Sequence[Event | Mapping[str, Any]], *,
+                     idempotency_scope: str = DEFAULT_SCOPE) -> list[Published]:
         """Publish several events in one transaction: all are accepted, or none (bad input)."""
-        return self.publishing.publish_many(batch)
+        return self.publishing.publish_many(batch, scope=idempotency_scope)
 
     def get_event(self, event_id: str | int) -> StoredEvent:
         return self.publishing.get_event(event_id)
@@ -218,11 +235,7 @@ class Tidings:
         """Register the callable a type names with ``privacy = "rule:NAME"``: given the event
         and a batch of its audience, it returns those allowed to hear of it. Fan-out in a
         process without it fails (and retries) rather than deliver unchecked."""
-        try:
-            check_name(name, "privacy rule name")
-        except ValueError as exc:
-            raise InvalidInput(str(exc), field="name") from None
-        self.job_context.privacy_rules[name] = check
+        self.job_context.privacy_rules[named(name, "privacy rule name", "name")] = check
 
     def mute(self, user: str, *, actor: str | None = None, object: str | None = None) -> None:
         self.graph.mute(user, actor=actor, object=object)
@@ -263,40 +276,52 @@ class Tidings:
 
     # -- inbox and timeline -----------------------------------------------------------------
 
-    def notifications(self, user: str, *, types: Sequence[str] | None = None,
-                      category: str | None = None, section: str | None = None,
-                      unread: bool | None = None, limit: int = 20,
+    def notifications(self, user: str, *, unread: bool | None = None, limit: int = 20,
                       cursor: str | None = None, locale: str | None = None,
-                      actor: str | None = None, object: str | None = None,
-                      max_id: str | int | None = None, since_id: str | int | None = None
-                      ) -> Page[Notification]:
+                      **narrow: Unpack[Narrowing]) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor.
 
-        Titles are rendered in ``locale`` (falling back to English). ``actor``, ``object``,
-        ``max_id`` (event id below) and ``since_id`` (event id above) narrow it further.
+        Titles are rendered in ``locale`` (falling back to English). ``types``, ``category``,
+        ``section``, ``actor``, ``object``, ``max_id`` (event id below), ``since_id`` (event
+        id above) and ``payload`` (``{field: value}`` on fields a type marks ``queryable``)
+        narrow it (:class:`~tidings.services.inbox.Narrowing`).
         """
-        return self.inbox.notifications(user, types=types, category=category,
-                                        section=section, unread=unread, limit=limit,
-                                        cursor=cursor, locale=locale, actor=actor,
-                                        object=object, max_id=max_id, since_id=since_id)
+        return self.inbox.notifications(user, unread=unread, limit=limit, cursor=cursor,
+                                        locale=locale, **narrow)
 
-    def unread_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None,
-                     actor: str | None = None, object: str | None = None) -> UnreadCount:
-        """Unread display groups, capped at 100 and shown as '99+'."""
-        return self.inbox.unread_count(user, types=types, category=category, section=section,
-                                       actor=actor, object=object)
+    def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
+        """Unread display groups, capped at 100 and shown as '99+'; narrowed as
+        :meth:`notifications` is."""
+        return self.inbox.unread_count(user, **narrow)
 
-    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None) -> UnreadCount:
+    def unseen_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups not yet seen (newer than :meth:`mark_seen`'s watermark),
         capped like :meth:`unread_count`: what a badge counts until the inbox is opened."""
-        return self.inbox.unseen_count(user, types=types, category=category, section=section)
+        return self.inbox.unseen_count(user, **narrow)
 
-    def timeline(self, user: str, *, limit: int = 20,
-                 cursor: str | None = None) -> Page[dict[str, Any]]:
-        """Events of the users ``user`` follows, newest first."""
-        return self.inbox.timeline(user, limit=limit, cursor=cursor)
+    def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None,
+                 max_id: str | int | None = None, since_id: str | int | None = None
+                 ) -> Page[TimelineEntry]:
+        """Events of the users ``user`` follows, newest first by event id, whichever timeline
+        model wrote them (``docs/timelines.md``).
+
+        ``max_id``: only events strictly older (lower id) than it; ``since_id``: only events
+        strictly newer. The opaque ``cursor`` of a previous page pages older; given with
+        ``max_id``, both apply (the lower bound of the two wins). ``next_cursor`` pages older.
+        """
+        return self.timelines.timeline(user, limit=limit, cursor=cursor, max_id=max_id,
+                                       since_id=since_id)
+
+    def set_timeline_model(self, actor: str, model: str | None) -> None:
+        """Override how ``actor``'s posts reach timelines: ``"push"``, ``"pull"``, or None
+        for the deployment's ``timeline_model`` (``docs/timelines.md``)."""
+        self.timelines.set_model(actor, model)
+
+    def unread_counts(self, user: str, **narrow: Unpack[Narrowing]
+                      ) -> tuple[UnreadCount, UnreadCount]:
+        """:meth:`unread_count` and :meth:`unseen_count` together, read at once (one statement
+        on SQL): what a badge polls."""
+        return self.inbox.unread_counts(user, **narrow)
 
     def mark_read(self, user: str, ids: Sequence[str | int]) -> int:
         """Mark these notifications (and every member of their bundles) read."""
@@ -355,9 +380,7 @@ class Tidings:
         worker leaves webhooks to another one."""
         webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
                     else webhook_concurrency)
-        lanes = [Lane("jobs", concurrency, exclude=(webhook.WEBHOOK,))]
-        if webhooks > 0:
-            lanes.append(Lane("webhooks", webhooks, funcs=(webhook.WEBHOOK,)))
+        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 

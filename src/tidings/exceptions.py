@@ -10,6 +10,8 @@ The tree::
     │   ├── PayloadTooLarge         payload over the configured size
     │   ├── TooManyRecipients       more explicit recipients than allowed
     │   ├── InvalidCursor           a cursor this server did not make
+    │   ├── UnknownQueryField       a list or count narrowed by a payload field no type marks
+    │   │                           queryable (maps to 400, like an unknown query parameter)
     │   └── InvalidEventType        an event type declaration that does not hold together
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
@@ -50,6 +52,10 @@ class InvalidInput(TidingsError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class UnknownQueryField(InvalidInput):
+    """A list or count narrowed by a payload field that no type marks ``queryable``."""
 
 
 class UnknownEventType(InvalidInput):

@@ -39,12 +39,14 @@ def publish(store: ports.Store, now: int, *, type: str = "comment", actor: str |
 def note(user: str, event_id: int, created_at: int, *, group: str | None = None,
          bundle: str = "b", type: str = "comment", category: str = "general",
          section: str = "alert", actor: str | None = "ann",
-         object: str | None = "post:1") -> NewNotification:
+         object: str | None = "post:1",
+         fields: tuple[tuple[str, str], ...] = ()) -> NewNotification:
     """A notification row; ``group`` defaults to a display group of its own."""
     return NewNotification(
         user_id=user, event_id=event_id, created_at=created_at, type=type, category=category,
         section=section, actor=actor, object=object, bundle_hash=bundle,
-        display_hash=group if group is not None else display_hash(bundle, event_id))
+        display_hash=group if group is not None else display_hash(bundle, event_id),
+        fields=fields)
 
 
 def deliver(store: ports.Store, rows: Sequence[NewNotification]) -> None:

@@ -46,8 +46,6 @@ def test_an_id_is_never_handed_out_twice(store: ports.Store, clock: FrozenClock)
     newest = publish(store, clock.now_us())
     write(store, lambda tx: tx.events.delete([newest]))  # retention took the newest event
     again = publish(store, clock.now_us())
-    if store.backend == "sqlite" and again == newest:
-        pytest.xfail("SQLite reuses the highest rowid once it is deleted (no AUTOINCREMENT)")
     assert again > newest
 
 
@@ -62,6 +60,23 @@ def test_lookup_by_idempotency_key(store: ports.Store, clock: FrozenClock) -> No
     second = publish(store, clock.now_us(), key="b")
     found = read(store, lambda tx: tx.events.get_by_key("b"))
     assert found is not None and found.id == second
+
+
+def test_idempotency_keys_are_unique_per_scope(store: ports.Store, clock: FrozenClock) -> None:
+    event = Event(type="comment", idempotency_key="k")
+    shop = write(store, lambda tx: tx.events.insert(event, "{}", clock.now_us(), scope="shop"))
+    forum = write(store, lambda tx: tx.events.insert(event, "{}", clock.now_us(),
+                                                     scope="forum"))
+    default = write(store, lambda tx: tx.events.insert(event, "{}", clock.now_us()))
+
+    assert len({shop, forum, default}) == 3
+    found = read(store, lambda tx: [tx.events.get_by_key("k", scope="shop"),
+                                    tx.events.get_by_key("k", scope="forum"),
+                                    tx.events.get_by_key("k"),
+                                    tx.events.get_by_key("k", scope="elsewhere")])
+    assert [e.id if e else None for e in found] == [shop, forum, default, None]
+    with pytest.raises(StoreConflict):
+        write(store, lambda tx: tx.events.insert(event, "{}", clock.now_us(), scope="shop"))
 
 
 def test_get_with_lock_inside_a_unit(store: ports.Store, clock: FrozenClock) -> None:
@@ -176,3 +191,30 @@ def test_a_second_event_with_a_stored_key_is_a_conflict(store: ports.Store,
         publish(store, clock.now_us(), key="k", payload={"other": True})
     found = read(store, lambda tx: tx.events.get_by_key("k"))
     assert found is not None and (found.id, found.payload) == (first, {"n": 1})
+
+
+def test_pull_page_merges_the_newest_of_each_source(store: ports.Store,
+                                                    clock: FrozenClock) -> None:
+    made = {actor: [publish(store, clock.now_us(), type=kind, actor=actor)
+                    for kind in ("post", "post", "note", "post")]
+            for actor in ("ann", "bob", "cat")}
+    write(store, lambda tx: tx.events.mark_retracted([made["bob"][3]], clock.now_us()))
+    posts = {a: [made[a][i] for i in (0, 1, 3)] for a in made}
+    everything = sorted(posts["ann"] + posts["bob"][:2], reverse=True)
+
+    def pull(sources: list[tuple[str, int]], limit: int = 10, below: int | None = None,
+             above: int | None = None) -> list[int]:
+        return [e.id for e in read(store, lambda tx: tx.events.pull_page(
+            sources, types=["post"], limit=limit, below=below, above=above))]
+
+    big = 2**63 - 1
+    assert pull([("ann", big), ("bob", big)]) == everything
+    assert pull([("ann", big), ("bob", big)], limit=2) == everything[:2]
+    assert pull([("ann", big), ("bob", big)], below=everything[1],
+                above=everything[4]) == everything[2:4]
+    assert pull([("ann", posts["ann"][1]), ("bob", big)]) == sorted(
+        posts["ann"][:2] + posts["bob"][:2], reverse=True)
+    assert pull([]) == [] and pull([("dan", big)]) == []
+    event = read(store, lambda tx: tx.events.pull_page(
+        [("cat", big)], types=["post"], limit=1, below=None, above=None))[0]
+    assert (event.id, event.actor, event.type) == (posts["cat"][2], "cat", "post")

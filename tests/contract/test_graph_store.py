@@ -7,6 +7,7 @@ from contract_kit import read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow
 
 
@@ -199,3 +200,35 @@ def test_muting_by_actor_or_object(store: ports.Store, clock: FrozenClock) -> No
     assert muting("post:1", "bob") == set()  # kinds do not mix
     assert muting(None, None) == set()
     assert read(store, lambda tx: tx.graph.muting([], "bob", None)) == set()
+
+
+def test_timeline_sources_count_followers_and_keep_overrides(store: ports.Store,
+                                                             clock: FrozenClock) -> None:
+    now = clock.now_us()
+    for fan in ("bob", "cat", "dan"):
+        write(store, lambda tx, f=fan: tx.graph.add_follow(f, "ann", now))
+    write(store, lambda tx: tx.graph.add_follow("bob", "ann", now))  # not new: not counted
+    write(store, lambda tx: tx.graph.remove_follow("cat", "ann"))
+    write(store, lambda tx: tx.graph.remove_follow("cat", "ann"))
+    write(store, lambda tx: tx.graph.add_follow("bob", "eve", now))
+    got = read(store, lambda tx: tx.graph.timeline_sources(["ann", "eve", "zed"]))
+    assert got == {"ann": SourceState(2, None, 0), "eve": SourceState(1, None, 0)}
+    write(store, lambda tx: tx.graph.set_timeline_model("ann", "pull"))
+    write(store, lambda tx: tx.graph.set_timeline_model("zed", "push"))
+    write(store, lambda tx: tx.graph.set_push_from("ann", None))
+    got = read(store, lambda tx: tx.graph.timeline_sources(["ann", "zed"]))
+    assert got == {"ann": SourceState(2, "pull", None), "zed": SourceState(0, "push", 0)}
+    write(store, lambda tx: tx.graph.set_timeline_model("ann", None))
+    write(store, lambda tx: tx.graph.set_push_from("ann", 42))
+    assert read(store, lambda tx: tx.graph.timeline_sources(["ann"])) == {
+        "ann": SourceState(2, None, 42)}
+    write(store, lambda tx: tx.graph.add_follow("bob", "new", now))
+    write(store, lambda tx: tx.graph.add_follow("cat", "zed", now))
+    write(store, lambda tx: tx.graph.remove_follow("cat", "zed"))
+    write(store, lambda tx: tx.graph.add_follow("bob", "zed", now))
+    assert read(store, lambda tx: tx.graph.followee_sources("bob")) == {
+        "ann": SourceState(2, None, 42), "eve": SourceState(1, None, 0),
+        "new": SourceState(1, None, 0), "zed": SourceState(1, "push", 0)}
+    assert read(store, lambda tx: tx.graph.followee_sources("dan")) == {
+        "ann": SourceState(2, None, 42)}
+    assert read(store, lambda tx: tx.graph.followee_sources("nobody")) == {}

@@ -231,6 +231,15 @@ def test_cancel_drops_unclaimed_jobs_by_key_prefix(store: ports.Store) -> None:
     assert store.queue.still_mine(claimed) is True
 
 
+def test_an_exact_cancel_drops_only_that_key(store: ports.Store) -> None:
+    _enqueue(store, JobSpec("email_send", {"k": 1}, unique_key="email:1:bob"),
+             JobSpec("email_send", {"k": 2}, unique_key="email:1:bobby"),
+             JobSpec("email_send", {"k": 3}, unique_key="email:1:b%"))
+    assert write(store, lambda tx: tx.jobs.cancel("email_send", "email:1:bob", exact=True)) == 1
+    assert write(store, lambda tx: tx.jobs.cancel("email_send", "email:1:b", exact=True)) == 0
+    assert sorted(j.args["k"] for j in store.queue.claim(10)) == [2, 3]
+
+
 def test_recorded_failures_are_listed(store: ports.Store, clock: FrozenClock) -> None:
     _enqueue(store, JobSpec("webhook", {"url": "https://x.example"}))
     job = _claim_one(store)

@@ -88,6 +88,15 @@ def test_deleted_and_cancelled_rows_wait_no_more(store: ports.Store) -> None:
     assert _events(_batch(store, "ann", "digest")) == [3, 1]
 
 
+def test_one_recipients_rows_are_cancelled_alone(store: ports.Store) -> None:
+    write(store, lambda tx: tx.mail.add_batch([
+        mail_row("ann", 1), mail_row("ann", 2), mail_row("annie", 2), mail_row("bob", 2)]))
+    write(store, lambda tx: tx.mail.cancel_events([2, 3], user="ann"))
+    assert _events(_batch(store, "ann", "digest")) == [1]
+    assert _events(_batch(store, "annie", "digest")) == [2]
+    assert _events(_batch(store, "bob", "digest")) == [2]
+
+
 def test_sent_count_counts_a_kind_strictly_after_a_time(store: ports.Store) -> None:
     for at, user, kind in [(100, "ann", "single"), (200, "ann", "single"),
                            (300, "ann", "digest"), (300, "bob", "single")]:

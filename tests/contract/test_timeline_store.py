@@ -77,3 +77,111 @@ def test_a_push_of_a_failed_unit_is_undone(store: ports.Store, clock: FrozenCloc
     with pytest.raises(RuntimeError):
         write(store, work)
     assert _page(store, "ann") == []
+
+
+def _floor(store: ports.Store, user: str) -> int:
+    return read(store, lambda tx: tx.timeline.floor(user))
+
+
+def test_pages_above_a_lower_bound(store: ports.Store, clock: FrozenClock) -> None:
+    events = [publish(store, clock.now_us()) for _ in range(5)]
+    for event in events:
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
+    got = read(store, lambda tx: tx.timeline.page("ann", limit=10, before=events[4],
+                                                  after=events[0]))
+    assert [e.id for e in got] == [events[3], events[2], events[1]]
+    got = read(store, lambda tx: tx.timeline.page("ann", limit=2, before=None,
+                                                  after=events[1]))
+    assert [e.id for e in got] == [events[4], events[3]]
+
+
+def test_fill_writes_entries_once(store: ports.Store, clock: FrozenClock) -> None:
+    events = [publish(store, clock.now_us()) for _ in range(3)]
+    write(store, lambda tx: tx.timeline.fill("ann", [(e, 5) for e in events[:2]]))
+    write(store, lambda tx: tx.timeline.fill("ann", [(e, 5) for e in events]))
+    write(store, lambda tx: tx.timeline.fill("ann", []))
+    assert _page(store, "ann") == list(reversed(events))
+
+
+def test_the_floor_only_rises_and_trims_raise_it(store: ports.Store,
+                                                 clock: FrozenClock) -> None:
+    assert _floor(store, "ann") == 0
+    write(store, lambda tx: tx.timeline.raise_floor("ann", 7))
+    write(store, lambda tx: tx.timeline.raise_floor("ann", 3))
+    assert (_floor(store, "ann"), _floor(store, "bob")) == (7, 0)
+    events = [publish(store, clock.now_us()) for _ in range(12)]
+    for event in events:
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob"], clock.now_us()))
+    write(store, lambda tx: tx.timeline.trim("bob", 4))
+    assert _floor(store, "bob") == events[7]
+    assert _page(store, "bob") == list(reversed(events[8:]))
+
+
+def test_cap_trims_only_mailboxes_over_it(store: ports.Store, clock: FrozenClock) -> None:
+    events = [publish(store, clock.now_us()) for _ in range(6)]
+    for event in events:
+        def work(tx: ports.Tx, e: int = event) -> None:
+            tx.timeline.push(e, ["ann", "bob"] if e <= events[2] else ["ann"], clock.now_us())
+            tx.timeline.cap(["ann", "bob"], 3)
+        write(store, work)
+    assert _page(store, "ann") == list(reversed(events[3:]))
+    assert _page(store, "bob") == list(reversed(events[:3]))
+    assert (_floor(store, "ann"), _floor(store, "bob")) == (events[2], 0)
+
+
+def test_one_cap_trims_mailboxes_over_it_by_different_amounts(store: ports.Store,
+                                                             clock: FrozenClock) -> None:
+    events = [publish(store, clock.now_us()) for _ in range(9)]
+    write(store, lambda tx: tx.timeline.raise_floor("cat", events[0]))
+
+    def work(tx: ports.Tx) -> None:
+        tx.timeline.fill("ann", [(e, 5) for e in events[:4]])
+        tx.timeline.fill("bob", [(e, 5) for e in events])
+        tx.timeline.fill("cat", [(e, 5) for e in events[:5]])  # a floor already
+        tx.timeline.fill("dan", [(e, 5) for e in events[:2]])
+        tx.timeline.push(events[8], ["ann", "cat", "dan"], clock.now_us())
+        tx.timeline.cap(["ann", "bob", "cat", "dan", "eve", "ann"], 3)
+
+    write(store, work)  # over the cap by 2, 6, 3, 0 and nothing
+    assert _page(store, "ann") == [events[8], events[3], events[2]]
+    assert _page(store, "bob") == [events[8], events[7], events[6]]
+    assert _page(store, "cat") == [events[8], events[4], events[3]]
+    assert _page(store, "dan") == [events[8], events[1], events[0]]
+    assert [_floor(store, u) for u in ("ann", "bob", "cat", "dan", "eve")] == [
+        events[1], events[5], events[2], 0, 0]
+    write(store, lambda tx: (tx.timeline.push(events[7], ["dan"], clock.now_us()),
+                             tx.timeline.cap(["dan"], 3)))
+    assert _page(store, "dan") == [events[8], events[7], events[1]]
+    assert _floor(store, "dan") == events[0]
+
+
+def test_remove_source_takes_one_actors_entries(store: ports.Store,
+                                               clock: FrozenClock) -> None:
+    ann = [publish(store, clock.now_us(), actor="ann") for _ in range(3)]
+    cat = [publish(store, clock.now_us(), actor="cat") for _ in range(2)]
+    write(store, lambda tx: tx.events.mark_retracted([ann[0]], clock.now_us()))
+    for event in ann + cat:
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob", "dan"], clock.now_us()))
+    assert write(store, lambda tx: tx.timeline.remove_source("bob", "ann")) == 3
+    assert write(store, lambda tx: tx.timeline.remove_source("bob", "eve")) == 0
+    assert _page(store, "bob") == list(reversed(cat))
+    assert len(_page(store, "dan")) == 4
+
+
+def test_head_is_the_floor_and_the_page_above_it(store: ports.Store,
+                                                 clock: FrozenClock) -> None:
+    events = [publish(store, clock.now_us()) for _ in range(6)]
+    for event in events:
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
+
+    def head(**kw: int | None) -> tuple[int, list[int]]:
+        floor, page = read(store, lambda tx: tx.timeline.head("ann", limit=3, **kw))
+        return floor, [e.id for e in page]
+
+    assert head(before=None, after=None) == (0, [events[5], events[4], events[3]])
+    write(store, lambda tx: tx.timeline.raise_floor("ann", events[2]))
+    assert head(before=events[5], after=None) == (events[2], [events[4], events[3]])
+    assert head(before=None, after=events[3]) == (events[2], [events[5], events[4]])
+    assert head(before=events[3], after=None) == (events[2], [])
+    assert read(store, lambda tx: tx.timeline.head("bob", limit=3, before=None,
+                                                   after=None)) == (0, [])

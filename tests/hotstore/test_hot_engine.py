@@ -3,13 +3,17 @@ store shows (the shared checks of ``tests/test_inbox_query.py``, bundles, counts
 
 from __future__ import annotations
 
-from test_inbox_query import query_dimensions
+from test_inbox_query import payload_conditions, query_dimensions
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
 
 
 def test_query_dimensions(hot: Tidings, clock: FrozenClock) -> None:
     query_dimensions(hot, clock)
+
+
+def test_payload_conditions(hot: Tidings, clock: FrozenClock) -> None:
+    payload_conditions(hot, clock)
 
 
 def test_bundles_counts_and_marks(hot: Tidings, clock: FrozenClock) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from engines import open_tidings
 from tidings.engine import Tidings
 from tidings.store.sql import database
 
@@ -73,6 +74,25 @@ def test_an_unseen_count_is_one_statement_too(t: Tidings) -> None:
     assert counts == {"statements": 2, "transactions": 0}
 
 
+def test_a_badge_reads_unread_and_unseen_counts_in_one_statement(t: Tidings) -> None:
+    _inbox(t)
+    t.mark_seen("bob")
+    t.publish({"type": "mention", "actor": "erin", "recipients": ["bob"]})
+    t.run_jobs()
+    with counted(t) as counts:
+        unread, unseen = t.unread_counts("bob")
+    assert (unread.count, unseen.count) == (3, 1)
+    assert (unread.display, unseen.display) == ("3", "1")
+    assert counts == {"statements": 1, "transactions": 0}
+    # a narrower watermark beyond "all": the exact counts (markers, then one count each)
+    t.mark_all_read("bob", types=["mention"])
+    with counted(t) as counts:
+        unread, unseen = t.unread_counts("bob")
+    assert (unread.count, unseen.count) == (
+        t.unread_count("bob").count, t.unseen_count("bob").count) == (1, 0)
+    assert counts["statements"] == 4  # the one-statement try, the markers, one count each
+
+
 def test_a_narrower_watermark_costs_two_more_statements_and_counts_right(t: Tidings) -> None:
     _inbox(t)
     t.mark_all_read("bob", types=["mention"])
@@ -84,23 +104,57 @@ def test_a_narrower_watermark_costs_two_more_statements_and_counts_right(t: Tidi
     assert counts == {"statements": 6, "transactions": 0}
 
 
-def test_a_first_page_is_three_statements_and_no_transaction(t: Tidings) -> None:
+def test_a_first_page_is_one_statement_on_postgresql_and_no_transaction(t: Tidings) -> None:
+    """PostgreSQL reads watermarks, base rows and bundle members in one statement; the
+    others in three (watermarks, rows, and members when a listed type bundles)."""
     _inbox(t)
+    first, second = t.notifications("bob", limit=20).items
+    t.mark_read("bob", [first.id])
+    cursor = t.notifications("bob", limit=1).next_cursor
+    one = t.store.backend == "postgresql"
     with counted(t) as counts:
         page = t.notifications("bob", limit=20)
+    assert [(i.id, i.count, i.read) for i in page.items] == [
+        (first.id, first.count, True), (second.id, second.count, False)]
     assert sorted(item.count for item in page.items) == [1, 3]
-    assert counts == {"statements": 3, "transactions": 0}
+    assert counts == {"statements": 1 if one else 3, "transactions": 0}
+    with counted(t) as counts:  # a later page (keyset cursor) too
+        page = t.notifications("bob", limit=1, cursor=cursor)
+    assert [(i.id, i.count, i.read) for i in page.items] == [(second.id, second.count, False)]
+    stepwise = 3 if second.type == "page-linked" else 2
+    assert counts == {"statements": 1 if one else stepwise, "transactions": 0}
+    # filtered by read state: the watermarks first, then the page that depends on them
+    with counted(t) as counts:
+        assert [i.id for i in t.notifications("bob", unread=True).items] == [second.id]
+    assert counts == {"statements": stepwise, "transactions": 0}
+    # an empty page still reads the watermarks
+    with counted(t) as counts:
+        assert t.notifications("nobody", limit=20).items == []
+    assert counts == {"statements": 2, "transactions": 0}
 
 
 def test_mark_all_read_is_a_count_and_one_upsert(t: Tidings) -> None:
     _inbox(t)
     with counted(t) as counts:
         assert t.mark_all_read("bob") == 2
-    # the count and the watermark upsert; SQLite's BEGIN IMMEDIATE is a statement of its own,
-    # PostgreSQL announces the change (pg_notify) once committed
-    expected = {"sqlite": 3, "postgresql": 3, "mysql": 2}[t.store.backend]
-    assert counts == {"statements": expected, "transactions": 1}
+    # PostgreSQL: the count, the upsert and the announcement (pg_notify) in one statement
+    # committed on its own; elsewhere the count and the upsert in a transaction (SQLite's BEGIN
+    # IMMEDIATE is a statement of its own)
+    expected = {"sqlite": {"statements": 3, "transactions": 1},
+                "postgresql": {"statements": 1, "transactions": 0},
+                "mysql": {"statements": 2, "transactions": 1}}[t.store.backend]
+    assert counts == expected
     assert t.unread_count("bob").count == 0
+    assert t.mark_all_read("bob") == 0
+
+
+def test_mark_all_read_beyond_a_narrower_watermark_counts_exactly(t: Tidings) -> None:
+    _inbox(t)
+    t.mark_all_read("bob", types=["mention"])  # narrower than "all", and beyond it
+    assert t.unread_count("bob").count == 1
+    assert t.mark_all_read("bob") == 1
+    assert t.unread_count("bob").count == 0
+    assert t.unread_count("bob", types=["mention"]).count == 0
 
 
 def test_a_connection_is_pinged_only_after_sitting_idle(
@@ -117,3 +171,26 @@ def test_a_connection_is_pinged_only_after_sitting_idle(
     monkeypatch.setattr(database, "IDLE_PING_SECONDS", 0.0)
     t.unread_count("bob")
     assert pings == [1]
+
+
+def _fan_out_statements(url: str, clock: Any, followers: int) -> int:
+    """Statements of one post's fan-out to ``followers`` whose mailboxes are full."""
+    with open_tidings(url, clock=clock, timeline_cap=2) as tl:
+        for n in range(followers):
+            tl.follow(f"f{n:03}", "ann")
+        for n in range(3):  # every mailbox at the cap, then each new post trims each one
+            tl.publish({"type": "post", "actor": "ann", "object": f"blog:{n}"})
+            tl.run_jobs()
+        tl.publish({"type": "post", "actor": "ann", "object": "blog:last"})
+        with counted(tl) as counts:
+            tl.run_jobs()
+        with tl.store.read() as tx:
+            assert all(len(tx.timeline.page(f"f{n:03}", limit=10, before=None)) == 2
+                       for n in range(followers))
+        return counts["statements"]
+
+
+def test_a_post_to_full_mailboxes_costs_the_same_statements_for_any_follower_count(
+        store_url: str, clock: Any) -> None:
+    assert _fan_out_statements(store_url, clock, 3) == _fan_out_statements(
+        store_url, clock, 15)

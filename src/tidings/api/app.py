@@ -16,6 +16,7 @@ from tidings.api import (
     errors,
     middleware,
     routes_events,
+    routes_groups,
     routes_mail,
     routes_ops,
     routes_types,
@@ -69,6 +70,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_user.build(path_user, "/v1/users/{user}", "users"))
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
     app.include_router(routes_mail.build())
+    app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)

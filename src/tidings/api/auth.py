@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import time
 from dataclasses import dataclass
@@ -25,6 +26,13 @@ class Principal:
     @property
     def is_server(self) -> bool:
         return self.kind == "server"
+
+    @property
+    def idempotency_scope(self) -> str:
+        """The scope of this server key's idempotency keys: a digest of the key (the key
+        itself is never stored), so two applications' keys never collide."""
+        digest = hashlib.sha256((self.key or "").encode()).hexdigest()[:32]
+        return f"key:{digest}"
 
 
 class Authenticator:

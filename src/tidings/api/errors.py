@@ -34,6 +34,7 @@ from tidings.exceptions import (
     StoreRejected,
     StoreUnavailable,
     TidingsError,
+    UnknownQueryField,
 )
 
 log = logging.getLogger("tidings.api")
@@ -81,6 +82,8 @@ def status_of(exc: TidingsError) -> int:
     """The HTTP status of a tidings error, by its kind."""
     if isinstance(exc, PayloadTooLarge):
         return 413
+    if isinstance(exc, UnknownQueryField):
+        return 400
     if isinstance(exc, InvalidInput | StoreRejected):
         return 422
     if isinstance(exc, NotFound):

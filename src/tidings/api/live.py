@@ -1,13 +1,14 @@
-"""Server-Sent Events: the unread count and new items of one user, live.
+"""Server-Sent Events: the unread count, new items and new timeline entries of one user, live.
 
-A stream reads the store (two capped counts, unread and unseen, and one newest-base-row
-query) when the engine says the user's inbox changed (:meth:`Tidings.watch`: a delivery, a
-mark-read or mark-seen on any device) and, as a safety net, every ``interval`` seconds. Where
+A stream reads the store (the capped unread and unseen counts in one read, one newest-base-row
+query and the newest page of the timeline) when the engine says the user's inbox or timeline changed
+(:meth:`Tidings.watch`: a delivery, a followee's post reaching the timeline, a mark-read or
+mark-seen on any device) and, as a safety net, every ``interval`` seconds. Where
 the store tells every process of every change (PostgreSQL LISTEN/NOTIFY, Redis pub/sub) the
 safety net is slow; elsewhere (SQLite, MariaDB with workers in other processes) it is the
 ``interval`` given.
 
-Each stream costs three queries per interval, so :class:`OpenStreams` bounds them: a user holds
+Each stream costs three reads per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
 reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
 """
@@ -25,9 +26,12 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from tidings.api.jsonshape import dumps
+from tidings.api.schemas.graph import timeline_item
+from tidings.domain.views import TimelineEntry
 from tidings.engine import Tidings
 
 KEEPALIVE_SECONDS = 15.0
+TIMELINE_LOOK = 20  # the newest timeline entries a stream compares with what it announced
 SAFETY_NET_SECONDS = 10.0  # the poll interval where every change is announced
 EVICTED_RETRY_MS = 60_000  # how long a stream ended for a newer one waits to reconnect
 
@@ -104,7 +108,8 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
                       disconnected: Callable[[], Any], slot: Slot, interval: float = 0.5,
                       ) -> AsyncIterator[str]:
     """Yield SSE frames: ``unread`` when the count changes, ``notification`` for new items,
-    until the client goes or ``slot`` is taken by a newer stream."""
+    ``timeline`` for new entries of the timeline (oldest first), until the client goes or
+    ``slot`` is taken by a newer stream."""
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 
@@ -112,7 +117,8 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
         with contextlib.suppress(RuntimeError):  # the loop is gone: the stream is over
             loop.call_soon_threadsafe(wake.set)
 
-    stop_watching = tidings.watch(user, changed)
+    # off the loop: the first watcher of a process waits for its LISTEN connection
+    stop_watching = await run_in_threadpool(tidings.watch, user, changed)
     if tidings.watch_reaches_other_processes:
         interval = max(interval, SAFETY_NET_SECONDS)
     try:
@@ -127,16 +133,20 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
                   disconnected: Callable[[], Any], slot: Slot, interval: float,
                   wake: asyncio.Event) -> AsyncIterator[str]:
     last_count: tuple[int, int] | None = None
+    timeline = Announced()
     newest: str | None = None
     idle = 0.0
     first = True
     while not slot.ended.is_set() and not await disconnected():
         wake.clear()
         try:
-            count = await run_in_threadpool(tidings.unread_count, user)
-            unseen = await run_in_threadpool(tidings.unseen_count, user)
+            # both counts in one read: two reads could straddle a delivery and announce
+            # an unseen item that is not unread
+            count, unseen = await run_in_threadpool(tidings.unread_counts, user)
             page = await run_in_threadpool(
                 lambda: tidings.notifications(user, limit=10, locale=locale))
+            entries = await run_in_threadpool(
+                lambda: tidings.timeline(user, limit=TIMELINE_LOOK).items)
         except Exception:  # a store outage: keep the stream, try again later
             await _pause(slot, min(interval, 1.0))
             continue
@@ -156,6 +166,9 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
                                          "unseen": unseen.count,
                                          "unseen_display": unseen.display}))
             last_count = current
+        fresh_entries = timeline.fresh(entries)
+        if not first:
+            frames += [sse("timeline", timeline_item(entry)) for entry in fresh_entries]
         first = False
         if frames:
             idle = 0.0
@@ -170,6 +183,30 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
                 yield ": keepalive\n\n"
     if slot.ended.is_set():
         yield f"retry: {EVICTED_RETRY_MS}\n\n"
+
+
+class Announced:
+    """The timeline entries a stream has seen, so that each new one is announced once.
+
+    The stream looks at the newest :data:`TIMELINE_LOOK` entries each time. New are those it
+    has not seen that are newer than the oldest it saw: an entry whose transaction committed
+    late (a lower id appearing after a higher one) is still announced, while an older one
+    merely uncovered (moving into the window after a retraction, or back-filled by a follow)
+    is not.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.floor: int | None = None  # the oldest id of the last non-empty look
+
+    def fresh(self, entries: list[TimelineEntry]) -> list[TimelineEntry]:
+        """The entries of this look to announce, oldest first."""
+        new = [e for e in entries
+               if e.id not in self.seen and (self.floor is None or e.id > self.floor)]
+        self.seen = {e.id for e in entries}
+        if self.seen:
+            self.floor = min(self.seen)
+        return list(reversed(new))
 
 
 def loop_time() -> float:

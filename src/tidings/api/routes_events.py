@@ -32,9 +32,11 @@ def build() -> APIRouter:
     @router.post("/events", response_model=Accepted, status_code=202)
     async def publish(body: EventIn, state: State, caller: Server) -> dict[str, str]:
         """Accept an event; 202 means durable. A repeated idempotency key returns the first."""
+        # idempotency keys are scoped per server key (Principal.idempotency_scope)
         _limit(state, caller, 1)
         published = await run_in_threadpool(state.tidings.publish,
-                                            body.model_dump(exclude_unset=True))
+                                            body.model_dump(exclude_unset=True),
+                                            idempotency_scope=caller.idempotency_scope)
         if published.created:
             state.metrics.events_accepted.inc()
         return {"id": published.id, "status": "accepted"}
@@ -57,7 +59,8 @@ def build() -> APIRouter:
         accepted: dict[int, str] = {}
         for index, fields in valid:
             try:
-                published = await run_in_threadpool(state.tidings.publish, fields)
+                published = await run_in_threadpool(
+                    state.tidings.publish, fields, idempotency_scope=caller.idempotency_scope)
             except TidingsError as exc:
                 if errors.status_of(exc) == 503:
                     raise

@@ -1,6 +1,6 @@
 """User-scoped routes, served twice: under ``/v1/users/{user}`` and under ``/v1/me``."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from tidings.api.deps import State, error_responses
+from tidings.api.deps import PayloadConditions, State, error_responses
 from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
 from tidings.api.jsonshape import SafeJSONResponse, shaped
 from tidings.api.live import LiveResponse, user_stream
@@ -18,8 +18,8 @@ from tidings.api.schemas.graph import (
     FollowPage,
     SubscriptionIn,
     SubscriptionPage,
-    TimelineEvent,
     TimelinePage,
+    timeline_item,
 )
 from tidings.api.schemas.inbox import (
     NotificationOut,
@@ -27,6 +27,7 @@ from tidings.api.schemas.inbox import (
     ReadAll,
     ReadIds,
     ReadIn,
+    ReadUpToIn,
     SeenIn,
     SeenOut,
     UnreadCountOut,
@@ -34,12 +35,17 @@ from tidings.api.schemas.inbox import (
     Updated,
 )
 from tidings.api.schemas.params import (
+    ActorQuery,
     CategoryQuery,
     CursorQuery,
     LimitQuery,
     LocaleQuery,
+    MaxIdQuery,
+    NotificationIdPath,
+    ObjectQuery,
     OtherPath,
     SectionQuery,
+    SinceIdQuery,
     SubscriptionIdPath,
     TypesQuery,
 )
@@ -47,43 +53,62 @@ from tidings.api.schemas.preferences import Preferences
 from tidings.clock import from_datetime, to_rfc3339
 
 ERRORS = error_responses(400, 401, 403, 404, 413, 415, 422, 503)
+# Query parameters named after payload fields cannot be declared one by one: the list and the
+# count publish their form as an extension of the operation.
+PAYLOAD_CONDITIONS: dict[str, Any] = {"x-payload-conditions": (
+    "`payload.FIELD=value` (any number, each field once): only notifications whose event's "
+    "payload has FIELD equal to value, for fields an event type lists in `queryable` "
+    "(top-level strings, numbers and booleans, compared as text: `5`, `2.5`, `true`). A field "
+    "no type (of `types`, when given) lists: 400 naming it.")}
+STREAM_EXAMPLE = (  # the frames of a stream, with `timeline` (an addition to v1)
+    'event: unread\ndata: {"count": 1, "display": "1", "unseen": 1, "unseen_display": "1"}\n\n'
+    'event: notification\ndata: {"id": "42", "type": "mention", "title": "…", …}\n\n'
+    'event: timeline\ndata: {"id": "43", "type": "post", "actor": "alice", "object": "post:7", '
+    '"payload": {}, "created_at": "2026-01-02T03:04:05Z"}\n\n')
 
 
 def _types(value: str | None) -> list[str] | None:
     return [t for t in value.split(",") if t] if value else None
 
 
-def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
+def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIRouter:
     """The user-scoped routes with ``resolve`` (a dependency) naming the user."""
     router = APIRouter(prefix=prefix, tags=[tag], responses=ERRORS)
     User = Annotated[str, Depends(resolve)]
 
-    @router.get("/notifications", response_model=NotificationPage)
+    @router.get("/notifications", response_model=NotificationPage,
+                openapi_extra=PAYLOAD_CONDITIONS)
     async def list_notifications(
-        user: User, state: State, types: TypesQuery = None, category: CategoryQuery = None,
-        section: SectionQuery = None, unread: bool | None = None, limit: LimitQuery = 20,
-        cursor: CursorQuery = None, locale: LocaleQuery = None,
+        user: User, state: State, payload: PayloadConditions, types: TypesQuery = None,
+        category: CategoryQuery = None, section: SectionQuery = None,
+        unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
+        locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
+        max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
     ) -> SafeJSONResponse:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
         page = await run_in_threadpool(
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
-            locale=locale or await state.locale_of(user))
+            locale=locale or await state.locale_of(user), actor=actor, object=object,
+            max_id=max_id, since_id=since_id, payload=payload)
         return SafeJSONResponse({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
             "next_cursor": page.next_cursor})
 
-    @router.get("/notifications/unread-count", response_model=UnreadCountOut)
-    async def unread_count(user: User, state: State, types: TypesQuery = None,
-                           category: CategoryQuery = None,
-                           section: SectionQuery = None) -> dict[str, Any]:
+    @router.get("/notifications/unread-count", response_model=UnreadCountOut,
+                openapi_extra=PAYLOAD_CONDITIONS)
+    async def unread_count(user: User, state: State, payload: PayloadConditions,
+                           types: TypesQuery = None, category: CategoryQuery = None,
+                           section: SectionQuery = None, actor: ActorQuery = None,
+                           object: ObjectQuery = None, max_id: MaxIdQuery = None,
+                           since_id: SinceIdQuery = None) -> dict[str, Any]:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
         # and, an addition, those of them not yet seen (`unseen`): what a badge shows
-        t, chosen = state.tidings, _types(types)
-        count = await run_in_threadpool(t.unread_count, user, types=chosen, category=category,
-                                        section=section)
-        unseen = await run_in_threadpool(t.unseen_count, user, types=chosen, category=category,
-                                         section=section)
+        t = state.tidings
+        narrow: dict[str, Any] = {
+            "types": _types(types), "category": category, "section": section, "actor": actor,
+            "object": object, "max_id": max_id, "since_id": since_id, "payload": payload}
+        count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
         return {"count": count.count, "display": count.display, "unseen": unseen.count,
                 "unseen_display": unseen.display}
 
@@ -103,6 +128,23 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
                                              object=match.object))
         state.metrics.marked_read.inc(updated)
         return {"updated": updated}
+
+    @router.post("/notifications/read-up-to", response_model=Updated)
+    async def mark_read_up_to(user: User, state: State, body: ReadUpToIn) -> dict[str, int]:
+        """Mark read every notification at or below this one's place in the inbox (one
+        watermark); 404 unless the user has it. ``updated``: the unread items it covered."""
+        updated = await run_in_threadpool(state.tidings.mark_read_up_to, user, body.id)
+        state.metrics.marked_read.inc(updated)
+        return {"updated": updated}
+
+    @router.delete("/notifications/{notification_id:notification}", status_code=204,
+                   response_class=Response)
+    async def delete_notification(user: User, state: State,
+                                  notification_id: NotificationIdPath) -> Response:
+        """Remove this user's notification (everyone else keeps theirs); 404 unless the user
+        has it."""
+        await run_in_threadpool(state.tidings.delete_notification, user, notification_id)
+        return Response(status_code=204)
 
     @router.post("/notifications/unread", response_model=Updated)
     async def mark_unread(user: User, state: State, body: UnreadIn) -> dict[str, int]:
@@ -174,11 +216,17 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
 
     @router.get("/timeline", response_model=TimelinePage)
     async def timeline(user: User, state: State, limit: LimitQuery = 20,
-                       cursor: CursorQuery = None) -> SafeJSONResponse:
+                       cursor: CursorQuery = None, max_id: MaxIdQuery = None,
+                       since_id: SinceIdQuery = None) -> SafeJSONResponse:
         """Events of the users followed, newest first (push model)."""
-        page = await run_in_threadpool(state.tidings.timeline, user, limit=limit,
-                                       cursor=cursor)
-        return SafeJSONResponse({"items": [shaped(TimelineEvent, item) for item in page.items],
+        # (v1's published words, kept as they are: every model serves the same items now,
+        # docs/api.md). Page older with ``next_cursor`` (or ``max_id``: the last id shown);
+        # ask for what is newer with ``since_id`` (the first id shown).
+        page = await run_in_threadpool(
+            lambda: state.tidings.timeline(
+                user, limit=limit, cursor=cursor, max_id=int(max_id) if max_id else None,
+                since_id=int(since_id) if since_id else None))
+        return SafeJSONResponse({"items": [timeline_item(item) for item in page.items],
                                  "next_cursor": page.next_cursor})
 
     @router.get("/preferences", response_model=Preferences)
@@ -201,11 +249,12 @@ def build(resolve: Callable[..., str], prefix: str, tag: str) -> APIRouter:
         return Preferences.model_validate(data).model_dump()
 
     @router.get("/stream", response_class=StreamingResponse, responses={
-        200: {"content": {"text/event-stream": {}},
+        200: {"content": {"text/event-stream": {"example": STREAM_EXAMPLE}},
               "description": "Server-Sent Events: `unread` and `notification`."}})
     async def stream(user: User, state: State, request: Request,
                      locale: LocaleQuery = None) -> StreamingResponse:
         """Live unread count and new items. Browsers may pass ``?access_token=``."""
+        # and, an addition to v1, `timeline` frames: a new entry of the user's timeline
         # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
         # answers 503
         locale = locale or await state.locale_of(user)

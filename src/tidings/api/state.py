@@ -47,6 +47,6 @@ class AppState:
             self._locales.pop(user, None)
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.tidings
     return state

@@ -46,8 +46,8 @@ _EVENT_INSERT = ("INSERT INTO events (type, actor, object, payload, recipients, 
                  "idempotency_key, body_hash, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, "
                  "%s, %s)")
 EVENT_SQL = {
-    "postgresql": _EVENT_INSERT + " ON CONFLICT (idempotency_key) DO NOTHING",
-    "sqlite": _EVENT_INSERT + " ON CONFLICT (idempotency_key) DO NOTHING",
+    "postgresql": _EVENT_INSERT + " ON CONFLICT (idempotency_scope, idempotency_key) DO NOTHING",
+    "sqlite": _EVENT_INSERT + " ON CONFLICT (idempotency_scope, idempotency_key) DO NOTHING",
     "mysql": _EVENT_INSERT.replace("INSERT INTO", "INSERT IGNORE INTO", 1),
 }
 PAYLOAD = PAGE_COLUMNS.index("payload")

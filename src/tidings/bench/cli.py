@@ -24,13 +24,17 @@ from tidings.bench import http as http_workload
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import plot as bench_plot
 from tidings.bench import sweep as sweep_workload
+from tidings.bench import timelines as timelines_workload
 from tidings.bench.compare import Side, comparison
 from tidings.bench.report import environment, write_json
+from tidings.bench.timeline_data import GRAPHS
+from tidings.bench.timeline_report import tables as timeline_tables
 from tidings.config import Config
 
 bench_app = typer.Typer(
-    help="Benchmarks, each a table on stdout (JSON with --json): inbox is W2 (unread counts, "
-         "bundled first pages, mark all read in-process), fanout is W3 (one event to many "
+    help="Benchmarks, each a table on stdout (JSON with --json): timelines is W1 (the "
+         "timelines seed: push, pull and hybrid beside the seed's SQL), inbox is W2 (unread "
+         "counts, bundled first pages, mark all read in-process), fanout is W3 (one event to many "
          "followers through worker processes), http is W4 (the W2 reads and POST /v1/events "
          "through `tidings serve`).",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -43,11 +47,12 @@ S = TypeVar("S")
 # What each figure of the Redis hot-store bench (tidings.bench.hot) runs as its baseline.
 HOT_BASELINES = {
     "fan-out rows/s": ("rows/s", "server-side Lua fan-out: ZADD + trim per follower, 43 "
-                                 "followers a message, 100 messages a pipeline"),
+                                 "followers a message, one message a round trip"),
     "page of 20 /s": ("pages/s", "ZREVRANGEBYSCORE id page below a score cursor"),
     "unread count /s": ("counts/s", "ZCOUNT of the unread index"),
 }
 
+REDIS_SCHEMES = ("redis://", "rediss://", "redis+cluster://", "rediss+cluster://")
 StoreOption = Annotated[str | None, typer.Option(
     "--store", metavar="URL", show_default="a temporary SQLite file",
     help="Server or SQLite URL; the bench creates its own database there and drops it after, "
@@ -171,8 +176,7 @@ def inbox(
     all read, per second. With a ``redis://`` or ``redis+cluster://`` store: fan-out, pages
     and counts on the Redis hot store beside the raw Redis baseline (always run), in the same
     run."""
-    if store is not None and store.startswith(("redis://", "rediss://", "redis+cluster://",
-                                               "rediss+cluster://")):
+    if store is not None and store.startswith(REDIS_SCHEMES):
         _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, plot_file)
         return
     settings = inbox_workload.InboxSettings(
@@ -234,3 +238,60 @@ def http(
                                           rounds=rounds, concurrency=concurrency,
                                           processes=processes, seed=seed, baseline=baseline)
     _run(http_workload.run, settings, http_workload.table, json_file, plot_file)
+
+
+def _choices(text: str, allowed: tuple[str, ...], option: str) -> tuple[str, ...]:
+    """'push,pull' -> ('push', 'pull'), each one of ``allowed``."""
+    values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    bad = [v for v in values if v not in allowed]
+    if not values or bad:
+        raise typer.BadParameter(f"choose from {', '.join(allowed)}", param_hint=option)
+    return values
+
+
+@bench_app.command()
+def timelines(
+    store: StoreOption = None,
+    scale: Annotated[float, typer.Option(
+        metavar="X", min=0.0001,
+        help="1.0 = the seed's 10,000 users and 1,000,000 messages (42.9 followees a user at "
+             "any scale).")] = 0.01,
+    graphs: Annotated[str, typer.Option(
+        metavar="NAMES", help="Follow graphs, comma-separated: uniform (the seed's), skewed "
+                              "(power law, the same mean).")] = "uniform,skewed",
+    models: Annotated[str, typer.Option(
+        metavar="NAMES", help="Timeline models, comma-separated.")] = "push,pull,hybrid",
+    rounds: RoundsOption = 3,
+    ops: Annotated[int, typer.Option(
+        metavar="N", min=1, help="Page requests per figure per round.")] = 300,
+    submits: Annotated[int, typer.Option(
+        metavar="N", min=1, help="New messages submitted per round.")] = 200,
+    celebrity_followers: Annotated[int | None, typer.Option(
+        metavar="N", min=1, show_default="5000 times --scale",
+        help="Hybrid: posts of users with more followers are merged at read time.")] = None,
+    seed: Annotated[int, typer.Option(
+        metavar="N", help="Random seed for the data and the requests.")] = 1,
+    baseline: BaselineOption = False,
+    json_file: JsonOption = None,
+    plot_file: PlotOption = None,
+) -> None:
+    """W1, timelines (the seed's benchmark): messages submitted per second (fan-out durable),
+    first and later timeline pages per second, and storage, for each model and graph; with
+    --baseline the seed's own SQL beside them, on the same database and data."""
+    settings = timelines_workload.TimelineSettings(
+        store=store, scale=scale, graphs=_choices(graphs, GRAPHS, "--graphs"),
+        models=_choices(models, timelines_workload.MODELS, "--models"), rounds=rounds,
+        ops=ops, submits=submits, seed=seed, baseline=baseline,
+        celebrity_followers=celebrity_followers)
+    if store is not None and store.startswith(REDIS_SCHEMES):
+        _run(_hot_timelines, settings, timeline_tables, json_file, plot_file)
+        return
+    _run(timelines_workload.run, settings, timeline_tables, json_file, plot_file)
+
+
+def _hot_timelines(settings: timelines_workload.TimelineSettings, progress: Progress
+                   ) -> dict[str, Any]:
+    from tidings.bench import timeline_hot
+
+    assert settings.store is not None
+    return timeline_hot.run(settings, settings.store, progress)

@@ -33,6 +33,9 @@ def draw(result: dict[str, Any], path: Path) -> None:
     """Write ``result``'s chart to ``path`` (PNG): one panel of bars (ratios to the baseline
     or, without one, tidings' rates) and, if the result has a sweep, one of curves."""
     plt = require()
+    if result.get("models"):
+        _draw_models(plt, result, path)
+        return
     sweep = result.get("sweep")
     panels = 2 if sweep else 1
     fig, axes = plt.subplots(panels, 1, figsize=(10, 4.5 * panels), squeeze=False)
@@ -44,6 +47,37 @@ def draw(result: dict[str, Any], path: Path) -> None:
     if sweep:
         _curves(axes[1][0], sweep)
     fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _draw_models(plt: Any, result: dict[str, Any], path: Path) -> None:
+    """W1: one panel per graph, each figure's rate with the models side by side (log scale),
+    then the ratios to the seed's SQL when there are some."""
+    graphs = result["models"]
+    compared = bool(result.get("comparisons"))
+    rows = len(graphs) + (1 if compared else 0)
+    fig, axes = plt.subplots(rows, 1, figsize=(10, 4.2 * rows), squeeze=False)
+    for ax, (graph, figures) in zip((row[0] for row in axes), graphs.items(), strict=False):
+        models = list(dict.fromkeys(m for rates in figures.values() for m in rates))
+        width = 0.8 / max(1, len(models))
+        colours = plt_colours()
+        for i, model in enumerate(models):
+            xs = [n + (i - (len(models) - 1) / 2) * width for n in range(len(figures))]
+            values = [rates.get(model, 0.0) for rates in figures.values()]
+            bars = ax.bar(xs, values, width, label=model, color=colours[i])
+            ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=7)
+        ax.set_xticks(range(len(figures)), list(figures))
+        ax.set_yscale("log")
+        ax.set_ylabel("per second (tidings)")
+        ax.set_title(f"{graph} graph", fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+    if compared:
+        _ratio_bars(axes[-1][0], result["comparisons"])
+    fig.suptitle(f"{result['workload']} — {result['backend']} ({result['environment']['at']})")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

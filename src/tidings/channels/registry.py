@@ -34,6 +34,8 @@ class Channel:
     name: str
     schedule: Callable[[JobContext, Tx, Outgoing], None]
     on_retract: Callable[[Tx, list[int]], None] | None = None
+    # one recipient deleted notifications of these events: what it undoes for that user
+    on_delete: Callable[[Tx, str, list[int]], None] | None = None
     handlers: Mapping[str, Handler] = field(default_factory=dict)
     # whether this installation delivers over it at all (e.g. email needs an SMTP server),
     # so a preferences page offers only what can arrive

@@ -20,6 +20,8 @@ from tidings.client._models import (
     EventTypeInfo,
     Follow,
     FollowState,
+    Member,
+    Membership,
     Notification,
     Page,
     Preferences,
@@ -137,24 +139,32 @@ class AsyncClient(ClientBase):
         self, *, user: str | None = None, types: Sequence[str] | None = None,
         category: str | None = None, section: str | None = None, unread: bool | None = None,
         limit: int | None = None, cursor: str | None = None, locale: str | None = None,
+        actor: str | None = None, object: str | None = None, max_id: str | None = None,
+        since_id: str | None = None, payload: Mapping[str, Any] | None = None,
     ) -> Page[Notification]:
-        """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``."""
-        params = inbox_query(types, category, section, unread=unread, limit=limit, cursor=cursor,
-                             locale=locale)
+        """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``.
+        ``actor``, ``object``, ``max_id``, ``since_id`` and ``payload`` (conditions on the
+        payload fields a type marks queryable) narrow it."""
+        params = inbox_query(types, category, section, payload, unread=unread, limit=limit,
+                             cursor=cursor, locale=locale, actor=actor, object=object,
+                             max_id=max_id, since_id=since_id)
         path = user_path(user, "/notifications")
         return cast(Page[Notification], await self._call("GET", path, params=params))
 
     async def iter_notifications(
         self, *, user: str | None = None, types: Sequence[str] | None = None,
         category: str | None = None, section: str | None = None, unread: bool | None = None,
-        page_size: int = 100, locale: str | None = None,
+        page_size: int = 100, locale: str | None = None, actor: str | None = None,
+        object: str | None = None, max_id: str | None = None, since_id: str | None = None,
+        payload: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
         while True:
             page = await self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
-                limit=page_size, cursor=cursor, locale=locale)
+                limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
+                max_id=max_id, since_id=since_id, payload=payload)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
@@ -163,9 +173,13 @@ class AsyncClient(ClientBase):
 
     async def unread_count(
         self, *, user: str | None = None, types: Sequence[str] | None = None,
-        category: str | None = None, section: str | None = None,
+        category: str | None = None, section: str | None = None, actor: str | None = None,
+        object: str | None = None, max_id: str | None = None, since_id: str | None = None,
+        payload: Mapping[str, Any] | None = None,
     ) -> UnreadCount:
-        params = inbox_query(types, category, section)
+        """The unread count (and the unseen one), narrowed as :meth:`notifications` is."""
+        params = inbox_query(types, category, section, payload, actor=actor, object=object,
+                             max_id=max_id, since_id=since_id)
         path = user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, await self._call("GET", path, params=params))
 
@@ -185,6 +199,17 @@ class AsyncClient(ClientBase):
         answer = await self._call("POST", path, body={"ids": list(ids)})
         return cast(int, answer["updated"])
 
+    async def mark_read_up_to(self, id: str, *, user: str | None = None) -> int:
+        """Mark read everything at or below notification ``id`` in the inbox; returns how
+        many unread items that covered."""
+        path = user_path(user, "/notifications/read-up-to")
+        answer = await self._call("POST", path, body={"id": id})
+        return cast(int, answer["updated"])
+
+    async def delete_notification(self, id: str, *, user: str | None = None) -> None:
+        """Remove this user's notification ``id`` (other recipients keep theirs)."""
+        await self._call("DELETE", user_path(user, f"/notifications/{quote(id, safe='')}"))
+
     async def mark_seen(
         self, *, user: str | None = None, until: datetime | str | None = None,
     ) -> str:
@@ -198,7 +223,8 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> AsyncIterator[SseEvent]:
         """The live stream as ``(event, data)`` pairs: ``("unread", {"count", "display"})``,
-        ``("notification", item)``. With ``timeout``, iteration ends after that many seconds.
+        ``("notification", item)``, ``("timeline", entry)`` (a :class:`TimelineEvent` new in
+        the timeline: a followee posted). With ``timeout``, iteration ends after that many seconds.
 
         Leaving it early, close it (``contextlib.aclosing``) so the connection is let go at once.
         """
@@ -267,11 +293,29 @@ class AsyncClient(ClientBase):
 
     async def timeline(
         self, *, user: str | None = None, limit: int | None = None, cursor: str | None = None,
+        max_id: int | str | None = None, since_id: int | str | None = None,
     ) -> Page[TimelineEvent]:
-        """Events of the users followed, newest first."""
-        params = query(limit=limit, cursor=cursor)
+        """Events of the users followed, newest first. Page older with ``next_cursor`` (or
+        ``max_id``, the last id shown); ``since_id`` (the first id shown) gives what is newer."""
+        params = query(limit=limit, cursor=cursor, max_id=max_id, since_id=since_id)
         path = user_path(user, "/timeline")
         return cast(Page[TimelineEvent], await self._call("GET", path, params=params))
+
+    async def iter_timeline(
+        self, *, user: str | None = None, page_size: int = 100,
+        since_id: int | str | None = None,
+    ) -> AsyncIterator[TimelineEvent]:
+        """Every entry of the timeline (newer than ``since_id``, if given), following cursors
+        to the end."""
+        cursor = None
+        while True:
+            page = await self.timeline(user=user, limit=page_size, cursor=cursor,
+                                       since_id=since_id)
+            for item in page["items"]:
+                yield item
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return
 
     async def get_preferences(self, *, user: str | None = None) -> Preferences:
         path = user_path(user, "/preferences")
@@ -283,6 +327,24 @@ class AsyncClient(ClientBase):
         """Replace the preferences (``email``, ``channels``, ``muted``, ``locale``)."""
         path = user_path(user, "/preferences")
         return cast(Preferences, await self._call("PUT", path, body=dict(preferences)))
+
+    # groups (server key), for types with ``privacy = "group:NAME"``
+
+    async def add_member(self, group: str, member: str) -> Membership:
+        path = f"/v1/groups/{quote(group, safe='')}/members/{quote(member, safe='')}"
+        return cast(Membership, await self._call("PUT", path))
+
+    async def remove_member(self, group: str, member: str) -> Membership:
+        path = f"/v1/groups/{quote(group, safe='')}/members/{quote(member, safe='')}"
+        return cast(Membership, await self._call("DELETE", path))
+
+    async def members(
+        self, group: str, *, limit: int | None = None, cursor: str | None = None,
+    ) -> Page[Member]:
+        """A group's members by user id."""
+        params = query(limit=limit, cursor=cursor)
+        path = f"/v1/groups/{quote(group, safe='')}/members"
+        return cast(Page[Member], await self._call("GET", path, params=params))
 
     # operations
 

@@ -15,7 +15,7 @@ class Page(TypedDict, Generic[T]):
 
 class Accepted(TypedDict):
     id: str
-    status: str
+    status: Literal["accepted"]
 
 
 class ErrorBody(TypedDict):
@@ -87,6 +87,17 @@ class Subscription(TypedDict):
 class Follow(TypedDict):
     user: str
     since: str
+
+
+class Member(TypedDict):
+    user: str
+    since: str
+
+
+class Membership(TypedDict):
+    group: str
+    user: str
+    member: bool
 
 
 class FollowState(TypedDict):

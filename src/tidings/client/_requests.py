@@ -3,6 +3,7 @@ clients so they cannot drift apart."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -47,8 +48,13 @@ def query(**values: Any) -> dict[str, str | int]:
 
 
 def inbox_query(types: Sequence[str] | None, category: str | None, section: str | None,
-                **rest: Any) -> dict[str, str | int]:
-    return query(types=types, category=category, section=section, **rest)
+                payload: Mapping[str, Any] | None = None, **rest: Any) -> dict[str, str | int]:
+    """An inbox list's or count's query; ``payload`` conditions become ``payload.FIELD=``
+    (numbers and booleans in their JSON form, as the server compares them)."""
+    out = query(types=types, category=category, section=section, **rest)
+    for name, value in (payload or {}).items():
+        out[f"payload.{name}"] = value if isinstance(value, str) else json.dumps(value)
+    return out
 
 
 def event_body(type: str, actor: str | None, object: str | None,

@@ -35,6 +35,9 @@ def build_world(tidings: Tidings, rng: random.Random) -> None:
             tidings.follow(user, other)
     for user in VIEWERS:
         tidings.subscribe(user, "page-linked", "page:San_Francisco")
+        for other in VIEWERS:  # the signed-in viewers follow one another, so each one's
+            if other != user:  # Following page fills as the others edit
+                tidings.follow(user, other)
 
 
 VIEWER_SHARE = 0.4  # of the events with recipients: aimed at a signed-in viewer

@@ -1,6 +1,8 @@
 """The demo's wiki: a tiny page per title (and its talk page, and each user's pages), so every
 link a notification carries leads somewhere; each page embeds ``<tidings-bell>`` and has a
-"Watch" button that subscribes the signed-in user through the HTTP API.
+"Watch" button that subscribes the signed-in user through the HTTP API; a user's page also has
+a "Follow" button (``PUT`` / ``DELETE /v1/me/follows/{user}``), which fills the inbox's Following
+page.
 
 Served by ``tidings demo`` only: :func:`serve_wiki` adds these routes to the demo's app, not to
 the library's. Every name placed in a page is escaped.
@@ -52,10 +54,14 @@ def page(name: str) -> str | None:
         return None
     title, article, talk, watched = found
     on_talk = name == talk
+    follow = ""
     if article.startswith("User:"):
         user = article[5:]
         text = (f"Messages for {user}: what you write here reaches their inbox." if on_talk
-                else f"{user} edits the demo wiki.")
+                else f"{user} edits the demo wiki. Follow them to see their edits on your "
+                     "Following page.")
+        follow = (f'<button id="follow" type="button" data-user="{escape(user)}" '
+                  'aria-pressed="false" hidden>Follow</button>')
     else:
         text = ("Discussion about improving the article. Watchers of the article hear of it."
                 if on_talk else BLURBS.get(article, ""))
@@ -90,6 +96,7 @@ def page(name: str) -> str | None:
         <span class="spacer"></span>
         <button id="watch" type="button" data-object="{escape(watched)}"
                 data-title="{escape(title)}" aria-pressed="false" hidden>Watch</button>
+        {follow}
         <a id="sign-in" class="button" href="/" hidden>Sign in to watch</a>
       </nav>
       <h1>{escape(heading)}</h1>

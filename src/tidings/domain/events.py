@@ -15,6 +15,11 @@ from tidings.exceptions import InvalidInput, InvalidUserId, PayloadTooLarge, Too
 USER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,255}")
 MAX_OBJECT_LENGTH = 255
 MAX_KEY_LENGTH = 255
+MAX_SCOPE_LENGTH = 64
+# The idempotency scope of events published through the library; over HTTP each server key
+# has its own (``tidings.api.auth.Principal.idempotency_scope``), so two applications sharing
+# an installation never collide on a key.
+DEFAULT_SCOPE = "default"
 
 
 def check_user_id(value: object, field: str = "user") -> str:
@@ -146,3 +151,11 @@ def validate_event(event: Event, limits: Limits) -> str:
             field="payload",
         )
     return text
+
+
+def check_scope(scope: object) -> str:
+    """An idempotency scope: 1-64 characters."""
+    if not isinstance(scope, str) or not 1 <= len(scope) <= MAX_SCOPE_LENGTH:
+        raise InvalidInput(f"idempotency_scope must be 1-{MAX_SCOPE_LENGTH} characters",
+                           field="idempotency_scope")
+    return scope

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 FOLLOWERS = "followers"
 GROUP = "group"
 RULE = "rule"
-NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # matched in full (fullmatch)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def parse_privacy(value: object) -> Privacy:
         return Privacy(FOLLOWERS)
     if isinstance(value, str):
         kind, _, name = value.partition(":")
-        if kind in (GROUP, RULE) and NAME.match(name):
+        if kind in (GROUP, RULE) and NAME.fullmatch(name):
             return Privacy(kind, name)
     raise ValueError(f"privacy must be 'followers', 'group:NAME' or 'rule:NAME' (NAME: 1-64 "
                      f"characters of [A-Za-z0-9_.:-]), not {value!r}")
@@ -44,6 +44,6 @@ def parse_privacy(value: object) -> Privacy:
 
 def check_name(value: object, field: str) -> str:
     """A group or rule name, or ValueError."""
-    if not isinstance(value, str) or not NAME.match(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise ValueError(f"{field} must be 1-64 characters of [A-Za-z0-9_.:-]")
     return value

@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError
 
+from tidings.domain import fields as query_fields
 from tidings.domain.privacy import parse_privacy
 from tidings.domain.sandbox import SOURCE_LIMIT, compile_template
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
@@ -169,6 +170,8 @@ class EventType:
     label: str | None = None
     description: str | None = None
     privacy: str | None = None  # "followers", "group:NAME" or "rule:NAME" (domain/privacy.py)
+    # top-level scalar payload fields a list or count may be narrowed by (domain/fields.py)
+    queryable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -208,6 +211,9 @@ class EventType:
                 parse_privacy(self.privacy)
             except ValueError as exc:
                 raise bad(str(exc), "privacy") from None
+        why = query_fields.check_names(self.queryable)
+        if why is not None:
+            raise bad(why, "queryable")
         for key, limit in (("label", LABEL_LIMIT), ("description", DESCRIPTION_LIMIT)):
             text = getattr(self, key)
             if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= limit
@@ -242,7 +248,15 @@ class EventType:
         data["audience"] = list(self.audience)
         if self.privacy is None:  # as stored before types had privacy rules
             del data["privacy"]
+        if self.queryable:
+            data["queryable"] = list(self.queryable)
+        else:  # as stored before types had queryable fields
+            del data["queryable"]
         return data
+
+    def query_fields(self, payload: Mapping[str, Any]) -> query_fields.Fields:
+        """The queryable fields of ``payload`` as every store keeps them."""
+        return query_fields.extract(self.queryable, payload) if self.queryable else ()
 
     @classmethod
     def from_dict(cls, name: str, data: Mapping[str, Any]) -> EventType:
@@ -250,7 +264,7 @@ class EventType:
         known = {
             "category", "section", "priority", "bundle", "channels", "audience",
             "templates", "retention_days", "mandatory", "name", "label", "description",
-            "privacy",
+            "privacy", "queryable",
         }
         for key in data:
             if key not in known:
@@ -263,7 +277,7 @@ class EventType:
             )
         templates = Templates.from_dict(name, templates_data)
         kwargs: dict[str, Any] = {k: v for k, v in data.items() if k not in {"templates", "name"}}
-        for key in ("channels", "audience"):
+        for key in ("channels", "audience", "queryable"):
             if key in kwargs:
                 value = kwargs[key]
                 if not isinstance(value, list | tuple) or not all(
@@ -271,7 +285,7 @@ class EventType:
                     raise InvalidEventType(
                         f"event type {name!r}: {key} must be a list of strings", field=key
                     )
-                kwargs[key] = tuple(value)
+                kwargs[key] = tuple(dict.fromkeys(value) if key == "queryable" else value)
         for key in ("category", "section", "bundle"):
             if key in kwargs and not isinstance(kwargs[key], str):
                 raise InvalidEventType(f"event type {name!r}: {key} must be a string", field=key)

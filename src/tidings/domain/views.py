@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from tidings.domain.readstate import Markers
+
 T = TypeVar("T")
 
 
@@ -82,6 +84,8 @@ class Filters:
     object: str | None = None
     max_id: int | None = None  # event id < max_id
     since_id: int | None = None  # event id > since_id
+    # queryable payload fields (tidings.domain.fields): (name, value as text), all must hold
+    fields: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,7 @@ class NewNotification:
     object: str | None
     bundle_hash: str
     display_hash: str
+    fields: tuple[tuple[str, str], ...] = ()  # its event's queryable payload fields
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,7 @@ class Delivery:
     bundled: bool
     writer: str = ""
     backfill: bool = False
+    fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
 
     def row(self, user: str, display_hash: str, created_at: int | None = None
             ) -> NewNotification:
@@ -166,7 +172,7 @@ class Delivery:
             user_id=user, event_id=self.event_id,
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
-            bundle_hash=self.bundle_hash, display_hash=display_hash)
+            bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields)
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,16 @@ class GroupInfo:
     count: int
     actors: list[str]
     distinct_actors: int
+
+
+@dataclass(frozen=True)
+class PageView:
+    """What a page of the inbox is drawn from: the user's watermarks, the base rows, and the
+    group info of those rows whose type bundles (by display hash)."""
+
+    markers: Markers
+    rows: list[InboxRow]
+    groups: dict[str, GroupInfo]
 
 
 @dataclass(frozen=True)

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Sequence
 
 from tidings.channels.registry import Channel, Outgoing
 from tidings.domain.bundling import bundle_hash
 from tidings.domain.preferences import plan, within
+from tidings.domain.timeline import PUSH, SourceState, decide, flip
 from tidings.domain.types import EventType
 from tidings.domain.views import Delivery, StoredEvent
 from tidings.fanout.privacy import permitted
 from tidings.fanout.routing import subscription_limits
-from tidings.fanout.specs import trim_spec
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
-
-TRIM_SAMPLE = 0.02  # share of timeline pushes that check the follower's timeline cap
 
 
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
                 users: Iterable[str], now: int, backfill: bool = False,
-                writer: str = "") -> list[str]:
+                writer: str = "", fields: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """Write one notification per user for ``event``; return the users newly notified.
 
     Idempotent: users who already have this event are skipped. A bundled notification joins
@@ -33,7 +30,7 @@ def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bund
         event_id=event.id, created_at=now, type=event.type, category=category, section=section,
         actor=event.actor, object=event.object,
         bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
-        bundled=bundle != "none", writer=writer, backfill=backfill)
+        bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
     return tx.inbox.deliver(delivery, sorted(set(users)))
 
 
@@ -42,8 +39,9 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
             timeline: Sequence[str] = (), writer: str = "") -> list[str]:
     """Filter an audience chunk and deliver it; returns the users notified in the inbox.
 
-    ``timeline`` names the actor's followers in this chunk: the push model writes the event
-    into their timelines too (same filters: exclusions, mutes and the type's privacy rule).
+    ``timeline`` names the actor's followers in this chunk: when the actor's posts are pushed
+    (``_pushed``), the event goes into their timelines too (same filters: exclusions, mutes
+    and the type's privacy rule), each mailbox kept to the newest ``timeline_cap``.
     ``writer`` names the job delivering (see :class:`tidings.domain.views.Delivery`).
     """
     excluded = set(event.exclude)
@@ -67,17 +65,35 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     # (newest by time kept), in this unit, so no path leaves an inbox over it.
     for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
         tx.inbox.trim(user, ctx.config.inbox_cap)
+    reached: list[str] = []  # the followers whose timelines this post joins
     if timeline:
         allowed = set(candidates)
-        pushed = [u for u in timeline if u in allowed]
-        tx.timeline.push(event.id, pushed, now)
-        checks = [u for u in pushed if random.random() < TRIM_SAMPLE]
-        tx.jobs.enqueue_many([trim_spec(u) for u in checks])
-    if delivered:
+        reached = [u for u in timeline if u in allowed]
+        if _pushed(ctx, tx, event):
+            tx.timeline.push(event.id, reached, now)
+            tx.timeline.cap(reached, ctx.config.timeline_cap)  # newest kept, on every push
+    # Live streams hear of new inbox rows, and the followers of the post on their timelines:
+    # pushed into their mailboxes or merged in at read time (pull), they are told either way.
+    touched = sorted(set(delivered).union(reached)) if reached else delivered
+    if touched:
         notifier = ctx.store.notifier
-        tx.after_commit(lambda: notifier.changed(delivered))
+        tx.after_commit(lambda: notifier.changed(touched))
     ctx.observer.delivered(len(delivered))
     return delivered
+
+
+def _pushed(ctx: JobContext, tx: Tx, event: StoredEvent) -> bool:
+    """Whether the actor's posts go into mailboxes now (push) or are read from the events
+    (pull), by the timeline model (``docs/timelines.md``); a change is recorded on the source."""
+    if event.actor is None:
+        return False
+    state = tx.graph.timeline_sources([event.actor]).get(event.actor, SourceState())
+    model = decide(ctx.config.timeline_model, state.model, state.followers,
+                   ctx.config.celebrity_followers)
+    changed, push_from = flip(state, model, event.id)
+    if changed:
+        tx.graph.set_push_from(event.actor, push_from)
+    return model == PUSH
 
 
 def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
@@ -99,7 +115,8 @@ def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTy
     delivered = write_inbox(tx, event, category=event_type.category,
                             section=event_type.section, bundle=event_type.bundle,
                             users=[u for u in candidates if plans[u].web], now=now,
-                            backfill=backfill, writer=writer)
+                            backfill=backfill, writer=writer,
+                            fields=event_type.query_fields(event.payload))
     if backfill:
         return delivered  # an imported event is history: no mail, no webhooks
     reached = set(delivered) | {u for u in candidates if not plans[u].web}

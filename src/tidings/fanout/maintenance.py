@@ -12,8 +12,8 @@ RETENTION_BATCH = 500
 
 
 def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
-    """Keep one user's timeline under its cap (fan-out samples its pushes for this), and the
-    inbox too should it be over (fan-out keeps that cap itself, in the delivering unit)."""
+    """Keep one user's timeline and inbox under their caps (fan-out keeps both caps itself,
+    in the delivering unit; this job is for a cap lowered since)."""
     user = job.args["user"]
     removed = 0
     if tx.inbox.over_cap([user], ctx.config.inbox_cap):

@@ -1,8 +1,9 @@
 """Fan-out jobs (LiveJournal ESN): an event's audience, resolved in chunks, into inboxes.
 
-``fanout`` (ESN's FiredEvent) looks at each audience source. If the whole audience fits in one
-chunk it is delivered in the same job (the fast path). Otherwise the job is replaced atomically
-by one ``fanout_chunk`` job per chunk of a source (``replace_with``), which any worker may run.
+``fanout`` (ESN's FiredEvent) looks at each audience source. If the whole audience (every
+source together) fits in one chunk it is delivered in the same job (the fast path). Otherwise
+the job is replaced atomically by one ``fanout_chunk`` job per chunk of each source, and the
+explicit recipients in chunks of their own (``replace_with``), which any worker may run.
 Sources overlap freely: a user named twice is written once, because (user, event) is unique.
 """
 
@@ -21,7 +22,7 @@ from tidings.domain.views import StoredEvent
 from tidings.fanout.deliver import deliver
 from tidings.fanout.specs import chunk_spec, users_spec
 from tidings.jobs.context import JobContext, Replacements
-from tidings.jobs.model import Job, JobSpec
+from tidings.jobs.model import Job
 from tidings.ports import Tx
 
 
@@ -38,27 +39,41 @@ class FanOut:
         self.channels = list(channels)
 
     def run_fanout(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
-        """Deliver at once, or return the chunk jobs that replace this one."""
+        """Deliver at once, or return the chunk jobs that replace this one.
+
+        The fast path needs the whole audience (every source together) to fit one chunk.
+        Otherwise every source becomes chunk jobs of its own, small ones included, so no job
+        delivers more than ``chunk_size`` users and the followers' chunks push timelines.
+        """
         event = tx.events.get(int(job.args["event_id"]), lock=True)
         if event is None or event.retracted_at is not None:
             return None
         chunk = ctx.config.chunk_size
-        audience: set[str] = set()
+        recipients = sorted(set(event.recipients)) if RECIPIENTS in _sources(ctx, event) else []
+        audience: set[str] = set(recipients)
         followers: list[str] = []
-        specs: list[JobSpec] = []
+        small: list[str] = []  # sources that fit one chunk on their own
+        large: list[tuple[str, AudienceSource]] = []
         for kind in _sources(ctx, event):
-            if kind == RECIPIENTS:
-                audience.update(event.recipients)
-                continue
-            source = AudienceSource.of(kind, event.type, event.actor, event.object)
+            source = None if kind == RECIPIENTS else AudienceSource.of(
+                kind, event.type, event.actor, event.object)
             if source is None:
                 continue
             first = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
-            if len(first) <= chunk:
-                audience.update(first)
-                if kind == ACTOR_FOLLOWERS:
-                    followers = first
+            if len(first) > chunk:
+                large.append((kind, source))
                 continue
+            if first:
+                small.append(kind)
+            audience.update(first)
+            if kind == ACTOR_FOLLOWERS:
+                followers = first
+        if not large and len(audience) <= chunk:
+            deliver(ctx, tx, event, audience, self.channels, at=job.args.get("at"),
+                    timeline=followers, writer=f"job:{job.id}")
+            return None
+        specs = [chunk_spec(job.args, event.id, kind, "", None, job.priority) for kind in small]
+        for kind, source in large:
             after = ""
             while True:
                 upto = tx.graph.nth_after(source, after, chunk)
@@ -68,13 +83,9 @@ class FanOut:
                 if upto is None:
                     break
                 after = upto
-        if specs:
-            if audience:
-                specs.append(users_spec(job.args, event.id, sorted(audience), job.priority))
-            return specs
-        deliver(ctx, tx, event, audience, self.channels, at=job.args.get("at"),
-                timeline=followers, writer=f"job:{job.id}")
-        return None
+        specs += [users_spec(job.args, event.id, recipients[i:i + chunk], job.priority, part=n)
+                  for n, i in enumerate(range(0, len(recipients), chunk))]
+        return specs
 
     def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         event = tx.events.get(int(job.args["event_id"]), lock=True)

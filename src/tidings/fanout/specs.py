@@ -28,10 +28,12 @@ def chunk_spec(args: dict[str, Any], event_id: int, source: str, after: str,
                    unique_key=f"fanout:{event_id}:{source}:{after}"[:255], priority=priority)
 
 
-def users_spec(args: dict[str, Any], event_id: int, users: list[str], priority: int) -> JobSpec:
-    """The named users of a chunked event (explicit recipients and small sources)."""
+def users_spec(args: dict[str, Any], event_id: int, users: list[str], priority: int,
+               part: int = 0) -> JobSpec:
+    """Part ``part`` of the explicit recipients of a chunked event (≤ chunk size users)."""
+    suffix = f":{part}" if part else ""
     return JobSpec(FANOUT_CHUNK, {**args, "source": "users", "users": users},
-                   unique_key=f"fanout:{event_id}:users", priority=priority)
+                   unique_key=f"fanout:{event_id}:users{suffix}", priority=priority)
 
 
 def trim_spec(user: str) -> JobSpec:

@@ -27,6 +27,10 @@ from tidings.ports import Tx
 
 log = logging.getLogger("tidings.worker")
 
+# A job that meets an unavailable store this many times in a row, each time while the queue
+# answered, spends an attempt (see Worker.run_job).
+OUTAGE_GIVEBACKS = 10
+
 
 def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
     done = tx.jobs.replace_with(job, replacements) if replacements else tx.jobs.complete(job)
@@ -43,6 +47,15 @@ class Lane:
     threads: int
     funcs: Sequence[str] | None = None
     exclude: Sequence[str] | None = None
+
+    @staticmethod
+    def apart(threads: int, name: str, funcs: Sequence[str], apart: int) -> list[Lane]:
+        """``threads`` for every job but ``funcs``, and a lane ``name`` of ``apart`` threads
+        of their own for ``funcs`` (0: this worker leaves them to another)."""
+        lanes = [Lane("jobs", threads, exclude=tuple(funcs))]
+        if apart > 0:
+            lanes.append(Lane(name, apart, funcs=tuple(funcs)))
+        return lanes
 
 
 class Worker:
@@ -69,6 +82,7 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self.processed = 0
         self._count_lock = threading.Lock()
+        self._givebacks: dict[int, int] = {}  # job id -> unavailable stores met in a row
 
     # -- one job ------------------------------------------------------------------------------
 
@@ -109,13 +123,22 @@ class Worker:
         except LeaseLost as exc:
             log.warning("%s", exc)
             return False
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             # The store (or its Redis hot part) is away: not the job's fault. Give the job
             # back without spending an attempt, if the queue answers (else its lease expires),
-            # and let the loop wait: an outage of any length gives no delivery up.
+            # and let the loop wait: an outage of any length gives no delivery up. But a job
+            # that meets "unavailable" again and again while the queue itself answers (a
+            # statement that always times out, a key that always errs) is failing, not
+            # waiting: past OUTAGE_GIVEBACKS it spends attempts like any failure.
+            if not self._gave_back(job):
+                raise
+            log.warning("job %s (%s) met an unavailable store %d times while the queue "
+                        "answered; counting it as a failure: %s", job.id, job.func,
+                        OUTAGE_GIVEBACKS, exc)
             with contextlib.suppress(StoreUnavailable):
-                queue.release(job)
-            raise
+                retried = queue.fail(job, f"store unavailable on every run: {exc}")
+                observer.job("retried" if retried else "failed")
+            return False
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
             retried = True
@@ -130,8 +153,27 @@ class Worker:
             observer.observe("fanout_seconds", time.perf_counter() - started)
         with self._count_lock:
             self.processed += 1
+            self._givebacks.pop(job.id, None)
         observer.job("completed")
         return True
+
+    def _gave_back(self, job: Job) -> bool:
+        """Give a job that met an unavailable store back, if the queue answers; True instead
+        when this job has met one OUTAGE_GIVEBACKS times in a row with the queue answering."""
+        with self._count_lock:
+            count = self._givebacks.get(job.id, 0) + 1
+            if count >= OUTAGE_GIVEBACKS:
+                self._givebacks.pop(job.id, None)
+                return True
+        try:
+            self.ctx.store.queue.release(job)
+        except StoreUnavailable:
+            return False  # a real outage: not counted
+        with self._count_lock:
+            if len(self._givebacks) >= 10_000:  # jobs another worker finished
+                self._givebacks.clear()
+            self._givebacks[job.id] = count
+        return False
 
     def run_once(self, lane: Lane | None = None) -> int:
         """Claim a batch (of the lane's functions) and run it; return how many jobs ran."""

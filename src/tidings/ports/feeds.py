@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tidings.domain.readstate import Markers
@@ -14,6 +14,7 @@ from tidings.domain.views import (
     InboxRow,
     NewNotification,
     NotificationKey,
+    PageView,
     ReadState,
     TimelineEntry,
 )
@@ -90,12 +91,22 @@ class InboxStore(Protocol):
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         """Member count (up to the actor scan) and newest distinct actors per display group."""
 
+    def page_view(self, user: str, filters: Filters, *, limit: int,
+                  before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
+        """What :meth:`load_markers`, then :meth:`page` under those markers, then
+        :meth:`group_info` of the listed rows whose type ``bundles`` return, in one read where
+        the store can (one statement on PostgreSQL)."""
+
     def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
                      unseen: bool = False) -> int:
         """Unread base rows matching ``filters``, counted up to the cap; ``markers`` None: the
         store reads the user's watermarks itself (on SQL in the same statement). ``unseen``:
         only those also newer than the seen watermark (:meth:`Markers.unseen`), a badge's
         count."""
+
+    def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
+        """:meth:`unread_count` and its ``unseen`` form, read together (one statement on
+        SQL): what a badge shows."""
 
     def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
         """Display groups holding any of these events."""
@@ -133,13 +144,41 @@ class InboxStore(Protocol):
 
 
 class TimelineStore(Protocol):
-    """Push-model timelines: events written into followers' mailboxes."""
+    """Push-model timelines: events written into followers' mailboxes, each with a floor
+    (the event id at or below which the mailbox is not complete: trimmed, or older than a
+    back-fill) under which reads pull from the events instead."""
 
     def push(self, event_id: int, users: Sequence[str], now: int) -> None:
         """Write the event into these users' timelines; idempotent."""
 
-    def page(self, user: str, *, limit: int, before: int | None) -> list[TimelineEntry]:
-        """Unretracted events newest first by event id, strictly below ``before``."""
+    def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
+        """Write (event id, created_at) entries into one mailbox (a follow's back-fill);
+        idempotent."""
+
+    def page(self, user: str, *, limit: int, before: int | None,
+             after: int | None = None) -> list[TimelineEntry]:
+        """Unretracted events newest first by event id, strictly below ``before`` and
+        strictly above ``after``."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Keep the newest ``cap`` entries; return how many went."""
+        """Keep the newest ``cap`` entries (by event id), raise the floor to the newest entry
+        removed; return how many went."""
+
+    def cap(self, users: Sequence[str], cap: int) -> int:
+        """:meth:`trim` those of ``users`` whose mailbox may hold more than ``cap`` entries
+        (cheap for the others); return how many entries went. Stores that keep only a bound
+        of the size may remove a few more than needed (the floor covers them)."""
+
+    def floor(self, user: str) -> int:
+        """The mailbox's floor (0: complete from the start)."""
+
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        """The floor and :meth:`page` strictly above both ``after`` and the floor, in one
+        read where the store can (a timeline read's first step)."""
+
+    def raise_floor(self, user: str, floor: int) -> None:
+        """Move the floor up to ``floor`` (never down)."""
+
+    def remove_source(self, user: str, actor: str) -> int:
+        """Delete the entries of ``actor``'s events (an unfollow); return how many went."""

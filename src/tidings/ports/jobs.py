@@ -20,8 +20,9 @@ class JobQueue(Protocol):
     def replace_with(self, job: Job, specs: Sequence[JobSpec]) -> bool:
         """Swap the job atomically for ``specs`` (TheSchwartz's replace_with)."""
 
-    def cancel(self, func: str, key_prefix: str) -> int:
-        """Delete unclaimed jobs of ``func`` whose unique key starts with ``key_prefix``."""
+    def cancel(self, func: str, key_prefix: str, *, exact: bool = False) -> int:
+        """Delete unclaimed jobs of ``func`` whose unique key starts with ``key_prefix`` (is
+        ``key_prefix``, when ``exact``)."""
 
     def record_failure(self, job: Job, error: str, *, final: bool, now: int) -> None:
         """Log a failed attempt (a handler that retries by itself)."""

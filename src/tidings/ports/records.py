@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from tidings.domain.audience import AudienceSource
-from tidings.domain.events import Event
+from tidings.domain.events import DEFAULT_SCOPE, Event
+from tidings.domain.timeline import SourceState
 from tidings.domain.views import (
     Follow,
     MailBatchRow,
@@ -19,14 +20,17 @@ from tidings.domain.views import (
 class EventStore(Protocol):
     """Accepted events: the source of truth of every notification."""
 
-    def insert(self, event: Event, payload_json: str, now: int) -> int:
-        """Store an event; return its id (ids grow with time of insertion)."""
+    def insert(self, event: Event, payload_json: str, now: int, *,
+               scope: str = DEFAULT_SCOPE) -> int:
+        """Store an event; return its id (ids grow with time of insertion). Its idempotency
+        key, if any, is unique within ``scope``: a second one fails the unit
+        (:class:`~tidings.exceptions.StoreConflict`)."""
 
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
         """One event; ``lock`` makes a concurrent retraction of it wait for this unit."""
 
-    def get_by_key(self, key: str) -> StoredEvent | None:
-        """The event stored under this idempotency key, if any."""
+    def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
+        """The event stored under this idempotency key in ``scope``, if any."""
 
     def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
                  after_id: int = 0, limit: int = 1000) -> list[int]:
@@ -44,6 +48,13 @@ class EventStore(Protocol):
 
     def actors_of(self, event_ids: Sequence[int]) -> list[str]:
         """Distinct actors of these events, newest event first."""
+
+    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
+                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+        """The pull model's read: unretracted events of ``types`` by any of the ``sources``
+        (actor, highest id to take of it), strictly between ``above`` and ``below``, newest
+        ``limit`` first by id. Each source is read through the (actor, id) index, its newest
+        ``limit`` at most (the per-followee top-N merge)."""
 
 
 class GraphStore(Protocol):
@@ -76,6 +87,21 @@ class GraphStore(Protocol):
 
     def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
         """Whom ``user`` follows (or, ``followers=True``, who follows them) by ascending id."""
+
+    def followee_sources(self, user: str) -> dict[str, SourceState]:
+        """Everyone ``user`` follows, each with their stored timeline state (as
+        :meth:`timeline_sources` gives it, defaults where none is stored), in one read."""
+
+    def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
+        """The stored timeline state of these sources (absent: never followed nor flipped,
+        :class:`SourceState`'s defaults). :meth:`add_follow` and :meth:`remove_follow` keep
+        the follower counts."""
+
+    def set_timeline_model(self, actor: str, model: str | None) -> None:
+        """Set (``push`` / ``pull``) or clear (None) a source's model override."""
+
+    def set_push_from(self, actor: str, push_from: int | None) -> None:
+        """From which event id on the source's posts are pushed (None: it is pulled)."""
 
     def audience(self, source: AudienceSource, *, after: str, upto: str | None,
                  limit: int | None = None) -> list[str]:
@@ -171,8 +197,9 @@ class MailStore(Protocol):
     def delete_batch(self, ids: Sequence[int]) -> None:
         """Drop waiting rows (they are being mailed)."""
 
-    def cancel_events(self, event_ids: Sequence[int]) -> None:
-        """A retraction: these events wait for no mail any more."""
+    def cancel_events(self, event_ids: Sequence[int], *, user: str | None = None) -> None:
+        """A retraction: these events wait for no mail any more; with ``user``, one
+        recipient's deletion: they wait for no mail to that user."""
 
     def sent_count(self, user: str, kind: str, since: int) -> int:
         """Mails of ``kind`` sent to the user since ``since``."""

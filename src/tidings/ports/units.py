@@ -65,6 +65,11 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[Tx]:
         """A unit that only reads (writes in it are refused or undefined)."""
 
+    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
+        """Move the user's "all" watermark to ``until`` and announce it to live listeners as
+        one atomic step, returning the unread count it covered (capped) — or None, having done
+        nothing, where the store cannot (then the caller does it as a unit of work)."""
+
     def ping(self) -> None:
         """Raise :class:`tidings.exceptions.StoreUnavailable` unless the store answers."""
 

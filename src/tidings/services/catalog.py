@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tidings.clock import Clock
 from tidings.domain.types import EventType, Templates, TypeRegistry
@@ -70,3 +70,18 @@ class Catalog:
 
     def bundles(self, name: str) -> bool:
         return name in self.types and self.types.get(name).bundle != "none"
+
+    def not_queryable(self, names: Iterable[str], types: Sequence[str] | None) -> list[str]:
+        """Of the payload fields ``names``, those that no type (of ``types`` when given)
+        marks ``queryable``; stored types are read again before one is refused."""
+        def missing() -> list[str]:
+            chosen = [self.types.get(t) for t in types if t in self.types] if types else list(
+                self.types)
+            marked = {name for t in chosen for name in t.queryable}
+            return [name for name in names if name not in marked]
+
+        gone = missing()
+        if gone:
+            self.load()  # another process may have declared it since
+            gone = missing()
+        return gone

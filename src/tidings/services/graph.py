@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tidings.clock import Clock
 from tidings.domain.cursor import decode_cursor, encode_cursor
@@ -45,10 +45,15 @@ def _name_after(cursor: str) -> str:
 
 
 def _group(group: str) -> str:
+    return named(group, "group", "group")
+
+
+def named(value: str, what: str, field: str) -> str:
+    """A group or privacy rule name, or InvalidInput naming ``field``."""
     try:
-        return check_name(group, "group")
+        return check_name(value, what)
     except ValueError as exc:
-        raise InvalidInput(str(exc), field="group") from None
+        raise InvalidInput(str(exc), field=field) from None
 
 
 def mute_pairs(actor: str | None, obj: str | None) -> list[tuple[str, str]]:
@@ -69,6 +74,9 @@ class GraphService:
         self.store = store
         self.catalog = catalog
         self.clock = clock
+        # run in the unit that adds (removes) a follow: (tx, follower, followee)
+        self.follow_hooks: list[Callable[[Tx, str, str], None]] = []
+        self.unfollow_hooks: list[Callable[[Tx, str, str], None]] = []
 
     def add_user(self, user: str, *, read_up_to: int | None = None) -> bool:
         """Register a user who starts as 'read up to now' (Gazelle); True if new."""
@@ -129,14 +137,26 @@ class GraphService:
 
         def work(tx: Tx) -> bool:
             touch_user(tx, user, now)
-            return tx.graph.add_follow(user, other, now)
+            added = tx.graph.add_follow(user, other, now)
+            if added:
+                for hook in self.follow_hooks:
+                    hook(tx, user, other)
+            return added
 
         return self.store.transact(work)
 
     def unfollow(self, user: str, other: str) -> bool:
         check_user_id(user)
         check_user_id(other, "other")
-        return self.store.transact(lambda tx: tx.graph.remove_follow(user, other))
+
+        def work(tx: Tx) -> bool:
+            removed = tx.graph.remove_follow(user, other)
+            if removed:
+                for hook in self.unfollow_hooks:
+                    hook(tx, user, other)
+            return removed
+
+        return self.store.transact(work)
 
     def follows(self, user: str, *, followers: bool, limit: int,
                 cursor: str | None) -> Page[Follow]:

@@ -1,42 +1,62 @@
-"""Reading an inbox (pages with bundles rendered, capped unread counts), read and seen state,
-and the push timeline."""
+"""Reading an inbox (pages with bundles rendered, capped unread counts), read and seen state."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict, Unpack
 
 from tidings.clock import Clock, to_rfc3339
 from tidings.domain.bundling import OTHERS_CAP, UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
+from tidings.domain.fields import conditions
 from tidings.domain.readstate import Markers, scope_name
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.views import Filters, GroupInfo, InboxRow, Notification, Page, UnreadCount
-from tidings.exceptions import InvalidInput, NotFound
+from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids, check_limit
 
+# (unit, user, event ids): what one recipient's deletion undoes besides the inbox
+DeleteHook = Callable[[Tx, str, list[int]], None]
+
 MAX_MARK_IDS = 1000
 
+
+
+class Narrowing(TypedDict, total=False):
+    """What narrows an inbox list or count (the keyword arguments of
+    :meth:`InboxService.unread_count`)."""
+
+    types: Sequence[str] | None
+    category: str | None
+    section: str | None
+    actor: str | None
+    object: str | None
+    max_id: str | int | None
+    since_id: str | int | None
+    payload: Mapping[str, Any] | None
 
 class InboxService:
     """One user's inbox: list, count, mark."""
 
-    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock,
+                 delete_hooks: Sequence[DeleteHook] = ()) -> None:
         self.store = store
         self.catalog = catalog
         self.clock = clock
+        self.delete_hooks = list(delete_hooks)
 
     # -- reads ------------------------------------------------------------------------------
 
     def filters(self, types: Sequence[str] | str | None, category: str | None,
                 section: str | None, unread: bool | None, *, actor: str | None = None,
                 object: str | None = None, max_id: str | int | None = None,
-                since_id: str | int | None = None) -> Filters:
+                since_id: str | int | None = None,
+                payload: Mapping[str, Any] | None = None) -> Filters:
         if types is not None:
             if isinstance(types, str):
                 types = [t for t in types.split(",") if t]
@@ -54,30 +74,37 @@ class InboxService:
         below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
         above = (check_ids([since_id], "since_id", "event id")[0] if since_id is not None
                  else None)
+        fields = conditions(payload) if payload else ()
+        refused = self.catalog.not_queryable([name for name, _ in fields], types or None)
+        if refused:
+            raise UnknownQueryField(
+                f"payload.{refused[0]}: not a queryable field of "
+                f"{'these types' if types else 'any type'} (a type lists its queryable "
+                "payload fields)", field=f"payload.{refused[0]}")
         return Filters(tuple(types) if types else None, category, section, unread, actor=actor,
-                       object=object, max_id=below, since_id=above)
+                       object=object, max_id=below, since_id=above, fields=fields)
 
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
                       unread: bool | None = None, limit: int = 20,
                       cursor: str | None = None, locale: str | None = None,
                       actor: str | None = None, object: str | None = None,
-                      max_id: str | int | None = None, since_id: str | int | None = None
-                      ) -> Page[Notification]:
+                      max_id: str | int | None = None, since_id: str | int | None = None,
+                      payload: Mapping[str, Any] | None = None) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor;
-        ``actor``, ``object``, ``max_id`` and ``since_id`` are Jiepang's query dimensions."""
+        ``actor``, ``object``, ``max_id``, ``since_id`` and conditions on the queryable
+        ``payload`` fields are Jiepang's query dimensions."""
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
         filters = self.filters(types, category, section, unread, actor=actor, object=object,
-                               max_id=max_id, since_id=since_id)
+                               max_id=max_id, since_id=since_id, payload=payload)
         before = decode_cursor(cursor) if cursor else None
         with self.store.read() as tx:
-            markers = tx.inbox.load_markers(user)
-            rows = tx.inbox.page(user, filters, markers, limit=limit + 1, before=before)
-            page = rows[:limit]
-            bundled = [r.display_hash for r in page if self.catalog.bundles(r.type)]
-            groups = tx.inbox.group_info(user, bundled)
+            view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
+                                      bundles=self.catalog.bundles)
+        rows, groups, markers = view.rows, view.groups, view.markers
+        page = rows[:limit]
         items = [self._item(row, groups.get(row.display_hash), markers, language)
                  for row in page]
         last = page[-1] if page else None
@@ -104,39 +131,37 @@ class InboxService:
             html=rendered.html, created_at=to_rfc3339(row.created_at), read=not unread_now,
             seen=markers.is_seen(unread_now, row.fresh_at), payload=payload)
 
-    def unread_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None,
-                     actor: str | None = None, object: str | None = None) -> UnreadCount:
-        """Unread display groups, capped at 100 and shown as '99+'."""
+    def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)
-        filters = self.filters(types, category, section, True, actor=actor, object=object)
+        return self.filters(narrow.get("types"), narrow.get("category"), narrow.get("section"),
+                            True, actor=narrow.get("actor"), object=narrow.get("object"),
+                            max_id=narrow.get("max_id"), since_id=narrow.get("since_id"),
+                            payload=narrow.get("payload"))
+
+    def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
+        """Unread display groups, capped at 100 and shown as '99+'; narrowed like
+        :meth:`notifications`."""
+        filters = self._unread_filters(user, narrow)
         with self.store.read() as tx:
             count = tx.inbox.unread_count(user, filters)
         return UnreadCount(count, count_display(count))
 
-    def unseen_count(self, user: str, *, types: Sequence[str] | None = None,
-                     category: str | None = None, section: str | None = None) -> UnreadCount:
+    def unseen_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups that arrived (or became unread again) after the seen
         watermark, capped like :meth:`unread_count`: what a badge shows until opened."""
-        check_user_id(user)
-        filters = self.filters(types, category, section, True)
+        filters = self._unread_filters(user, narrow)
         with self.store.read() as tx:
             count = tx.inbox.unread_count(user, filters, unseen=True)
         return UnreadCount(count, count_display(count))
 
-    def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None
-                 ) -> Page[dict[str, Any]]:
-        """Events of the users ``user`` follows, newest first (push model: fan-out wrote them)."""
-        check_user_id(user)
-        limit = check_limit(limit)
-        before = decode_cursor(cursor)[1] if cursor else None
+    def unread_counts(self, user: str, **narrow: Unpack[Narrowing]
+                      ) -> tuple[UnreadCount, UnreadCount]:
+        """:meth:`unread_count` and :meth:`unseen_count` in one read (one statement on SQL)."""
+        filters = self._unread_filters(user, narrow)
         with self.store.read() as tx:
-            rows = tx.timeline.page(user, limit=limit + 1, before=before)
-        page = rows[:limit]
-        items = [{"id": str(r.id), "type": r.type, "actor": r.actor, "object": r.object,
-                  "payload": r.payload, "created_at": to_rfc3339(r.created_at)} for r in page]
-        more = len(rows) > limit
-        return Page(items, encode_cursor(page[-1].created_at, page[-1].id) if more else None)
+            unread, unseen = tx.inbox.unread_counts(user, filters)
+        return UnreadCount(unread, count_display(unread)), UnreadCount(unseen,
+                                                                       count_display(unseen))
 
     # -- read state -------------------------------------------------------------------------
 
@@ -193,7 +218,9 @@ class InboxService:
 
         def work(tx: Tx) -> int:
             keys = tx.inbox.keys_by_match(user, actor=actor, type=type, object=object)
-            return tx.inbox.remove(keys)
+            removed = tx.inbox.remove(keys)
+            self._deleted(tx, user, [k.event_id for k in keys])
+            return removed
 
         return self.store.transact(work)
 
@@ -219,6 +246,10 @@ class InboxService:
         if not scopes:
             scopes = ["all"]
         now = self.clock.now_us()
+        if scopes == ["all"]:  # one statement where the store can
+            covered = self.store.mark_all_read_at_once(user, now)
+            if covered is not None:
+                return covered
 
         def work(tx: Tx) -> int:
             self._announce(tx, user)
@@ -271,6 +302,7 @@ class InboxService:
                 raise NotFound(f"notification {notification_id} of {user} does not exist")
             self._announce(tx, user)
             tx.inbox.remove(keys)
+            self._deleted(tx, user, [number])
 
         self.store.transact(work)
 
@@ -284,6 +316,10 @@ class InboxService:
             tx.inbox.set_marker(user, "seen", mark)
 
         self.store.transact(work)
+
+    def _deleted(self, tx: Tx, user: str, event_ids: list[int]) -> None:
+        for hook in self.delete_hooks:
+            hook(tx, user, event_ids)
 
     def _announce(self, tx: Tx, user: str) -> None:
         """Tell live listeners of ``user`` (every device's stream) once ``tx`` commits."""

@@ -6,7 +6,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tidings.clock import Clock
-from tidings.domain.events import Event, Limits, check_object, check_user_id, validate_event
+from tidings.domain.events import (
+    DEFAULT_SCOPE,
+    Event,
+    Limits,
+    check_object,
+    check_scope,
+    check_user_id,
+    validate_event,
+)
 from tidings.domain.types import EventType
 from tidings.domain.views import Published, StoredEvent
 from tidings.exceptions import IdempotencyConflict, InvalidInput, NotFound, StoreConflict
@@ -57,8 +65,11 @@ class Publishing:
         event_type = self.catalog.get(event.type)
         return event, validate_event(event, self.limits), event_type
 
-    def publish_many(self, batch: Sequence[Event | Mapping[str, Any]]) -> list[Published]:
-        """Store events and their fan-out jobs in one unit: all are accepted, or none."""
+    def publish_many(self, batch: Sequence[Event | Mapping[str, Any]], *,
+                     scope: str = DEFAULT_SCOPE) -> list[Published]:
+        """Store events and their fan-out jobs in one unit: all are accepted, or none.
+        Idempotency keys are looked up and stored within ``scope``."""
+        scope = check_scope(scope)
         prepared = [self.prepare(event) for event in batch]
         keys = [e.idempotency_key for e, _, _ in prepared if e.idempotency_key is not None]
         if len(keys) != len(set(keys)):
@@ -70,7 +81,7 @@ class Publishing:
             jobs: list[JobSpec] = []
             for event, payload_json, event_type in prepared:
                 if event.idempotency_key is not None:
-                    first = tx.events.get_by_key(event.idempotency_key)
+                    first = tx.events.get_by_key(event.idempotency_key, scope=scope)
                     if first is not None:
                         if first.body_hash != event.body_hash():
                             raise IdempotencyConflict(
@@ -78,7 +89,7 @@ class Publishing:
                                 "with a different event body")
                         results.append(Published(str(first.id), created=False))
                         continue
-                event_id = tx.events.insert(event, payload_json, now)
+                event_id = tx.events.insert(event, payload_json, now, scope=scope)
                 jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
                 results.append(Published(str(event_id), created=True))
             tx.jobs.enqueue_many(jobs)

@@ -62,6 +62,21 @@ def _bodies(conn: Connection) -> Callable[[Sequence[int]], dict[int, TimelineEnt
     return load
 
 
+ACTORS = select(events.c.id, events.c.actor).where(
+    events.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def _actors(conn: Connection) -> Callable[[Sequence[int]], dict[int, str | None]]:
+    def load(ids: Sequence[int]) -> dict[int, str | None]:
+        found: dict[int, str | None] = {}
+        for start in range(0, len(ids), IN_LIST):
+            found.update((r.id, r.actor) for r in conn.execute(
+                ACTORS, {"ids": list(ids[start:start + IN_LIST])}))
+        return found
+
+    return load
+
+
 class HotTx:
     """One unit: the SQL ports of its transaction, the Redis inbox and timeline."""
 
@@ -77,7 +92,7 @@ class HotTx:
             redis, buffer, _payloads(sql.conn), copy_marker=sql.inbox.set_marker,
             copy_position=sql.inbox.set_position,
             register=lambda written: inboxcap.register(sql.inbox.db, sql.conn, written))
-        self.timeline = RedisTimeline(redis, buffer, _bodies(sql.conn))
+        self.timeline = RedisTimeline(redis, buffer, _bodies(sql.conn), _actors(sql.conn))
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self.sql.after_commit(callback)
@@ -118,6 +133,9 @@ class HotStore:
     def read(self) -> Iterator[HotTx]:
         with self.sql.read() as tx:
             yield HotTx(tx, self.redis, WriteBuffer(writable=False))
+
+    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
+        return None  # the watermark lives in Redis (and is copied to SQL): a unit of work
 
     def ping(self) -> None:
         self.sql.ping()

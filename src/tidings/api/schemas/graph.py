@@ -8,6 +8,8 @@ from pydantic import BaseModel, Field
 
 from tidings.api.schemas.common import Channel, Strict
 from tidings.api.schemas.ids import ObjectKey, TypeName
+from tidings.clock import to_rfc3339
+from tidings.domain.views import TimelineEntry
 
 
 def _web() -> list[Channel]:
@@ -65,3 +67,11 @@ class TimelineEvent(BaseModel):
 class TimelinePage(BaseModel):
     items: list[TimelineEvent]
     next_cursor: str | None
+
+
+def timeline_item(entry: TimelineEntry) -> dict[str, Any]:
+    """A timeline entry as the API shows it (a :class:`TimelineEvent`): ids as strings,
+    times in RFC 3339."""
+    return {"id": str(entry.id), "type": entry.type, "actor": entry.actor,
+            "object": entry.object, "payload": entry.payload,
+            "created_at": to_rfc3339(entry.created_at)}

@@ -27,10 +27,12 @@ NO_CONTROL = r"[^\x00-\x1f\x7f]"
 
 USER_ID_BARE = r"[A-Za-z0-9_.:@-]{1,255}"
 TYPE_NAME_BARE = r"[A-Za-z0-9_.:-]{1,64}"
+GROUP_NAME_BARE = r"[A-Za-z0-9_.:-]{1,64}"
 # 1-255 characters, no control characters (what the engine's ``check_object`` accepts)
 OBJECT_KEY_BARE = r"[^\x00-\x1f]{1,255}"
 # Ids are BIGINT row ids, never 0; 18 digits keep every value below 2**63.
 ROW_ID_BARE = r"[1-9][0-9]{0,17}"
+MAX_ROW_ID = 2**63 - 1  # the largest id a number parameter (``max_id``, ``since_id``) takes
 # Cursors are opaque, made of URL-safe characters (RFC 3986's unreserved set).
 CURSOR_BARE = r"[A-Za-z0-9_.~-]{1,200}"
 UNSUBSCRIBE_TOKEN_BARE = r"[A-Za-z0-9_-]+\.[0-9a-f]+"
@@ -46,6 +48,8 @@ WEBHOOK_URL_BARE = rf"https?://{VISIBLE}+"
 ONE_LINE = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]"
 LABEL_BARE = rf"{ONE_LINE}{{1,80}}"
 DESCRIPTION_BARE = rf"{ONE_LINE}{{1,200}}"
+# a queryable payload field: top-level, as tidings.domain.fields checks
+PAYLOAD_FIELD_BARE = r"[A-Za-z0-9_-]{1,64}"
 
 
 def anchored(bare: str) -> str:
@@ -55,6 +59,7 @@ def anchored(bare: str) -> str:
 
 USER_ID = anchored(USER_ID_BARE)
 TYPE_NAME = anchored(TYPE_NAME_BARE)
+GROUP_NAME = anchored(GROUP_NAME_BARE)
 OBJECT_KEY = anchored(OBJECT_KEY_BARE)
 ROW_ID = anchored(ROW_ID_BARE)
 CURSOR = anchored(CURSOR_BARE)
@@ -69,6 +74,7 @@ BOUNCE_ADDRESS = anchored(BOUNCE_ADDRESS_BARE)
 WEBHOOK_URL = anchored(WEBHOOK_URL_BARE)
 LABEL = anchored(LABEL_BARE)
 DESCRIPTION = anchored(DESCRIPTION_BARE)
+PAYLOAD_FIELD = anchored(PAYLOAD_FIELD_BARE)
 
 
 @cache

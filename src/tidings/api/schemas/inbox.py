@@ -106,6 +106,11 @@ class UnreadIn(Strict):
     ids: list[NotificationId] = Field(max_length=1000)
 
 
+class ReadUpToIn(Strict):
+    id: NotificationId = Field(description="Everything at or below this notification's place "
+                                           "in the inbox becomes read.")
+
+
 class SeenIn(Strict):
     until: Timestamp | None = None
 

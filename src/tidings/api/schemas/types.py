@@ -15,7 +15,7 @@ from tidings.api.schemas.common import (
     Strict,
     json_int,
 )
-from tidings.api.schemas.ids import DESCRIPTION, LABEL, LocaleName, TypeName
+from tidings.api.schemas.ids import DESCRIPTION, LABEL, PAYLOAD_FIELD, LocaleName, TypeName
 
 
 def _default_audience() -> list[Audience]:
@@ -62,6 +62,10 @@ class TypeIn(Strict):
         "readable when none is declared: `edit-user-talk` → `Edit user talk`."))
     description: Annotated[str, StringConstraints(pattern=DESCRIPTION)] | None = Field(
         None, description="One line on when this notification comes.")
+    queryable: list[Annotated[str, StringConstraints(pattern=PAYLOAD_FIELD)]] = Field(
+        default_factory=list, max_length=8, description=(
+            "Top-level scalar payload fields a list or unread count may be narrowed by "
+            "(`?payload.FIELD=value`), kept with each notification when it is delivered."))
 
 
 class TypeOut(TypeIn):

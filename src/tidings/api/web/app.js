@@ -13,7 +13,7 @@ const who = document.getElementById("who");
 const signOut = document.getElementById("sign-out");
 const PAGES = {
   "#/notifications": ["notifications", "Notifications", (node) => showNotifications(node, bell)],
-  "#/following": ["following", "Following", showFollowing],
+  "#/following": ["following", "Following", (node) => showFollowing(node, bell)],
   "#/preferences": ["preferences", "Preferences", showPreferences],
 };
 

@@ -1,18 +1,23 @@
-/* The "Following" page: GET /v1/me/timeline, what the people you follow did, by day. */
+/* The "Following" page: GET /v1/me/timeline, what the people you follow did, by day.
+ * "Older" pages back with the answer's cursor; posts that arrive meanwhile (the bell hears
+ * them over SSE as `tidings-timeline`) are offered at the top, never slipped into the pages. */
 import { api, labelOf, loadTypes } from "./session.js";
-import { dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton } from "./dom.js";
+import { announce, dayGroups, el, emptyState, kit, skeleton } from "./dom.js";
 
 // "page:San_Francisco" → "San Francisco"; other keys as they are.
 const objectTitle = (key) => (key || "").replace(/^[a-z]+:/, "").replace(/_/g, " ");
 
-export async function showFollowing(main) {
+export async function showFollowing(main, bell) {
   const list = main.querySelector("#list");
   const status = main.querySelector("#list-status");
+  const older = main.querySelector("#older");
+  const newer = main.querySelector("#newer");
   let catalog = { items: [] };
   let cursor = null;
-  let done = false;
   let loading = false;
-  const append = dayGroups(list);
+  let append = dayGroups(list);
+  const shown = new Set();
+  const waiting = new Set();  // ids announced live, not shown yet
   list.replaceChildren(...skeleton());
   try { catalog = await loadTypes(); } catch (error) { /* names instead of labels */ }
 
@@ -20,33 +25,58 @@ export async function showFollowing(main) {
     const what = el("div", { class: "title" }, el("strong", { text: event.actor || "someone" }),
                     ` · ${labelOf(catalog, event.type)}`);
     if (event.object) what.append(" · ", el("span", { class: "object", text: objectTitle(event.object) }));
-    return el("li", { class: "row read" }, kit.avatar(event.actor || "", event.type, "", event.payload?.avatar_url),
+    return el("li", { class: "row read", "data-id": event.id },
+              kit.avatar(event.actor || "", event.type, "", event.payload?.avatar_url),
               el("div", { class: "body" }, what,
                  el("div", { class: "meta", text: kit.relativeTime(event.created_at) })));
   }
 
-  async function more() {
-    if (loading || done) return;
+  // One page: the newest (first) or the one after `cursor` (older).
+  async function load(first) {
+    if (loading) return;
     loading = true;
+    older.disabled = true;
     const params = new URLSearchParams({ limit: "20" });
-    if (cursor) params.set("cursor", cursor);
+    if (!first) params.set("cursor", cursor);
     try {
       const page = await api(`/v1/me/timeline?${params}`);
-      if (!cursor) list.replaceChildren();
-      append(page.items, render);
+      if (first) {
+        list.replaceChildren();
+        append = dayGroups(list);
+        shown.clear();
+        waiting.clear();
+        showWaiting();
+      }
+      const fresh = page.items.filter((item) => !shown.has(item.id));
+      for (const item of fresh) shown.add(item.id);
+      append(fresh, render);
       cursor = page.next_cursor;
-      done = !cursor;
+      older.hidden = !cursor;
       const any = list.querySelector("li");
       if (!any) list.append(emptyState("Nothing yet", "Follow people to see what they do here."));
-      status.textContent = done && any ? "That is everything." : "";
+      status.textContent = !cursor && any ? "That is everything." : "";
     } catch (error) {
       status.textContent = `Could not load the timeline: ${error.message}`;
     } finally {
       loading = false;
+      older.disabled = false;
     }
-    if (!done && nearViewport(main.querySelector("#sentinel"))) more();
   }
 
-  infinite(main.querySelector("#sentinel"), more);
-  more();
+  function showWaiting() {
+    newer.hidden = waiting.size === 0;
+    newer.textContent = waiting.size === 1 ? "1 new post" : `${waiting.size} new posts`;
+  }
+
+  const onTimeline = (event) => {
+    if (!document.body.contains(list)) { bell.removeEventListener("tidings-timeline", onTimeline); return; }
+    if (shown.has(event.detail.id) || waiting.has(event.detail.id)) return;
+    waiting.add(event.detail.id);
+    showWaiting();
+    announce(`${newer.textContent} from people you follow`);
+  };
+  bell.addEventListener("tidings-timeline", onTimeline);
+  older.addEventListener("click", () => load(false));
+  newer.addEventListener("click", () => { window.scrollTo(0, 0); load(true); });
+  await load(true);
 }

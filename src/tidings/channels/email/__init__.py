@@ -5,7 +5,7 @@ outside any database transaction."""
 from __future__ import annotations
 
 from tidings.channels.email.jobs import BUNDLE_HANDLER, DIGEST_HANDLER, SEND_HANDLER
-from tidings.channels.email.schedule import BUNDLE, DIGEST, SEND, cancel, schedule
+from tidings.channels.email.schedule import BUNDLE, DIGEST, SEND, cancel, cancel_for, schedule
 from tidings.channels.email.tokens import (
     check_unsubscribe_token,
     signing_secret,
@@ -14,7 +14,7 @@ from tidings.channels.email.tokens import (
 from tidings.channels.registry import Channel
 
 CHANNEL = Channel(
-    name="email", schedule=schedule, on_retract=cancel,
+    name="email", schedule=schedule, on_retract=cancel, on_delete=cancel_for,
     handlers={SEND: SEND_HANDLER, BUNDLE: BUNDLE_HANDLER, DIGEST: DIGEST_HANDLER},
     enabled=lambda config: bool(config.smtp_url),
 )

@@ -28,9 +28,14 @@ BUNDLE = "email_bundle"
 DIGEST = "email_digest"
 
 
+def send_key(user: str, event_id: int) -> str:
+    """The unique key of the immediate mail of one notification."""
+    return f"email:{event_id}:{user}"[:255]
+
+
 def send_spec(user: str, event_id: int) -> JobSpec:
     return JobSpec(SEND, {"user": user, "event_id": event_id},
-                   unique_key=f"email:{event_id}:{user}"[:255], priority=3)
+                   unique_key=send_key(user, event_id), priority=3)
 
 
 def digest_spec(user: str, prefs: Mapping[str, Any], now: int) -> JobSpec:
@@ -96,6 +101,15 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
                                  run_after=last + window, priority=4))
     tx.mail.add_batch(batch)
     tx.jobs.enqueue_many(sends)
+
+
+def cancel_for(tx: Tx, user: str, event_ids: list[int]) -> None:
+    """One recipient deleted these notifications: drop their pending mail of them."""
+    if not event_ids:
+        return
+    tx.mail.cancel_events(event_ids, user=user)
+    for event_id in event_ids:
+        tx.jobs.cancel(SEND, send_key(user, event_id), exact=True)
 
 
 def cancel(tx: Tx, event_ids: list[int]) -> None:

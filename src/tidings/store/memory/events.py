@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from tidings.domain.events import Event
+from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.views import StoredEvent
 from tidings.exceptions import StoreConflict
 from tidings.store.memory.state import EventRow, Journal, State
@@ -29,9 +29,10 @@ class MemoryEvents:
         self._s = state
         self._j = journal
 
-    def insert(self, event: Event, payload_json: str, now: int) -> int:
+    def insert(self, event: Event, payload_json: str, now: int, *,
+               scope: str = DEFAULT_SCOPE) -> int:
         key = event.idempotency_key
-        if key is not None and key in self._s.event_keys:
+        if key is not None and (scope, key) in self._s.event_keys:
             # as the SQL store's unique index: the unit fails, the caller looks the key up again
             raise StoreConflict(f"idempotency_key {key!r} is already stored")
         event_id = self._j.next_id(self._s.seq, "events")
@@ -40,10 +41,10 @@ class MemoryEvents:
             payload=payload_json, recipients=tuple(event.recipients),
             exclude=tuple(event.exclude), idempotency_key=key, body_hash=event.body_hash(),
             created_at=event.created_at if event.created_at is not None else now,
-            retracted_at=None,
+            retracted_at=None, idempotency_scope=scope,
         ))
         if key is not None:
-            self._j.put(self._s.event_keys, key, event_id)
+            self._j.put(self._s.event_keys, (scope, key), event_id)
         return event_id
 
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
@@ -51,8 +52,8 @@ class MemoryEvents:
         row = self._s.events.get(event_id)
         return stored(row) if row is not None else None
 
-    def get_by_key(self, key: str) -> StoredEvent | None:
-        event_id = self._s.event_keys.get(key)
+    def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
+        event_id = self._s.event_keys.get((scope, key))
         return self.get(event_id) if event_id is not None else None
 
     def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
@@ -101,7 +102,7 @@ class MemoryEvents:
         for event_id in event_ids:
             row = self._j.drop(self._s.events, event_id)
             if row is not None and row.idempotency_key is not None:
-                self._j.drop(self._s.event_keys, row.idempotency_key)
+                self._j.drop(self._s.event_keys, (row.idempotency_scope, row.idempotency_key))
 
     def actors_of(self, event_ids: Sequence[int]) -> list[str]:
         actors: list[str] = []
@@ -111,3 +112,20 @@ class MemoryEvents:
                 actors.append(row.actor)
         return actors
 
+
+    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
+                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+        cuts = dict(sources)
+        wanted = set(types)
+        found: list[StoredEvent] = []
+        for event_id in sorted(self._s.events, reverse=True):
+            if len(found) >= limit or (above is not None and event_id <= above):
+                break
+            row = self._s.events[event_id]
+            if below is not None and event_id >= below:
+                continue
+            if (row.actor is None or row.actor not in cuts or event_id > cuts[row.actor]
+                    or row.type not in wanted or row.retracted_at is not None):
+                continue
+            found.append(stored(row))
+        return found

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.memory.state import Journal, State
 
@@ -72,12 +73,35 @@ class MemoryGraph:
             return False
         self._j.put_in(self._s.following, follower, followee, now)
         self._j.put_in(self._s.followers, followee, follower, now)
+        self._count_follower(followee, 1)
         return True
+
+    def _count_follower(self, followee: str, step: int) -> None:
+        state = self._s.timeline_sources.get(followee, SourceState())
+        self._j.put(self._s.timeline_sources, followee,
+                    replace(state, followers=max(state.followers + step, 0)))
+
+    def followee_sources(self, user: str) -> dict[str, SourceState]:
+        return {f: self._s.timeline_sources.get(f, SourceState())
+                for f in sorted(self._s.following.get(user, {}))}
+
+    def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
+        return {a: self._s.timeline_sources[a] for a in set(actors)
+                if a in self._s.timeline_sources}
+
+    def set_timeline_model(self, actor: str, model: str | None) -> None:
+        state = self._s.timeline_sources.get(actor, SourceState())
+        self._j.put(self._s.timeline_sources, actor, replace(state, model=model))
+
+    def set_push_from(self, actor: str, push_from: int | None) -> None:
+        state = self._s.timeline_sources.get(actor, SourceState())
+        self._j.put(self._s.timeline_sources, actor, replace(state, push_from=push_from))
 
     def remove_follow(self, follower: str, followee: str) -> bool:
         if self._j.drop_in(self._s.following, follower, followee) is None:
             return False
         self._j.drop_in(self._s.followers, followee, follower)
+        self._count_follower(followee, -1)
         return True
 
     def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:

@@ -7,7 +7,7 @@ judged against the user's watermarks by :class:`tidings.domain.readstate.Markers
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
@@ -20,9 +20,10 @@ from tidings.domain.views import (
     InboxRow,
     NewNotification,
     NotificationKey,
+    PageView,
     ReadState,
 )
-from tidings.store import stepwise
+from tidings.store import pageview, stepwise
 from tidings.store.memory.state import Journal, NoteRow, State
 
 
@@ -110,7 +111,7 @@ class MemoryInbox:
                 fresh_at=new.created_at, type=new.type, category=new.category,
                 section=new.section, actor=new.actor, object=new.object,
                 bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
-                read_at=None))
+                read_at=None, fields=new.fields))
             self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
             if new.user_id not in self._s.users:  # known from now on (no watermark)
                 self._j.put(self._s.users, new.user_id, new.created_at)
@@ -147,6 +148,8 @@ class MemoryInbox:
             return False
         if filters.since_id is not None and row.event_id <= filters.since_id:
             return False
+        if filters.fields and not set(filters.fields) <= set(row.fields):
+            return False
         return filters.unread is None or _unread(markers, row) == filters.unread
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
@@ -170,6 +173,11 @@ class MemoryInbox:
                 read_at=row.read_at, payload=event.payload))
         return page
 
+    def page_view(self, user: str, filters: Filters, *, limit: int,
+                  before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
+        return pageview.page_view(self, user, filters, limit=limit, before=before,
+                                  bundles=bundles)
+
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         wanted = set(groups)
         members: dict[str, list[NoteRow]] = {}
@@ -186,6 +194,11 @@ class MemoryInbox:
             info[group] = GroupInfo(count=len(scanned), actors=actors,
                                     distinct_actors=len(actors))
         return info
+
+    def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
+        markers = self.load_markers(user)
+        return (self.unread_count(user, filters, markers),
+                self.unread_count(user, filters, markers, unseen=True))
 
     def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
                      unseen: bool = False) -> int:

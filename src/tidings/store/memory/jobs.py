@@ -93,10 +93,11 @@ class MemoryJobQueue:
         self.enqueue_many(specs)
         return True
 
-    def cancel(self, func: str, key_prefix: str) -> int:
+    def cancel(self, func: str, key_prefix: str, *, exact: bool = False) -> int:
         doomed = [r for r in self._s.jobs.values()
                   if r.func == func and r.grabbed_until == 0 and r.unique_key is not None
-                  and r.unique_key.startswith(key_prefix)]
+                  and (r.unique_key == key_prefix if exact
+                       else r.unique_key.startswith(key_prefix))]
         for row in doomed:
             _drop(self._s, self._j, row)
         return len(doomed)

@@ -54,9 +54,10 @@ class MemoryMail:
             if row is not None:
                 self._j.drop(self._s.batch_keys, (row.user_id, row.event_id))
 
-    def cancel_events(self, event_ids: Sequence[int]) -> None:
+    def cancel_events(self, event_ids: Sequence[int], *, user: str | None = None) -> None:
         doomed = set(event_ids)
-        self.delete_batch([r.id for r in self._s.batch.values() if r.event_id in doomed])
+        self.delete_batch([r.id for r in self._s.batch.values() if r.event_id in doomed
+                           and (user is None or r.user_id == user)])
 
     def sent_count(self, user: str, kind: str, since: int) -> int:
         return sum(1 for r in self._s.sent.values()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from tidings.domain.timeline import SourceState
 from tidings.domain.views import MailBatchRow, Subscription
 from tidings.jobs.model import Failure
 
@@ -93,6 +94,7 @@ class EventRow:
     body_hash: str
     created_at: int
     retracted_at: int | None
+    idempotency_scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class NoteRow:
     display_hash: str
     bundle_base: bool
     read_at: int | None
+    fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields, as delivered
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class State:
     seq: dict[str, int] = field(default_factory=dict)
     # events
     events: dict[int, EventRow] = field(default_factory=dict)
-    event_keys: dict[str, int] = field(default_factory=dict)
+    event_keys: dict[tuple[str, str], int] = field(default_factory=dict)  # (scope, key)
     # graph
     users: dict[str, int] = field(default_factory=dict)
     subscriptions: dict[int, Subscription] = field(default_factory=dict)
@@ -172,6 +175,8 @@ class State:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)  # read up to a place
     # timeline
     timelines: dict[str, dict[int, int]] = field(default_factory=dict)
+    timeline_floors: dict[str, int] = field(default_factory=dict)
+    timeline_sources: dict[str, SourceState] = field(default_factory=dict)
     # settings
     event_types: dict[str, str] = field(default_factory=dict)
     preferences: dict[str, str] = field(default_factory=dict)  # JSON text

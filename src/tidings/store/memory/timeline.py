@@ -1,4 +1,5 @@
-"""TimelineStore in memory: per user, the events pushed into their timeline (the push model)."""
+"""TimelineStore in memory: per user, the events pushed into their timeline (the push model),
+and each mailbox's floor."""
 
 from __future__ import annotations
 
@@ -21,13 +22,21 @@ class MemoryTimeline:
             if event_id not in self._s.timelines.get(user, {}):
                 self._j.put_in(self._s.timelines, user, event_id, now)
 
-    def page(self, user: str, *, limit: int, before: int | None) -> list[TimelineEntry]:
+    def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
+        for event_id, created_at in entries:
+            if event_id not in self._s.timelines.get(user, {}):
+                self._j.put_in(self._s.timelines, user, event_id, created_at)
+
+    def page(self, user: str, *, limit: int, before: int | None,
+             after: int | None = None) -> list[TimelineEntry]:
         entries: list[TimelineEntry] = []
         for event_id in sorted(self._s.timelines.get(user, {}), reverse=True):
             if len(entries) >= limit:
                 break
             if before is not None and event_id >= before:
                 continue
+            if after is not None and event_id <= after:
+                break
             event = self._s.events.get(event_id)
             if event is None or event.retracted_at is not None:
                 continue
@@ -39,6 +48,32 @@ class MemoryTimeline:
     def trim(self, user: str, cap: int) -> int:
         newest_first = sorted(self._s.timelines.get(user, {}), reverse=True)
         doomed = newest_first[cap:]
+        for event_id in doomed:
+            self._j.drop_in(self._s.timelines, user, event_id)
+        if doomed:
+            self.raise_floor(user, doomed[0])
+        return len(doomed)
+
+    def cap(self, users: Sequence[str], cap: int) -> int:
+        return sum(self.trim(user, cap) for user in sorted(set(users))
+                   if len(self._s.timelines.get(user, {})) > cap)
+
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        floor = self.floor(user)
+        return floor, self.page(user, limit=limit, before=before,
+                                after=max(floor, after or 0) or None)
+
+    def floor(self, user: str) -> int:
+        return self._s.timeline_floors.get(user, 0)
+
+    def raise_floor(self, user: str, floor: int) -> None:
+        if floor > self.floor(user):
+            self._j.put(self._s.timeline_floors, user, floor)
+
+    def remove_source(self, user: str, actor: str) -> int:
+        doomed = [i for i in self._s.timelines.get(user, {})
+                  if (row := self._s.events.get(i)) is not None and row.actor == actor]
         for event_id in doomed:
             self._j.drop_in(self._s.timelines, user, event_id)
         return len(doomed)

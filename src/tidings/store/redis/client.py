@@ -29,7 +29,17 @@ OUTAGES: tuple[type[BaseException], ...] = (
     rex.ConnectionError, rex.TimeoutError, rex.ClusterError, rex.RedisClusterException,
     rex.ReadOnlyError, rex.TryAgainError, OSError)
 SCRIPT_NAMES = ("deliver", "insert", "demote", "page", "count", "groups", "rows", "match",
-                "bundle_base", "changed", "mark", "remove", "oldest", "marker", "position")
+                "bundle_base", "changed", "mark", "remove", "oldest", "marker", "position",
+                "writers", "tl_cap", "tl_floor")
+# Scripts that take many users' key prefixes (KEYS) in one call: the users of one node, each
+# user's keys in that user's own slot (Redis 7's allow-cross-slot-keys).
+MANY_USERS = {"deliver": "#!lua flags=allow-cross-slot-keys\n",
+              "writers": "#!lua flags=no-writes,allow-cross-slot-keys\n"}
+USERS_A_CALL = 256  # users in one call of a many-user script
+
+
+# (script name, a user's key prefix or a tuple of them, args), or ("", command, args)
+Call = tuple[str, str | tuple[str, ...], Sequence[Any]]
 
 
 @contextlib.contextmanager
@@ -58,7 +68,7 @@ def _load_scripts() -> dict[str, Script]:
     prelude = (folder / "common.lua").read_text()
     scripts = {}
     for name in SCRIPT_NAMES:
-        source = prelude + "\n" + (folder / f"{name}.lua").read_text()
+        source = MANY_USERS.get(name, "") + prelude + "\n" + (folder / f"{name}.lua").read_text()
         scripts[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
     return scripts
 
@@ -99,10 +109,21 @@ class Redis:
                 self.load_scripts()
                 return self.client.evalsha(script.sha, 1, prefix, *args)
 
-    def pipeline(self, calls: Sequence[tuple[str, str, Sequence[Any]]],
-                 what: str = "pipeline") -> list[Any]:
+    def by_node(self, prefixes: Sequence[str]) -> list[list[int]]:
+        """The positions of ``prefixes`` (users' key prefixes) grouped by the node serving
+        them, at most :data:`USERS_A_CALL` a group: the calls of a many-user script."""
+        groups: dict[str, list[int]] = {}
+        with guard("slots"):
+            for index, prefix in enumerate(prefixes):
+                node = self.client.get_node_from_key(prefix).name if self.cluster else ""
+                groups.setdefault(node, []).append(index)
+        return [members[start:start + USERS_A_CALL] for members in groups.values()
+                for start in range(0, len(members), USERS_A_CALL)]
+
+    def pipeline(self, calls: Sequence[Call], what: str = "pipeline") -> list[Any]:
         """Run script calls ``(name, prefix, args)`` and plain commands ``("", command,
-        args)`` in pipelines, one per server. Every call is idempotent, so a NOSCRIPT answer
+        args)`` in pipelines, one per server; a many-user script names a tuple of prefixes
+        (of one node, :meth:`by_node`). Every call is idempotent, so a NOSCRIPT answer
         (a server that lost its scripts) or a moved slot runs the whole batch again."""
         if not calls:
             return []
@@ -126,13 +147,14 @@ class Redis:
                 return results
         raise AssertionError("unreachable")
 
-    def _execute(self, calls: Sequence[tuple[str, str, Sequence[Any]]]) -> list[Any]:
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
         # A cluster pipeline refuses EVALSHA: group the calls by the node serving their slot
         # and send each group through that node's own connection.
         groups: dict[str, tuple[Any, list[int]]] = {}
         for index, (name, first, args) in enumerate(calls):
             if self.cluster:
-                node = self.client.get_node_from_key(first if name else args[0])
+                key = (first if isinstance(first, str) else first[0]) if name else args[0]
+                node = self.client.get_node_from_key(key)
                 client, members = groups.setdefault(node.name, (node.redis_connection, []))
             else:
                 client, members = groups.setdefault("", (self.client, []))
@@ -142,7 +164,10 @@ class Redis:
             pipe = client.pipeline(transaction=False)
             for index in members:
                 name, first, args = calls[index]
-                if name:
+                if isinstance(first, tuple):  # common.lua's users_of
+                    pipe.evalsha(self.scripts[name].sha, 1, first[0], len(first), *first,
+                                 *args)
+                elif name:
                     pipe.evalsha(self.scripts[name].sha, 1, first, *args)
                 else:
                     pipe.execute_command(first, *args)

@@ -7,7 +7,6 @@ script, their payloads from the events table by primary key (``payloads``).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,10 +21,13 @@ from tidings.domain.views import (
     InboxRow,
     NewNotification,
     NotificationKey,
+    PageView,
     ReadState,
 )
+from tidings.store import pageview
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys, opt
+from tidings.store.redis.queries import PLACE, fields_arg, markers_of, place_of, query
 from tidings.store.redis.writes import CLEANUP, INDEX, WriteBuffer
 
 Payloads = Callable[[Sequence[int]], dict[int, str]]
@@ -57,37 +59,6 @@ class Row:
 
     def key(self, user: str) -> NotificationKey:
         return NotificationKey(user, self.id, self.display, self.base)
-
-
-def query(filters: Filters, markers: Markers, **extra: Any) -> str:
-    """A query for ``page.lua`` / ``count.lua`` as JSON (absent values left out)."""
-    data: dict[str, Any] = {
-        "types": list(filters.types) if filters.types else None,
-        "category": filters.category, "section": filters.section, "unread": filters.unread,
-        "actor": filters.actor, "object": filters.object, "max_id": filters.max_id,
-        "since_id": filters.since_id, "all": markers.all,
-        "scoped": [[kind, value, until] for (kind, value), until in markers.scoped.items()],
-        "position": list(markers.position) if markers.position else None,
-        **extra}
-    return json.dumps({k: v for k, v in data.items() if v is not None})
-
-
-def markers_of(raw: dict[str, str]) -> Markers:
-    place = raw.get(PLACE)
-    position = tuple(int(x) for x in place.split(":")) if place else None
-    return Markers.from_rows({scope: int(until) for scope, until in raw.items()
-                              if scope != PLACE},
-                             (position[0], position[1]) if position else None)
-
-
-PLACE = "position_place"  # the read-up-to mark's place, "created:id", beside its 'position'
-
-
-def _place(raw: str | None) -> tuple[int, int] | None:
-    if not raw:
-        return None
-    created, event_id = raw.split(":")
-    return int(created), int(event_id)
 
 
 class RedisInbox:
@@ -135,7 +106,7 @@ class RedisInbox:
 
     def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
         with guard("markers"):
-            current = _place(self.redis.client.hget(self.keys.markers(user), PLACE))
+            current = place_of(self.redis.client.hget(self.keys.markers(user), PLACE))
         if current is not None and position < current:
             return False
         if self.copy_position is not None:
@@ -157,7 +128,7 @@ class RedisInbox:
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
-        # each delivery decides in one atomic script per user (deliver.lua): no lock to take
+        # each delivery decides atomically per user (deliver.lua): no lock to take
         args = [bundle_hash, *before] if before is not None else [bundle_hash]
         found = self._rows_many("bundle_base", [(u, args) for u in users])
         return {user: BundleBase(user_id=user, event_id=r.id, display_hash=r.display,
@@ -167,8 +138,16 @@ class RedisInbox:
 
     def _writers(self, event_id: int, users: Sequence[str]) -> list[str | None]:
         """Per user, the writer of their row of this event ('' for none), or None if absent."""
-        return self.redis.pipeline(
-            [("", "HGET", [self.keys.note(u, event_id), "w"]) for u in users], "delivered")
+        prefixes = [self.keys.user(u) for u in users]
+        groups = self.redis.by_node(prefixes)
+        found = self.redis.pipeline(
+            [("writers", tuple(prefixes[i] for i in g), [event_id]) for g in groups],
+            "delivered")
+        writers: list[str | None] = [None] * len(users)
+        for group, answers in zip(groups, found, strict=True):
+            for index, writer in zip(group, answers, strict=True):
+                writers[index] = writer
+        return writers
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         return {u for u, w in zip(users, self._writers(event_id, users), strict=True)
@@ -193,7 +172,7 @@ class RedisInbox:
             args: list[Any] = []
             for r in mine:
                 args += [r.event_id, r.created_at, r.type, r.category, r.section, opt(r.actor),
-                         opt(r.object), r.bundle_hash, r.display_hash]
+                         opt(r.object), r.bundle_hash, r.display_hash, fields_arg(r.fields)]
             self.buffer.script("insert", self.keys.user(user), args, user=user)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
@@ -214,11 +193,14 @@ class RedisInbox:
         self._index(d.event_id, fresh)
         args = [d.event_id, d.created_at, d.type, d.category, d.section, opt(d.actor),
                 opt(d.object), d.bundle_hash, "1" if d.bundled else "0", d.writer, own,
-                "1" if d.backfill else "0"]
+                "1" if d.backfill else "0", fields_arg(d.fields)]
         if fresh and self.register is not None:
             self.register([(u, d.created_at) for u in fresh])
+        prefixes = [self.keys.user(u) for u in fresh]
+        for group in self.redis.by_node(prefixes):  # one script call per node
+            self.buffer.script_users("deliver", tuple(prefixes[i] for i in group), args,
+                                     [fresh[i] for i in group])
         for user in fresh:
-            self.buffer.script("deliver", self.keys.user(user), args, user=user)
             self.pending[user].append((d.created_at, d.event_id))
         written = again.union(fresh)
         return [u for u in candidates if u in written]
@@ -362,6 +344,11 @@ class RedisInbox:
             cursor = (rows[-1].created, rows[-1].id)
         return out
 
+    def page_view(self, user: str, filters: Filters, *, limit: int,
+                  before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
+        return pageview.page_view(self, user, filters, limit=limit, before=before,
+                                  bundles=bundles)
+
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         if not groups:
             return {}
@@ -374,10 +361,17 @@ class RedisInbox:
                                         distinct_actors=len(actors))
         return info
 
+    def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
+        markers = self.load_markers(user)
+        return (self.unread_count(user, filters, markers),
+                self.unread_count(user, filters, markers, unseen=True))
+
     def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
                      unseen: bool = False) -> int:
-        if markers is None:
-            markers = self.load_markers(user)
+        if markers is None:  # the script reads them: one round trip
+            return int(self.redis.run("count", self.keys.user(user), [query(
+                filters, Markers(), unread=None, cap=UNREAD_CAP, own_markers=True,
+                unseen=unseen or None)]))
         if unseen:
             markers = markers.unseen()
         return int(self.redis.run("count", self.keys.user(user), [

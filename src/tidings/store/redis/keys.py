@@ -24,6 +24,9 @@ class Keys:
     def timeline(self, user: str) -> str:
         return f"{self.user(user)}:tl"
 
+    def timeline_floor(self, user: str) -> str:
+        return f"{self.user(user)}:tlf"
+
     def recipients(self, event_id: int) -> str:
         """The users holding a notification of this event (retraction and retention)."""
         return f"{self.prefix}{{e:{event_id}}}:u"

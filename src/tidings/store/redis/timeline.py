@@ -1,5 +1,6 @@
 """``TimelineStore`` on Redis: each user's mailbox is a sorted set of event ids (score = id),
-the push model of the timelines seed; event bodies are read from SQL by primary key."""
+the push model of the timelines seed, with its floor beside it; event bodies (and, for an
+unfollow, actors) are read from SQL by primary key."""
 
 from __future__ import annotations
 
@@ -11,29 +12,39 @@ from tidings.store.redis.keys import Keys
 from tidings.store.redis.writes import WriteBuffer
 
 Bodies = Callable[[Sequence[int]], dict[int, TimelineEntry]]
+Actors = Callable[[Sequence[int]], dict[int, str | None]]
 
 
 class RedisTimeline:
-    """Timelines within one unit: pushes and trims wait in the unit's buffer."""
+    """Timelines within one unit: pushes, trims and floors wait in the unit's buffer."""
 
-    def __init__(self, redis: Redis, buffer: WriteBuffer, bodies: Bodies) -> None:
+    def __init__(self, redis: Redis, buffer: WriteBuffer, bodies: Bodies,
+                 actors: Actors) -> None:
         self.redis = redis
         self.keys = Keys(redis.prefix)
         self.buffer = buffer
         self.bodies = bodies
+        self.actors = actors
 
     def push(self, event_id: int, users: Sequence[str], now: int) -> None:
         for user in users:
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", event_id, event_id])
 
-    def page(self, user: str, *, limit: int, before: int | None) -> list[TimelineEntry]:
+    def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
+        if entries:
+            pairs = [value for event_id, _ in entries for value in (event_id, event_id)]
+            self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
+
+    def page(self, user: str, *, limit: int, before: int | None,
+             after: int | None = None) -> list[TimelineEntry]:
         out: list[TimelineEntry] = []
         top = f"({before}" if before is not None else "+inf"
+        bottom = f"({after}" if after is not None else "-inf"
         while len(out) < limit:
             want = limit - len(out)
             with guard("timeline"):
                 ids = [int(i) for i in self.redis.client.zrevrangebyscore(
-                    self.keys.timeline(user), top, "-inf", start=0, num=want)]
+                    self.keys.timeline(user), top, bottom, start=0, num=want)]
             bodies = self.bodies(ids) if ids else {}
             # retracted and deleted events are not shown
             out += [bodies[i] for i in ids if i in bodies]
@@ -45,7 +56,35 @@ class RedisTimeline:
     def trim(self, user: str, cap: int) -> int:
         with guard("timeline"):
             size = int(self.redis.client.zcard(self.keys.timeline(user)))
-        if size <= cap:
-            return 0
-        self.buffer.command("ZREMRANGEBYRANK", [self.keys.timeline(user), 0, -(cap + 1)])
-        return size - cap
+        self.buffer.script("tl_cap", self.keys.user(user), [cap])
+        return max(size - cap, 0)
+
+    def cap(self, users: Sequence[str], cap: int) -> int:
+        # the pushes of this unit are still in the buffer: the script, sent after them,
+        # counts them; what it removes is not known here
+        for user in sorted(set(users)):
+            self.buffer.script("tl_cap", self.keys.user(user), [cap])
+        return 0
+
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        floor = self.floor(user)
+        return floor, self.page(user, limit=limit, before=before,
+                                after=max(floor, after or 0) or None)
+
+    def floor(self, user: str) -> int:
+        with guard("timeline"):
+            found = self.redis.client.get(self.keys.timeline_floor(user))
+        return int(found or 0)
+
+    def raise_floor(self, user: str, floor: int) -> None:
+        self.buffer.script("tl_floor", self.keys.user(user), [floor])
+
+    def remove_source(self, user: str, actor: str) -> int:
+        with guard("timeline"):
+            ids = [int(i) for i in self.redis.client.zrange(self.keys.timeline(user), 0, -1)]
+        actors = self.actors(ids) if ids else {}
+        doomed = [i for i in ids if actors.get(i) == actor]
+        if doomed:
+            self.buffer.command("ZREM", [self.keys.timeline(user), *doomed])
+        return len(doomed)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tidings.store.redis.client import Redis
+from tidings.store.redis.client import Call, Redis
 
 INDEX, ROWS, CLEANUP = 0, 1, 2
 
@@ -22,18 +22,24 @@ class WriteBuffer:
 
     def __init__(self, *, writable: bool = True) -> None:
         self.writable = writable
-        self.phases: list[list[tuple[str, str, Sequence[Any]]]] = [[], [], []]
+        self.phases: list[list[Call]] = [[], [], []]
         self.users: set[str] = set()
 
     def script(self, name: str, prefix: str, args: Sequence[Any], *, user: str | None = None,
                phase: int = ROWS) -> None:
         self._add(phase, (name, prefix, args), user)
 
+    def script_users(self, name: str, prefixes: tuple[str, ...], args: Sequence[Any],
+                     users: Sequence[str]) -> None:
+        """A many-user script over ``prefixes`` (users of one node, ``Redis.by_node``)."""
+        self._add(ROWS, (name, prefixes, args), None)
+        self.users.update(users)
+
     def command(self, command: str, args: Sequence[Any], *, phase: int = ROWS,
                 user: str | None = None) -> None:
         self._add(phase, ("", command, args), user)
 
-    def _add(self, phase: int, call: tuple[str, str, Sequence[Any]], user: str | None) -> None:
+    def _add(self, phase: int, call: Call, user: str | None) -> None:
         if not self.writable:
             raise RuntimeError("a read-only unit of work cannot write")
         self.phases[phase].append(call)
@@ -41,7 +47,12 @@ class WriteBuffer:
             self.users.add(user)
 
     def flush(self, redis: Redis) -> None:
-        """Send every phase in order; raises ``StoreUnavailable`` if Redis is away."""
-        for calls in self.phases:
-            redis.pipeline(calls, "writing")
+        """Send every phase in order; raises ``StoreUnavailable`` if Redis is away. One
+        server runs a pipeline's commands in order: the phases go in one round trip there;
+        a cluster gets one round of pipelines per phase (its nodes keep no common order)."""
+        if redis.cluster:
+            for calls in self.phases:
+                redis.pipeline(calls, "writing")
+        else:
+            redis.pipeline([call for calls in self.phases for call in calls], "writing")
         self.phases = [[], [], []]

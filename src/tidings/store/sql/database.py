@@ -18,10 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
     Insert,
     Table,
+    any_,
+    bindparam,
     create_engine,
     event,
     func,
@@ -36,14 +39,13 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from tidings.exceptions import ConfigError, StoreRejected, StoreUnavailable, TidingsError
+from tidings.exceptions import ConfigError, StoreUnavailable
+from tidings.store.sql.bulk import unnest_insert
+from tidings.store.sql.driver_errors import classify, is_retryable
 
 T = TypeVar("T")
 
-# psycopg/pymysql error codes that mean "try the transaction again".
-_RETRYABLE = ("deadlock", "could not serialize", "lock wait timeout", "database is locked",
-              "1213", "1205", "40001", "40p01")
-
+IN_LIST = 5000  # values per IN (…) list where a statement takes them one parameter each
 
 def normalise_url(url: str) -> str:
     """Accept the short spellings users type and pick the drivers tidings ships with."""
@@ -113,6 +115,7 @@ class Database:
         else:
             self._ping_when_idle()
         self.reader: Engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._compiled: dict[Any, Any] = {}  # statement -> its compiled form, for fetch()
 
     def _ping_when_idle(self) -> None:
         """Check a pooled connection before use only if it sat idle: a busy process reuses its
@@ -237,16 +240,97 @@ class Database:
         my = mysql_dialect.insert(table)
         return my.on_duplicate_key_update({column: stored + my.inserted[column]})
 
+    def add_rows(self, conn: Connection, table: Table, keys: Sequence[str], column: str,
+                 rows: Sequence[Mapping[str, Any]], returning: Sequence[str] = ()
+                 ) -> list[Any] | None:
+        """Insert ``rows`` or, for a key that exists, add their ``column`` value to the
+        stored one (:meth:`upsert_add`); the ``returning`` columns of the written rows where
+        the backend hands them back (not MariaDB: None)."""
+        if not rows:
+            return []
+        if self.backend == "postgresql":
+            columns = tuple(rows[0])
+            stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning))
+            result = conn.execute(stmt, {f"c{i}": [row[c] for row in rows]
+                                         for i, c in enumerate(columns)})
+            return list(result) if returning else []
+        upsert = self.upsert_add(table, keys, column)
+        if returning and self.backend == "sqlite":
+            return list(conn.execute(upsert.returning(*(table.c[c] for c in returning)),
+                                     [dict(row) for row in rows]))
+        conn.execute(upsert, [dict(row) for row in rows])
+        return None if returning else []
+
     def insert_many(self, conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
                     *, ignore: bool = False, batch: int = 1000) -> None:
-        """Write rows in batches of one statement each.
+        """Write rows in batches of one statement each (on PostgreSQL, rows that all name the
+        same columns in one statement of column arrays: :func:`.bulk.unnest_insert`).
 
         An executemany lets SQLAlchemy send multi-row VALUES from one cached compilation
         ("insertmanyvalues"), several times faster than compiling a literal multi-row INSERT.
         """
+        if self.backend == "postgresql" and rows:
+            columns = tuple(rows[0])
+            if all(len(row) == len(columns) and all(c in row for c in columns)
+                   for row in rows):
+                conn.execute(unnest_insert(table, columns, ignore), {
+                    f"c{i}": [row[c] for row in rows] for i, c in enumerate(columns)})
+                return
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):
             conn.execute(stmt, [dict(row) for row in rows[start:start + batch]])
+
+    def among(self, column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[bool]:
+        """``column IN (values)``; on PostgreSQL ``column = ANY(array)``: one parameter, so
+        the statement's text stays short and the same for any number of values. For lookups
+        by a leading index column (an index condition, not a filter)."""
+        if self.backend == "postgresql":
+            return column == any_(bindparam(None, list(values),
+                                            type_=pg_dialect.ARRAY(column.type)))
+        return column.in_(list(values))
+
+    def parts(self, values: Sequence[T], size: int = IN_LIST) -> Iterator[Sequence[T]]:
+        """``values`` in parts for :meth:`among`: all at once on PostgreSQL, else at most
+        ``size`` at a time (the bound-parameter limits of the other drivers)."""
+        step = max(len(values), 1) if self.backend == "postgresql" else size
+        for start in range(0, len(values), step):
+            yield values[start:start + step]
+
+    def fetch(self, conn: Connection, statement: Any, params: Mapping[str, Any]
+              ) -> list[tuple[Any, ...]]:
+        """Run a statement built once (a module-level or cached one) straight on the driver's
+        connection under ``conn``: compiled once, then each call is the driver's execute (a
+        prepared statement on PostgreSQL, after psycopg's threshold) with none of the per-call
+        work of SQLAlchemy's execution (result metadata, row objects, events). For the hot
+        reads of plain values only (no type conversion beyond the driver's, no expanding
+        parameters). Listeners of
+        ``before_cursor_execute`` still hear it; driver errors are raised as SQLAlchemy's (a
+        lost connection invalidated), so callers see no difference."""
+        compiled = self._compiled.get(statement)
+        if compiled is None:
+            compiled = statement.compile(dialect=self.engine.dialect)
+            self._compiled[statement] = compiled
+        values = compiled.construct_params(dict(params))
+        args: Any = ([values[name] for name in compiled.positiontup]
+                     if compiled.positional else values)
+        dialect = self.engine.dialect
+        driver = conn.connection.dbapi_connection
+        cursor = driver.cursor()  # type: ignore[union-attr]
+        try:
+            if conn.dispatch.before_cursor_execute:  # listeners (statement counts, plans)
+                conn.dispatch.before_cursor_execute(conn, cursor, compiled.string, args, None,
+                                                    False)
+            cursor.execute(compiled.string, args)
+            return list(cursor.fetchall())
+        except dialect.loaded_dbapi.Error as exc:
+            lost = dialect.is_disconnect(exc, driver, cursor)
+            if lost:
+                conn.invalidate(exc)
+            raise sa_exc.DBAPIError.instance(
+                compiled.string, args, exc, dialect.loaded_dbapi.Error,
+                connection_invalidated=lost, dialect=dialect) from exc
+        finally:
+            cursor.close()
 
     def ping(self) -> None:
         with self.read() as conn:
@@ -254,69 +338,3 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def classify(exc: sa_exc.DBAPIError) -> TidingsError | None:
-    """The error a driver error stands for, or None when it is neither an outage nor a refused
-    value (an integrity error, which the engine may handle, or a defect): leave it as it is."""
-    if exc.connection_invalidated or _is_connection_error(exc):
-        return StoreUnavailable(f"the store cannot be reached: {_first_line(exc)}")
-    if _is_unavailable(exc):
-        return StoreUnavailable(f"the store cannot serve this now: {_first_line(exc)}")
-    if isinstance(exc, sa_exc.DataError):
-        return StoreRejected(f"the store refused a value: {_first_line(exc)}")
-    return None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """A deadlock, serialisation failure or lock timeout: the transaction may succeed again."""
-    message = str(getattr(exc, "orig", exc)).lower()
-    code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "").lower()
-    args = getattr(getattr(exc, "orig", None), "args", ())
-    if args and isinstance(args[0], int) and args[0] in (1213, 1205):
-        return True
-    return code in ("40001", "40p01") or any(word in message for word in _RETRYABLE[:5])
-
-
-def _is_connection_error(exc: sa_exc.DBAPIError) -> bool:
-    if isinstance(exc, sa_exc.InterfaceError):
-        return True
-    message = str(exc.orig).lower()
-    signs = ("connection refused", "could not connect", "can't connect", "server closed",
-             "connection timeout", "lost connection", "gone away", "terminating connection",
-             "connection is closed", "the database system is", "connection reset",
-             "timeout expired", "name or service not known", "no route to host")
-    return isinstance(exc, sa_exc.OperationalError) and any(s in message for s in signs)
-
-
-# PostgreSQL SQLSTATE classes (and codes) of a store that cannot serve now: connection
-# exception, transaction rollback (deadlock, serialisation), insufficient resources, operator
-# intervention (statement timeout, shutdown), system error, lock not available.
-_PG_UNAVAILABLE = ("08", "40", "53", "57", "58", "55P03")
-# MariaDB/MySQL: too many connections, shutdown, lock wait timeout, deadlock, query
-# interrupted or over its time limit, connection killed, client-side connection errors.
-_MYSQL_UNAVAILABLE = frozenset({1040, 1053, 1205, 1213, 1317, 1927, 3024, 4031,
-                                2002, 2003, 2006, 2013, 2055})
-# SQLite primary result codes: busy, locked, out of memory, I/O error, disk full, cannot open.
-_SQLITE_UNAVAILABLE = frozenset({5, 6, 7, 10, 13, 14})
-
-
-def _is_unavailable(exc: sa_exc.DBAPIError) -> bool:
-    """The store is there but cannot serve now; the same request may succeed later."""
-    if not isinstance(exc, sa_exc.OperationalError) and not is_retryable(exc):
-        return False
-    orig = exc.orig
-    args = getattr(orig, "args", ())
-    if args and isinstance(args[0], int):  # pymysql: (error number, message)
-        return args[0] in _MYSQL_UNAVAILABLE
-    sqlite_code = getattr(orig, "sqlite_errorcode", None)
-    if isinstance(sqlite_code, int):
-        return sqlite_code & 0xFF in _SQLITE_UNAVAILABLE
-    sqlstate = getattr(orig, "sqlstate", None)
-    if isinstance(sqlstate, str) and sqlstate:
-        return sqlstate.startswith(_PG_UNAVAILABLE)
-    return is_retryable(exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(getattr(exc, "orig", exc)).strip().splitlines()[0][:200] if str(exc) else "error"

@@ -8,9 +8,11 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from tidings.domain.events import Event
+from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.views import StoredEvent
-from tidings.store.sql.schema import events
+from tidings.store.sql import pull
+from tidings.store.sql.database import Database
+from tidings.store.sql.schema import event_fields, events
 
 
 def _stored(row: Any) -> StoredEvent:
@@ -25,15 +27,18 @@ def _stored(row: Any) -> StoredEvent:
 class SqlEvents:
     """The ``events`` table within one transaction."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, db: Database) -> None:
         self.conn = conn
+        self.db = db
 
-    def insert(self, event: Event, payload_json: str, now: int) -> int:
+    def insert(self, event: Event, payload_json: str, now: int, *,
+               scope: str = DEFAULT_SCOPE) -> int:
         result = self.conn.execute(events.insert().values(
             type=event.type, actor=event.actor, object=event.object, payload=payload_json,
             recipients=json.dumps(list(event.recipients)),
             exclude=json.dumps(list(event.exclude)),
-            idempotency_key=event.idempotency_key, body_hash=event.body_hash(),
+            idempotency_scope=scope, idempotency_key=event.idempotency_key,
+            body_hash=event.body_hash(),
             created_at=event.created_at if event.created_at is not None else now,
         ))
         key = result.inserted_primary_key
@@ -47,8 +52,9 @@ class SqlEvents:
         row = self.conn.execute(query).first()
         return _stored(row) if row is not None else None
 
-    def get_by_key(self, key: str) -> StoredEvent | None:
-        row = self.conn.execute(select(events).where(events.c.idempotency_key == key)).first()
+    def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
+        row = self.conn.execute(select(events).where(
+            events.c.idempotency_scope == scope, events.c.idempotency_key == key)).first()
         return _stored(row) if row is not None else None
 
     def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
@@ -80,6 +86,8 @@ class SqlEvents:
     def delete(self, event_ids: Sequence[int]) -> None:
         if event_ids:
             self.conn.execute(events.delete().where(events.c.id.in_(list(event_ids))))
+            self.conn.execute(event_fields.delete().where(
+                event_fields.c.event_id.in_(list(event_ids))))
 
     def actors_of(self, event_ids: Sequence[int]) -> list[str]:
         if not event_ids:
@@ -87,3 +95,8 @@ class SqlEvents:
         rows = self.conn.execute(select(events.c.actor).where(events.c.id.in_(list(event_ids)))
                                  .order_by(events.c.id.desc()))
         return list(dict.fromkeys(r.actor for r in rows if r.actor))
+
+    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
+                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+        return pull.pull_page(self.db, self.conn, sources, types=types, limit=limit, below=below,
+                              above=above)

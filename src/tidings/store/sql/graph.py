@@ -6,14 +6,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, delete, or_, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select, update
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import follows, group_members, mutes, subscriptions, users
+from tidings.store.sql.schema import (
+    follows,
+    group_members,
+    mutes,
+    subscriptions,
+    timeline_sources,
+    users,
+)
 
-IN_LIST = 5000  # ids per IN (…) list
 USERS = users  # the table, by a name the ``users`` parameters below do not hide
 
 
@@ -37,12 +44,27 @@ def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
     return None
 
 
+# a timeline read's statements, built once (run straight on the driver: Database.fetch)
+FOLLOWEE_SOURCES = (
+    select(follows.c.followee, timeline_sources.c.followers, timeline_sources.c.model,
+           timeline_sources.c.push_from, timeline_sources.c.actor)
+    .select_from(follows.outerjoin(timeline_sources,
+                                   timeline_sources.c.actor == follows.c.followee))
+    .where(follows.c.follower == bindparam("user")))
+MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam("user"))
+         .order_by(mutes.c.kind, mutes.c.value))
+
+
 class SqlGraph:
     """The graph tables within one transaction."""
 
-    def __init__(self, db: Database, conn: Connection) -> None:
+    def __init__(self, db: Database, conn: Connection,
+                 prefetched: dict[tuple[str, str], Any] | None = None) -> None:
         self.db = db
         self.conn = conn
+        # the followees and mutes a timeline read's first statement fetched (SqlTimeline.head),
+        # each taken once
+        self.prefetched = prefetched
 
     def add_user(self, user: str, now: int) -> bool:
         result = self.conn.execute(self.db.insert_ignore(users).values(user_id=user,
@@ -55,10 +77,10 @@ class SqlGraph:
     def joined(self, users: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         wanted = list(dict.fromkeys(users))
-        for start in range(0, len(wanted), IN_LIST):
+        for part in self.db.parts(wanted):
             found.update((r.user_id, r.created_at) for r in self.conn.execute(
                 select(USERS.c.user_id, USERS.c.created_at)
-                .where(USERS.c.user_id.in_(wanted[start:start + IN_LIST]))))
+                .where(self.db.among(USERS.c.user_id, part))))
         return found
 
     # -- subscriptions --------------------------------------------------------------------
@@ -91,12 +113,50 @@ class SqlGraph:
     def add_follow(self, follower: str, followee: str, now: int) -> bool:
         result = self.conn.execute(self.db.insert_ignore(follows).values(
             follower=follower, followee=followee, created_at=now))
-        return bool(result.rowcount == 1)
+        if result.rowcount != 1:
+            return False
+        self._count_follower(followee, 1)
+        return True
 
     def remove_follow(self, follower: str, followee: str) -> bool:
         result = self.conn.execute(delete(follows).where(
             follows.c.follower == follower, follows.c.followee == followee))
-        return result.rowcount > 0
+        if result.rowcount <= 0:
+            return False
+        self._count_follower(followee, -1)
+        return True
+
+    def _count_follower(self, followee: str, step: int) -> None:
+        self.conn.execute(self.db.upsert_add(timeline_sources, ["actor"], "followers"),
+                          [{"actor": followee, "followers": step, "model": None,
+                            "push_from": 0}])
+
+    def followee_sources(self, user: str) -> dict[str, SourceState]:
+        rows = self._prefetched("followees", user)
+        if rows is None:
+            rows = self.db.fetch(self.conn, FOLLOWEE_SOURCES, {"user": user})
+        return {followee: SourceState(max(followers, 0), model, push_from)
+                if actor is not None else SourceState()
+                for followee, followers, model, push_from, actor in rows}
+
+    def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
+        t = timeline_sources.c
+        found: dict[str, SourceState] = {}
+        wanted = sorted(set(actors))
+        for part in self.db.parts(wanted):
+            found.update((r.actor, SourceState(max(r.followers, 0), r.model, r.push_from))
+                         for r in self.conn.execute(select(timeline_sources).where(
+                             self.db.among(t.actor, part))))
+        return found
+
+    def set_timeline_model(self, actor: str, model: str | None) -> None:
+        self.conn.execute(self.db.upsert(timeline_sources, ["actor"], {
+            "actor": actor, "followers": 0, "model": model, "push_from": 0}, ["model"]))
+
+    def set_push_from(self, actor: str, push_from: int | None) -> None:
+        self.conn.execute(self.db.upsert(timeline_sources, ["actor"], {
+            "actor": actor, "followers": 0, "model": None, "push_from": push_from},
+            ["push_from"]))
 
     def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
         mine, theirs = ("followee", "follower") if followers else ("follower", "followee")
@@ -135,10 +195,10 @@ class SqlGraph:
                               ) -> dict[str, frozenset[str]]:
         objects = ["*"] if object is None else [object, "*"]
         found: dict[str, set[str]] = {}
-        for start in range(0, len(users), IN_LIST):
+        for part in self.db.parts(users):
             rows = self.conn.execute(
                 select(subscriptions.c.user_id, subscriptions.c.channels)
-                .where(subscriptions.c.user_id.in_(list(users[start:start + IN_LIST])),
+                .where(self.db.among(subscriptions.c.user_id, part),
                        subscriptions.c.type.in_([type, "*"]),
                        subscriptions.c.object.in_(objects)))
             for row in rows:
@@ -148,10 +208,10 @@ class SqlGraph:
 
     def following(self, users: Sequence[str], followee: str) -> set[str]:
         found: set[str] = set()
-        for start in range(0, len(users), IN_LIST):
+        for part in self.db.parts(users):
             found.update(self.conn.execute(
                 select(follows.c.follower)
-                .where(follows.c.follower.in_(list(users[start:start + IN_LIST])),
+                .where(self.db.among(follows.c.follower, part),
                        follows.c.followee == followee)).scalars())
         return found
 
@@ -176,11 +236,11 @@ class SqlGraph:
 
     def members_among(self, group: str, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for start in range(0, len(users), IN_LIST):
+        for part in self.db.parts(users):
             found.update(self.conn.execute(
                 select(group_members.c.user_id)
                 .where(group_members.c.group_name == group,
-                       group_members.c.user_id.in_(list(users[start:start + IN_LIST]))))
+                       self.db.among(group_members.c.user_id, part)))
                 .scalars())
         return found
 
@@ -202,11 +262,14 @@ class SqlGraph:
                 {"user_id": user, "kind": kind, "value": value} for kind, value in pairs
             ], ignore=True)
 
+    def _prefetched(self, what: str, user: str) -> Any:
+        return self.prefetched.pop((what, user), None) if self.prefetched is not None else None
+
     def mutes(self, user: str) -> list[tuple[str, str]]:
-        rows = self.conn.execute(select(mutes.c.kind, mutes.c.value)
-                                 .where(mutes.c.user_id == user)
-                                 .order_by(mutes.c.kind, mutes.c.value)).all()
-        return [(r.kind, r.value) for r in rows]
+        rows = self._prefetched("mutes", user)
+        if rows is None:
+            rows = self.db.fetch(self.conn, MUTES, {"user": user})
+        return [(kind, value) for kind, value in rows]
 
     def muting(self, users: Sequence[str], actor: str | None,
                object: str | None) -> set[str]:
@@ -218,9 +281,8 @@ class SqlGraph:
         if not conditions or not users:
             return set()
         found: set[str] = set()
-        for start in range(0, len(users), IN_LIST):
-            part = list(users[start:start + IN_LIST])
+        for part in self.db.parts(users):
             rows = self.conn.execute(select(mutes.c.user_id).where(
-                mutes.c.user_id.in_(part), or_(*conditions)).distinct())
+                self.db.among(mutes.c.user_id, part), or_(*conditions)).distinct())
             found.update(r[0] for r in rows)
         return found

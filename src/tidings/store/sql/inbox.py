@@ -8,7 +8,7 @@ by the caller (``tidings.domain.bundling``); this module stores what it decided.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,51 +37,19 @@ from tidings.domain.views import (
     InboxRow,
     NewNotification,
     NotificationKey,
+    PageView,
     ReadState,
 )
-from tidings.store import stepwise
+from tidings.store import pageview, stepwise
 from tidings.store.sql import bundlelocks, inboxcap, readmarkers
+from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import events, notifications
+from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
+from tidings.store.sql.schema import event_fields, events, notifications
 
 n = notifications.c
 IN_LIST = 5000
 BATCH = 500
-
-
-def _filter_conditions(user: str, filters: Filters, markers: Markers) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [n.user_id == user, n.bundle_base == true()]
-    if filters.types:
-        conditions.append(n.type.in_(list(filters.types)))
-    if filters.category is not None:
-        conditions.append(n.category == filters.category)
-    if filters.section is not None:
-        conditions.append(n.section == filters.section)
-    if filters.unread is True:
-        conditions.append(readmarkers.unread_condition(markers))
-    elif filters.unread is False:
-        conditions.append(~readmarkers.unread_condition(markers))
-    if filters.actor is not None:
-        conditions.append(n.actor == filters.actor)
-    if filters.object is not None:
-        conditions.append(n.object == filters.object)
-    if filters.max_id is not None:
-        conditions.append(n.event_id < filters.max_id)
-    if filters.since_id is not None:
-        conditions.append(n.event_id > filters.since_id)
-    return conditions
-
-
-def _match_conditions(actor: str | None, type: str | None,
-                      object: str | None) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = []
-    if actor is not None:
-        conditions.append(n.actor == actor)
-    if type is not None:
-        conditions.append(n.type == type)
-    if object is not None:
-        conditions.append(n.object == object)
-    return conditions
 
 
 def _group_members_query() -> Any:
@@ -184,6 +152,11 @@ class SqlInbox:
              "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
              "bundle_base": True, "read_at": None} for r in rows
         ], ignore=True)
+        fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
+        if fields:  # every chunk of an event carries the same rows: the first one stays
+            self.db.insert_many(self.conn, event_fields, [
+                {"event_id": e, "name": name, "value": value}
+                for e, name, value in sorted(fields)], ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
                                         [(r.user_id, r.created_at) for r in rows]))
 
@@ -246,12 +219,12 @@ class SqlInbox:
 
     def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
                         object: str | None) -> list[str]:
-        conditions = _match_conditions(actor, type, object)
+        conditions = match_conditions(actor, type, object)
         return self._groups_of(user, and_(*conditions)) if conditions else []
 
     def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
                       object: str | None) -> list[NotificationKey]:
-        conditions = _match_conditions(actor, type, object)
+        conditions = match_conditions(actor, type, object)
         if not conditions:
             return []
         return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
@@ -292,11 +265,9 @@ class SqlInbox:
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
              before: tuple[int, int] | None) -> list[InboxRow]:
-        conditions = _filter_conditions(user, filters, markers)
+        conditions = filter_conditions(user, filters, markers)
         if before is not None:
-            created, event_id = before
-            conditions.append(or_(n.created_at < created,
-                                  and_(n.created_at == created, n.event_id < event_id)))
+            conditions.append(before_place(before))
         query = (
             select(n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category,
                    n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
@@ -324,28 +295,63 @@ class SqlInbox:
                                     distinct_actors=len(actors))
         return info
 
+    def page_view(self, user: str, filters: Filters, *, limit: int,
+                  before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
+        if self.db.backend != "postgresql" or filters.unread is not None:
+            return pageview.page_view(self, user, filters, limit=limit, before=before,
+                                      bundles=bundles)
+        params: dict[str, Any] = {"user": user}
+        found: Sequence[Sequence[Any]]
+        if filters == Filters():  # built once: straight to the driver
+            if before is not None:
+                params["before_at"], params["before_id"] = before
+            found = self.db.fetch(self.conn, sql_pageview.unfiltered(before is not None, limit),
+                                  params)
+        else:
+            conditions = filter_conditions(user, filters, Markers())  # no read-state filter
+            if before is not None:
+                conditions.append(before_place(before))
+            found = self.conn.execute(sql_pageview.statement(conditions, limit), params).all()
+        return sql_pageview.view(found, bundles, lambda: self.load_markers(user))
+
     def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
                      unseen: bool = False) -> int:
-        narrow = (filters.actor, filters.object, filters.max_id, filters.since_id)
-        if markers is None and all(v is None for v in narrow):
+        if markers is None and readmarkers.watermarks_only(filters):
             # One statement: the count under the user's "all" watermark, and whether any
             # narrower watermark says more; only then (rare) is the exact count needed.
-            params: dict[str, Any] = {"user": user}
-            if filters.types:
-                params["types"] = list(filters.types)
-            if filters.category is not None:
-                params["category"] = filters.category
-            if filters.section is not None:
-                params["section"] = filters.section
-            row = self.conn.execute(readmarkers.unread_count_statement(
+            unread, narrower = self._count_row(readmarkers.unread_count_statement(
                 bool(filters.types), filters.category is not None,
-                filters.section is not None, unseen), params).one()
-            if not row.narrower:
-                return int(row.unread)
+                filters.section is not None, unseen), readmarkers.count_params(user, filters))
+            if not narrower:
+                return int(unread)
+        return self._exact_count(user, filters, markers, unseen=unseen)
+
+    def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
+        if readmarkers.watermarks_only(filters):  # both counts in one statement (see unread_count)
+            unread, unseen, narrower = self._count_row(
+                readmarkers.unread_count_statement(
+                    bool(filters.types), filters.category is not None,
+                    filters.section is not None, both=True),
+                readmarkers.count_params(user, filters))
+            if not narrower:
+                return int(unread), int(unseen)
+        markers = self.load_markers(user)
+        return (self._exact_count(user, filters, markers),
+                self._exact_count(user, filters, markers, unseen=True))
+
+    def _count_row(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...]:
+        if "types" in params:  # an expanding list: SQLAlchemy renders it per call
+            return tuple(self.conn.execute(statement, params).one())
+        ((*row,),) = self.db.fetch(self.conn, statement, params)
+        return tuple(row)
+
+    def _exact_count(self, user: str, filters: Filters, markers: Markers | None, *,
+                     unseen: bool = False) -> int:
         if markers is None:
             markers = self.load_markers(user)
         if unseen:
             markers = markers.unseen()
-        conditions = _filter_conditions(user, replace(filters, unread=True), markers)
+        conditions = filter_conditions(user, replace(filters, unread=True), markers)
         capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
         return int(self.conn.execute(select(func.count()).select_from(capped)).scalar_one())
+

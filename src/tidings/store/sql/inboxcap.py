@@ -36,12 +36,9 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
         first[user] = min(created_at, first.get(user, created_at))
     rows = [{"user_id": u, "created_at": first[u], "inbox_rows": counts[u]}
             for u in sorted(counts)]
-    upsert = db.upsert_add(users, ["user_id"], "inbox_rows")
-    if db.backend == "mysql":  # no RETURNING on an upsert
-        conn.execute(upsert, rows)
-        return {}
-    returned = conn.execute(upsert.returning(s.user_id, s.inbox_rows), rows)
-    return {r.user_id: r.inbox_rows for r in returned}
+    returned = db.add_rows(conn, users, ["user_id"], "inbox_rows", rows,
+                           returning=("user_id", "inbox_rows"))
+    return {r.user_id: r.inbox_rows for r in returned or ()}
 
 
 def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:

@@ -70,9 +70,12 @@ class SqlMail:
         if ids:
             self.conn.execute(delete(email_batch).where(b.id.in_(list(ids))))
 
-    def cancel_events(self, event_ids: Sequence[int]) -> None:
+    def cancel_events(self, event_ids: Sequence[int], *, user: str | None = None) -> None:
         if event_ids:
-            self.conn.execute(delete(email_batch).where(b.event_id.in_(list(event_ids))))
+            query = delete(email_batch).where(b.event_id.in_(list(event_ids)))
+            if user is not None:
+                query = query.where(b.user_id == user)
+            self.conn.execute(query)
 
     def sent_count(self, user: str, kind: str, since: int) -> int:
         return int(self.conn.execute(select(func.count()).select_from(email_log).where(

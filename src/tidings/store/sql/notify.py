@@ -2,8 +2,9 @@
 
 A committed change is announced with ``pg_notify`` on one channel; every process that has
 listeners keeps one extra connection that LISTENs and calls them. A process that only writes
-(a worker) never opens that connection. When the listening connection drops, it is opened
-again and every listener is called once, since changes may have gone unheard meanwhile.
+(a worker) never opens that connection; the first listener waits until its LISTEN is in place.
+When the listening connection drops, it is opened again and every listener is called once,
+since changes may have gone unheard meanwhile.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ log = logging.getLogger("tidings.notifier")
 
 CHANNEL = "tidings_changed"
 PAYLOAD_BYTES = 7900  # NOTIFY takes at most 8,000 bytes
+READY_SECONDS = 5.0  # how long a first listener waits for the LISTEN connection
 
 
 def payloads(users: Sequence[str]) -> list[str]:
@@ -49,6 +51,7 @@ class PgNotifier(LocalNotifier):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
+        self._ready = threading.Event()  # set once the first LISTEN is in place
 
     def changed(self, users: Sequence[str]) -> None:
         if not users:
@@ -69,6 +72,9 @@ class PgNotifier(LocalNotifier):
                 self._thread = threading.Thread(target=self._listen, name="tidings-listen",
                                                 daemon=True)
                 self._thread.start()
+        # A change committed before the LISTEN is in place would go unheard: the first
+        # listener waits for it (a listener that gives up waiting is called once it is).
+        self._ready.wait(READY_SECONDS)
         return super().subscribe(user, callback)
 
     def close(self) -> None:
@@ -81,14 +87,14 @@ class PgNotifier(LocalNotifier):
         return url.render_as_string(hide_password=False)
 
     def _listen(self) -> None:
-        first = True
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._dsn(), autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
-                    if not first:  # changes may have gone unheard while disconnected
-                        self._call_everyone()
-                    first = False
+                    # changes may have gone unheard while disconnected, or before the first
+                    # LISTEN by a listener that stopped waiting for it
+                    self._call_everyone()
+                    self._ready.set()
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=1.0):
                             LocalNotifier.changed(self, note.payload.split("\n"))

@@ -76,11 +76,12 @@ class SqlJobs:
         self.enqueue_many(specs)
         return True
 
-    def cancel(self, func: str, key_prefix: str) -> int:
+    def cancel(self, func: str, key_prefix: str, *, exact: bool = False) -> int:
         escaped = key_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        key = (jobs.c.unique_key == key_prefix if exact
+               else jobs.c.unique_key.like(escaped + "%", escape="\\"))
         result = self.conn.execute(delete(jobs).where(
-            jobs.c.func == func, jobs.c.unique_key.like(escaped + "%", escape="\\"),
-            jobs.c.grabbed_until == 0))
+            jobs.c.func == func, key, jobs.c.grabbed_until == 0))
         return max(result.rowcount, 0)
 
     def record_failure(self, job: Job, error: str, *, final: bool, now: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -25,6 +26,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from tidings.domain.bundling import UNREAD_CAP
 from tidings.domain.readstate import POSITION, Markers
+from tidings.domain.views import Filters
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import notifications, read_markers
 
@@ -112,12 +114,14 @@ def unread_condition(markers: Markers) -> ColumnElement[bool]:
 
 @cache
 def unread_count_statement(types: bool, category: bool, section: bool,
-                           unseen: bool = False) -> Any:
+                           unseen: bool = False, both: bool = False) -> Any:
     """``SELECT unread, narrower``: the capped count of unread base rows under the user's
     "all" watermark (read in the same statement), and how many narrower watermarks (per type,
     category or section) lie beyond it — when there are any, the count must be redone with
-    them. ``unseen``: the seen watermark counts as an "all" one too (a badge's count). Built
-    once per filter shape, so its compiled form is cached."""
+    them. ``unseen``: the seen watermark counts as an "all" one too (a badge's count).
+    ``both``: ``SELECT unread, unseen, narrower``, the two counts in one statement (narrower
+    judged against the "all" watermark, so zero means both counts are exact). Built once per
+    filter shape, so its compiled form is cached."""
     user = bindparam("user", type_=String())
 
     def mark(scope: str) -> Any:
@@ -125,21 +129,45 @@ def unread_count_statement(types: bool, category: bool, section: bool,
             select(m.until_at).where(m.user_id == user, m.scope == scope).scalar_subquery(),
             literal(0))
 
-    everything = mark("all")
-    if unseen:  # the later of the two (CASE: GREATEST is not SQLite's)
-        everything = case((mark("seen") > everything, mark("seen")), else_=everything)
-    conditions: list[ColumnElement[bool]] = [
-        n.user_id == user, n.bundle_base == true(), n.read_at.is_(None),
-        n.fresh_at > everything]
-    if types:
-        conditions.append(n.type.in_(bindparam("types", expanding=True)))
-    if category:
-        conditions.append(n.category == bindparam("category"))
-    if section:
-        conditions.append(n.section == bindparam("section"))
-    capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
-    unread = select(func.count()).select_from(capped).scalar_subquery()
+    def later_of_all_and_seen() -> Any:  # CASE: GREATEST is not SQLite's
+        return case((mark("seen") > mark("all"), mark("seen")), else_=mark("all"))
+
+    def count_under(everything: Any) -> Any:
+        conditions: list[ColumnElement[bool]] = [
+            n.user_id == user, n.bundle_base == true(), n.read_at.is_(None),
+            n.fresh_at > everything]
+        if types:
+            conditions.append(n.type.in_(bindparam("types", expanding=True)))
+        if category:
+            conditions.append(n.category == bindparam("category"))
+        if section:
+            conditions.append(n.section == bindparam("section"))
+        capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
+        return select(func.count()).select_from(capped).scalar_subquery()
+
+    everything = later_of_all_and_seen() if unseen and not both else mark("all")
     narrower = select(func.count()).where(
-        m.user_id == user, m.scope.not_in(["all", "seen"]),
+        m.user_id == user, m.scope != "all", m.scope != "seen",
         m.until_at > everything).scalar_subquery()
-    return select(unread.label("unread"), narrower.label("narrower"))
+    if both:
+        return select(count_under(everything).label("unread"),
+                      count_under(later_of_all_and_seen()).label("unseen"),
+                      narrower.label("narrower"))
+    return select(count_under(everything).label("unread"), narrower.label("narrower"))
+
+
+def watermarks_only(filters: Filters) -> bool:
+    """Whether ``filters`` narrow only by type, category or section (and read state): the
+    shapes the one-statement count takes."""
+    return replace(filters, types=None, category=None, section=None, unread=None) == Filters()
+
+
+def count_params(user: str, filters: Filters) -> dict[str, Any]:
+    params: dict[str, Any] = {"user": user}
+    if filters.types:
+        params["types"] = list(filters.types)
+    if filters.category is not None:
+        params["category"] = filters.category
+    if filters.section is not None:
+        params["section"] = filters.section
+    return params

@@ -24,6 +24,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from tidings.domain.events import DEFAULT_SCOPE
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -43,6 +45,7 @@ USER = 255
 TYPE = 64
 OBJECT = 255
 HASH = 32
+SCOPE = 64
 
 events = Table(
     "events",
@@ -54,15 +57,21 @@ events = Table(
     Column("payload", Text, nullable=False),
     Column("recipients", Text, nullable=False),
     Column("exclude", Text, nullable=False),
+    # A key is unique per scope (one per server key over HTTP, ``default`` for the library).
+    Column("idempotency_scope", String(SCOPE), nullable=False, server_default=DEFAULT_SCOPE),
     Column("idempotency_key", String(255)),
     Column("body_hash", String(64), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("retracted_at", BigInteger),
-    UniqueConstraint("idempotency_key"),
+    UniqueConstraint("idempotency_scope", "idempotency_key"),
     Index(None, "type", "object"),
     Index(None, "actor", "type"),
     Index(None, "object"),
     Index(None, "created_at"),
+    Index(None, "actor", "id"),
+    # SQLite would otherwise hand the highest id out again once that event is deleted, while
+    # timelines, waiting mail and jobs may still name it.
+    sqlite_autoincrement=True,
     **MYSQL,
 )
 
@@ -173,6 +182,19 @@ notifications = Table(
     **MYSQL,
 )
 
+# The queryable payload fields of delivered events (``tidings.domain.fields``), as text: one
+# row per (event, field), written with the event's first notifications. An inbox list or count
+# narrowed by a field probes it by primary key for each base row it reads.
+event_fields = Table(
+    "event_fields",
+    metadata,
+    Column("event_id", BigInteger, nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("value", String(255), nullable=False),
+    PrimaryKeyConstraint("event_id", "name"),
+    **MYSQL,
+)
+
 # One row per (user, bundle) that fan-out has decided for: a unit locks its rows, in key order,
 # before it reads the bundle's newest base, so two units never both start a display group for
 # the same user and bundle (there is no base row to lock when a group starts). Rows are only
@@ -196,6 +218,31 @@ timelines = Table(
     Column("event_id", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("user_id", "event_id"),
+    **MYSQL,
+)
+
+# Per mailbox: an upper bound of its entries (the cap's check) and its floor: entries with an
+# event id at or below ``floor_id`` are not all held (trimmed, or older than a back-fill), so a
+# read pulls them from ``events`` instead.
+timeline_state = Table(
+    "timeline_state",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("entries", BigInteger, nullable=False),
+    Column("floor_id", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+# Per source (a followed actor): its follower count (hybrid's celebrity test), the per-source
+# model override, and from which event on its posts are pushed (``push_from``: posts with an
+# id above it are in the followers' mailboxes; NULL: the source is pulled, nothing is pushed).
+timeline_sources = Table(
+    "timeline_sources",
+    metadata,
+    Column("actor", String(USER), primary_key=True),
+    Column("followers", BigInteger, nullable=False),
+    Column("model", String(8)),
+    Column("push_from", BigInteger),
     **MYSQL,
 )
 

@@ -11,8 +11,6 @@ from sqlalchemy import Connection, delete, select
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import email_bounces, event_types, preferences
 
-IN_LIST = 5000
-
 
 class SqlSettings:
     """The settings tables within one transaction."""
@@ -40,10 +38,9 @@ class SqlSettings:
 
     def preferences_many(self, users: Sequence[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(users), IN_LIST):
-            part = list(users[start:start + IN_LIST])
+        for part in self.db.parts(users):
             for row in self.conn.execute(select(preferences.c.user_id, preferences.c.data)
-                                         .where(preferences.c.user_id.in_(part))):
+                                         .where(self.db.among(preferences.c.user_id, part))):
                 found[row.user_id] = json.loads(row.data)
         return found
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
@@ -12,12 +12,13 @@ from sqlalchemy import exc as sa_exc
 from tidings.clock import Clock
 from tidings.exceptions import StoreConflict
 from tidings.store.notifier import AfterCommit, LocalNotifier
+from tidings.store.sql import markall
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
 from tidings.store.sql.inbox import SqlInbox
 from tidings.store.sql.mail import SqlMail
-from tidings.store.sql.notify import PgNotifier
+from tidings.store.sql.notify import CHANNEL, PgNotifier
 from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
@@ -32,10 +33,11 @@ class SqlTx(AfterCommit):
         super().__init__()
         db = store.db
         self.conn = conn
-        self.events = SqlEvents(conn)
-        self.graph = SqlGraph(db, conn)
+        self.events = SqlEvents(conn, db)
+        prefetched: dict[tuple[str, str], Any] = {}  # one read's statement for another port
+        self.graph = SqlGraph(db, conn, prefetched)
         self.inbox = SqlInbox(db, conn, store.clock)
-        self.timeline = SqlTimeline(db, conn)
+        self.timeline = SqlTimeline(db, conn, prefetched)
         self.settings = SqlSettings(db, conn)
         self.mail = SqlMail(db, conn)
         self.jobs = SqlJobs(db, conn, store.clock, store.on_enqueue)
@@ -76,6 +78,11 @@ class SqlStore:
     def read(self) -> Iterator[SqlTx]:
         with self.db.read() as conn:
             yield SqlTx(self, conn)
+
+    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
+        if not isinstance(self.notifier, PgNotifier):
+            return None
+        return markall.mark_all_read(self.db, user, until, CHANNEL)
 
     def ping(self) -> None:
         self.db.ping()

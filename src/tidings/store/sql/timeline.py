@@ -1,51 +1,137 @@
-"""Push-model timelines (``TimelineStore`` on SQL): followers' mailboxes of event ids."""
+"""Push-model timelines (``TimelineStore`` on SQL): followers' mailboxes of event ids.
+
+``timeline_state`` keeps per mailbox an upper bound of its entries (raised by every push, set
+exact by a trim; on PostgreSQL a push counts only the entries it added, so it stays exact) and
+its floor. The cap is held on every write: :meth:`SqlTimeline.cap` trims
+only mailboxes whose bound passes it, deleting their oldest entries and raising their floor
+past them, in a few statements for all of them (:mod:`.timelinecap`).
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, case, delete, func, select, text, update
 
 from tidings.domain.views import TimelineEntry
+from tidings.store.sql import timeline_read as read
+from tidings.store.sql import timelinecap
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import events, timelines
+from tidings.store.sql.schema import events, timeline_state, timelines
+
+t = timelines.c
+st = timeline_state.c
+_PG_WRITE = text("""
+WITH new AS (
+  INSERT INTO timelines (user_id, event_id, created_at)
+  SELECT * FROM unnest(CAST(:users AS VARCHAR[]), CAST(:ids AS BIGINT[]), CAST(:ats AS BIGINT[]))
+  ON CONFLICT DO NOTHING
+  RETURNING user_id
+)
+INSERT INTO timeline_state (user_id, entries, floor_id)
+SELECT user_id, count(*), 0 FROM new GROUP BY user_id ORDER BY user_id
+ON CONFLICT (user_id) DO UPDATE
+SET entries = COALESCE(timeline_state.entries, 0) + EXCLUDED.entries
+""")
 
 
 class SqlTimeline:
     """The ``timelines`` table within one transaction."""
 
-    def __init__(self, db: Database, conn: Connection) -> None:
+    def __init__(self, db: Database, conn: Connection,
+                 prefetched: dict[tuple[str, str], Any] | None = None) -> None:
         self.db = db
         self.conn = conn
+        # PostgreSQL's head() reads the reader's followees and mutes too, for SqlGraph
+        self.prefetched = prefetched
 
     def push(self, event_id: int, users: Sequence[str], now: int) -> None:
-        if users:
-            self.db.insert_many(self.conn, timelines, [
-                {"user_id": user, "event_id": event_id, "created_at": now} for user in users
-            ], ignore=True)
+        self._write([(user, event_id, now) for user in users])
 
-    def page(self, user: str, *, limit: int, before: int | None) -> list[TimelineEntry]:
-        query = (
-            select(events.c.id, events.c.type, events.c.actor, events.c.object,
-                   events.c.payload, events.c.created_at)
-            .join(timelines, timelines.c.event_id == events.c.id)
-            .where(timelines.c.user_id == user, events.c.retracted_at.is_(None))
-            .order_by(timelines.c.event_id.desc()).limit(limit)
-        )
-        if before is not None:
-            query = query.where(timelines.c.event_id < before)
-        return [TimelineEntry(id=r.id, type=r.type, actor=r.actor, object=r.object,
-                              payload=json.loads(r.payload), created_at=r.created_at)
-                for r in self.conn.execute(query)]
+    def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
+        """(event id, created_at) entries into one mailbox (a back-fill)."""
+        self._write([(user, i, at) for i, at in entries])
+
+    def _write(self, rows: list[tuple[str, int, int]]) -> None:
+        """Mailbox entries, and each mailbox's bound grown by as many."""
+        if not rows:
+            return
+        if self.db.backend == "postgresql":  # one statement, the bounds grown by what was new
+            self.conn.execute(_PG_WRITE, {"users": [r[0] for r in rows],
+                                          "ids": [r[1] for r in rows],
+                                          "ats": [r[2] for r in rows]})
+            return
+        self.db.insert_many(self.conn, timelines, [
+            {"user_id": u, "event_id": i, "created_at": at} for u, i, at in rows], ignore=True)
+        counts = Counter(u for u, _, _ in rows)
+        self.db.add_rows(self.conn, timeline_state, ["user_id"], "entries", [
+            {"user_id": u, "entries": counts[u], "floor_id": 0} for u in sorted(counts)])
+
+    def page(self, user: str, *, limit: int, before: int | None,
+             after: int | None = None) -> list[TimelineEntry]:
+        rows = self.db.fetch(self.conn, read.page(False, before is not None,
+                                                  after is not None, limit),
+                             read.bounds(user, before, after))
+        return [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
+                              payload=json.loads(r[4]), created_at=r[5]) for r in rows]
+
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        params = read.bounds(user, before, after)
+        if self.db.backend == "postgresql" and self.prefetched is not None:
+            # one statement: the page, then a row with the floor and the followees
+            *rows, last = self.db.fetch(self.conn, read.pg_head(
+                before is not None, after is not None, limit), params)
+            self.prefetched["followees", user] = json.loads(last[4])
+            self.prefetched["mutes", user] = json.loads(last[3])
+            floor = int(last[6])
+        else:  # the floor rides along in the page's statement; an empty page reads it alone
+            rows = self.db.fetch(self.conn, read.page(True, before is not None,
+                                                      after is not None, limit), params)
+            if not rows:
+                return self.floor(user), []
+            floor = int(rows[0][6])
+        return floor, [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
+                                     payload=json.loads(r[4]), created_at=r[5]) for r in rows]
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(
-            select(timelines.c.event_id).where(timelines.c.user_id == user)
-            .order_by(timelines.c.event_id.desc()).limit(1).offset(cap)
+            select(t.event_id).where(t.user_id == user)
+            .order_by(t.event_id.desc()).limit(1).offset(cap)
         ).scalar()
-        if boundary is None:
-            return 0
-        result = self.conn.execute(delete(timelines).where(
-            timelines.c.user_id == user, timelines.c.event_id <= boundary))
-        return max(result.rowcount, 0)
+        removed = 0
+        if boundary is not None:
+            result = self.conn.execute(delete(timelines).where(
+                t.user_id == user, t.event_id <= boundary))
+            removed = max(result.rowcount, 0)
+            self.raise_floor(user, boundary)
+        left = self.conn.execute(select(func.count()).select_from(timelines)
+                                 .where(t.user_id == user)).scalar_one()
+        self.conn.execute(update(timeline_state).where(st.user_id == user)
+                          .values(entries=left))
+        return removed
+
+    def cap(self, users: Sequence[str], cap: int) -> int:
+        return timelinecap.cap(self.conn, users, cap)
+
+    def floor(self, user: str) -> int:
+        found = self.db.fetch(self.conn, read.FLOOR, {"user": user})
+        return int(found[0][0] or 0) if found else 0
+
+    def raise_floor(self, user: str, floor: int) -> None:
+        if floor <= self.floor(user):
+            return
+        self.conn.execute(self.db.upsert(timeline_state, ["user_id"], {
+            "user_id": user, "entries": 0, "floor_id": floor}, ["floor_id"]))
+
+    def remove_source(self, user: str, actor: str) -> int:
+        ids = select(events.c.id).where(events.c.actor == actor)
+        gone = max(self.conn.execute(delete(timelines).where(
+            t.user_id == user, t.event_id.in_(ids))).rowcount, 0)
+        if gone:
+            self.conn.execute(update(timeline_state).where(st.user_id == user).values(
+                entries=case((st.entries > gone, st.entries - gone), else_=0)))
+        return gone

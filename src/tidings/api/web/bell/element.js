@@ -105,6 +105,7 @@ class TidingsBell extends HTMLElement {
     this.source = new EventSource(url);
     this.source.addEventListener("unread", (event) => this.setCount(JSON.parse(event.data)));
     this.source.addEventListener("notification", (event) => this.arrived(JSON.parse(event.data)));
+    this.source.addEventListener("timeline", (event) => this.emit("tidings-timeline", JSON.parse(event.data)));
   }
 
   stop() { if (this.source) { this.source.close(); this.source = null; } }

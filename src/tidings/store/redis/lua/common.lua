@@ -3,7 +3,7 @@
 -- script touches one slot and runs atomically. Keys under it:
 --   :n:<id>        hash, one notification (c created, f fresh, r read at, t type, k category,
 --                  s section, a actor, o object, b bundle hash, d display hash, base 1|0,
---                  w writer)
+--                  w writer, q:<name> each queryable payload field as text)
 --   :ids           zset of every notification, score = created (trim order: the cap keeps the
 --                  newest by (created, event id))
 --   :base          zset of base rows, score = created, member = enc(id) (list order)
@@ -18,6 +18,18 @@
 local P = KEYS[1]
 local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w'}
 local FIELD_OF = {type = 't', category = 'k', section = 's'}
+
+-- A many-user script (deliver, writers) declares its first user's prefix as KEYS[1] (the node
+-- it runs on) and lists every user's prefix in ARGV: ARGV[1] = n, ARGV[2 .. n + 1] the
+-- prefixes, then its own arguments (returned as A). A cluster refuses declared keys of several
+-- slots; allow-cross-slot-keys lets the script reach the other users' slots of its node.
+local function users_of()
+  local n = tonumber(ARGV[1])
+  local users, rest = {}, {}
+  for j = 1, n do users[j] = ARGV[1 + j] end
+  for i = n + 2, #ARGV do rest[#rest + 1] = ARGV[i] end
+  return users, rest
+end
 
 local function nkey(id) return P .. ':n:' .. id end
 local function enc(id) return string.char(96 + #id) .. id end
@@ -37,10 +49,10 @@ local function row(h)
   return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base}
 end
 
-local function set_base(h, on)
+local function set_base(h, on, stored)
   local m = enc(h.id)
   if on then
-    redis.call('HSET', nkey(h.id), 'base', '1')
+    if not stored then redis.call('HSET', nkey(h.id), 'base', '1') end
     redis.call('ZADD', P .. ':base', h.c, m)
     redis.call('ZADD', P .. ':bb:' .. h.b, h.c, m)
     redis.call('SADD', P .. ':gb:' .. h.d, h.id)
@@ -57,16 +69,23 @@ local function set_base(h, on)
 end
 
 -- Store a notification as the base row of group d; a (user, event) already stored is skipped.
-local function insert(id, c, t, k, s, a, o, b, d, w)
-  if redis.call('EXISTS', nkey(id)) == 1 then return 0 end
+-- q: its queryable payload fields as a JSON object of texts, or '' for none; checked: the
+-- caller knows it is not stored yet.
+local function insert(id, c, t, k, s, a, o, b, d, w, q, checked)
+  if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
   local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w}
   if a then table.insert(fields, 'a'); table.insert(fields, a) end
   if o then table.insert(fields, 'o'); table.insert(fields, o) end
+  if q and q ~= '' then
+    for name, value in pairs(cjson.decode(q)) do
+      table.insert(fields, 'q:' .. name); table.insert(fields, value)
+    end
+  end
   redis.call('HSET', nkey(id), unpack(fields))
   local m = enc(id)
   redis.call('ZADD', P .. ':ids', c, m)
   redis.call('ZADD', P .. ':g:' .. d, c, m)
-  set_base({id = id, c = c, f = c, r = false, b = b, d = d}, true)
+  set_base({id = id, c = c, f = c, r = false, b = b, d = d}, true, true)  -- 'base' set above
   return 1
 end
 
@@ -115,6 +134,8 @@ local function markers_of(flat)
     local scope = flat[i]
     if scope == 'all' then
       mk.all = tonumber(flat[i + 1])
+    elseif scope == 'seen' then
+      mk.seen = tonumber(flat[i + 1])
     elseif scope == 'position' then
       pos_until = tonumber(flat[i + 1])
     elseif scope == 'position_place' then
@@ -164,6 +185,14 @@ local function matches(q, h)
   local id = tonumber(h.id)
   if q.max_id and id >= q.max_id then return false end
   if q.since_id and id <= q.since_id then return false end
+  if q.fields then  -- queryable payload fields: one HMGET of those asked for
+    local names = {}
+    for i, f in ipairs(q.fields) do names[i] = 'q:' .. f[1] end
+    local got = redis.call('HMGET', nkey(h.id), unpack(names))
+    for i, f in ipairs(q.fields) do
+      if got[i] ~= f[2] then return false end
+    end
+  end
   if q.unread ~= nil and is_unread(q.mk, h) ~= q.unread then return false end
   return true
 end

@@ -1,27 +1,37 @@
--- Deliver one event to one user: skip a (user, event) already stored (reporting it as
--- written when the same writer wrote it: a retried job), else join the newest group of the
--- bundle while it is unread under the user's watermarks, or start a group of its own
--- (tidings.domain.bundling.join_or_start): a live notification is dated no earlier than just
--- after the bundle's newest base; a back-filled one keeps its date and only looks at the
--- newest base older than itself, so it never takes a newer group over.
+-- Deliver one event to each user of KEYS (users of one node; one call per node and event):
+-- skip a (user, event) already stored (reporting it as written when the same writer wrote it:
+-- a retried job), else join the newest group of the bundle while it is unread under the
+-- user's watermarks, or start a group of its own (tidings.domain.bundling.join_or_start): a
+-- live notification is dated no earlier than just after the bundle's newest base; a
+-- back-filled one keeps its date and only looks at the newest base older than itself, so it
+-- never takes a newer group over. Each user's keys stay in that user's slot.
 -- ARGV: id, created, type, category, section, actor, object, bundle, bundled (1|0), writer,
---       own display hash, backfill (1|0)
-local id, writer = ARGV[1], ARGV[10]
-if redis.call('EXISTS', nkey(id)) == 1 then
-  if writer ~= '' and redis.call('HGET', nkey(id), 'w') == writer then return 1 end
-  return 0
-end
-local group, created = ARGV[11], tonumber(ARGV[2])
-if ARGV[9] == '1' then
-  local base = newest_base(ARGV[8], ARGV[12] == '1' and created or nil, tonumber(id))
-  if base then
-    if ARGV[12] ~= '1' then created = math.max(created, tonumber(base.c) + 1) end
-    if is_unread(markers_of(redis.call('HGETALL', P .. ':m')), base) then
-      group = base.d
-      demote(group)
+--       own display hash, backfill (1|0), queryable fields (JSON object, or '')
+-- Returns per user 1 (written, or written before by the same writer) or 0.
+local users, A = users_of()
+local id, writer = A[1], A[10]
+local backfill, bundled = A[12] == '1', A[9] == '1'
+local a, o = opt(A[6]), opt(A[7])
+local out = {}
+for j = 1, #users do
+  P = users[j]
+  if redis.call('EXISTS', nkey(id)) == 1 then
+    out[j] = (writer ~= '' and redis.call('HGET', nkey(id), 'w') == writer) and 1 or 0
+  else
+    local group, created = A[11], tonumber(A[2])
+    if bundled then
+      local base = newest_base(A[8], backfill and created or nil, tonumber(id))
+      if base then
+        if not backfill then created = math.max(created, tonumber(base.c) + 1) end
+        if is_unread(markers_of(redis.call('HGETALL', P .. ':m')), base) then
+          group = base.d
+          demote(group)
+        end
+      end
     end
+    insert(id, string.format('%.0f', created), A[3], A[4], A[5], a, o, A[8],
+      group, writer, A[13], true)
+    out[j] = 1
   end
 end
-insert(id, string.format('%.0f', created), ARGV[3], ARGV[4], ARGV[5], opt(ARGV[6]), opt(ARGV[7]), ARGV[8],
-  group, writer)
-return 1
+return out

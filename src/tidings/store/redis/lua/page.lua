@@ -19,7 +19,8 @@ if q.before_c then
     end
   end
 end
-local out, found, batch = {}, 0, 128
+-- the first batch is the page itself (what an unfiltered page needs), then larger ones
+local out, found, batch = {}, 0, math.max(q.limit, 8)
 while found < q.limit do
   local members = redis.call('ZREVRANGE', key, start, start + batch - 1)
   if #members == 0 then break end
@@ -32,5 +33,6 @@ while found < q.limit do
     end
   end
   start = start + batch
+  batch = math.min(batch * 2, 128)
 end
 return out

@@ -1,0 +1,37 @@
+"""Bytes on disk of tables, each with its indexes: ``pg_total_relation_size`` on PostgreSQL,
+``data_length + index_length`` of ``information_schema.tables`` on MariaDB/MySQL (after
+``ANALYZE TABLE``), the pages of the table and its indexes in SQLite's ``dbstat``.
+
+Taken after the bench's ``ANALYZE`` (``VACUUM ANALYZE`` on PostgreSQL), so the figures are those
+of a maintained database, not of one full of dead rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tidings.bench.raw import RawConnection
+
+
+def table_bytes(url: str, tables: Sequence[str]) -> dict[str, int]:
+    """Each table's size with its indexes, in bytes (0 for a table that does not exist)."""
+    out: dict[str, int] = {}
+    with RawConnection(url) as raw:
+        for table in tables:
+            out[table] = _one(raw, table)
+    return out
+
+
+def _one(raw: RawConnection, table: str) -> int:
+    if raw.backend == "postgresql":
+        rows = raw.fetch("SELECT coalesce(pg_total_relation_size(to_regclass(%s)), 0)",
+                         (table,))
+    elif raw.backend == "mysql":
+        raw.fetch(f"ANALYZE TABLE `{table}`")
+        rows = raw.fetch("SELECT coalesce(sum(data_length + index_length), 0) FROM "
+                         "information_schema.tables WHERE table_schema = DATABASE() "
+                         "AND table_name = %s", (table,))
+    else:
+        rows = raw.fetch("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN "
+                         "(SELECT name FROM sqlite_master WHERE tbl_name = ?)", (table,))
+    return int(rows[0][0]) if rows else 0

@@ -1,0 +1,151 @@
+"""W1's figures: tidings per model and graph, the seed's SQL beside them (``--baseline``), the
+seed article's own figures, storage, and the Rich tables that print them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from tidings.bench.compare import Side, comparison, fmt_ratio
+from tidings.bench.measure import Latencies, median
+from tidings.bench.report import fmt_ms, fmt_rate
+
+# The seed article's figures (MySQL 5.1, 2008; ../shared/BENCH.md W1), by (model, figure).
+ARTICLE = {("push", "submit"): 560.0, ("push", "first page"): 1300.0,
+           ("pull", "submit"): 6700.0, ("pull", "first page"): 120.0}
+ARTICLE_BYTES = {"push": 2.0e9, "pull": 130e6}
+# Goals as ratios to the seed's SQL in the same run (issue 10, ../shared/BENCH.md W1).
+GOALS = {("push", "submit"): 1.25, ("pull", "first page"): 1.35}
+STORAGE_GOAL = {"push": 0.5}  # at most this share of the seed's mailbox + message bytes
+UNITS = {"submit": "messages/s", "first page": "pages/s", "later page": "pages/s"}
+FIGURES = ("submit", "first page", "later page")
+MB = 1_000_000
+
+
+def figure_name(model: str, figure: str) -> str:
+    return f"{model}: {figure}"
+
+
+def _side(phases: Sequence[Any], figure: str) -> Side:
+    return Side.of(phases, per_request=figure != "submit")
+
+
+def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str]],
+              baseline: bool) -> dict[str, Any]:
+    """``results`` (tidings), ``comparisons`` (with ``--baseline``), ``storage`` and
+    ``models`` (rates by graph, figure and model, for the plot) of the measured models."""
+    results, comparisons, storage = [], [], []
+    models: dict[str, dict[str, dict[str, float]]] = {}
+    for m in measured:
+        model, graph, phases = m["model"], m["graph"], m["phases"]
+        seed_model = "pull" if model == "pull" else "push"
+        for figure in FIGURES:
+            ours = phases.tidings[figure]
+            rate = median([p.per_second for p in ours])
+            models.setdefault(graph, {}).setdefault(figure, {})[model] = round(rate, 1)
+            latency = (Latencies(tuple(x for p in ours for x in p.latencies)).to_dict()
+                       if figure != "submit" else None)
+            article = ARTICLE.get((model, figure))
+            results.append({"figure": f"{figure_name(model, figure)} ({graph})", "model": model,
+                            "graph": graph, "unit": UNITS[figure], "per_second": round(rate, 1),
+                            "per_second_rounds": [round(p.per_second, 1) for p in ours],
+                            "latency": latency, "article": article})
+            if baseline:
+                statement, anchor = seed_sql[figure_name(seed_model, figure)]
+                comparisons.append(comparison(
+                    f"{figure_name(model, figure)} ({graph})", UNITS[figure],
+                    _side(ours, figure), _side(phases.baseline[figure], figure),
+                    statement=statement, anchor=anchor, goal=GOALS.get((model, figure)),
+                    model=model, graph=graph, article=article))
+        sizes, seed_sizes = m["storage"], m["seed_storage"]
+        ours_bytes = sizes.get("timelines", 0) + sizes.get("events", 0)
+        row: dict[str, Any] = {
+            "model": model, "graph": graph, "mailbox_rows": m["mailbox_rows"],
+            "timelines_bytes": sizes.get("timelines", 0), "events_bytes": sizes.get("events", 0),
+            "timelines_and_events_bytes": ours_bytes, "total_bytes": sum(sizes.values()),
+            "tables": sizes, "article_bytes": ARTICLE_BYTES.get(model),
+            "goal_ratio": STORAGE_GOAL.get(model)}
+        if seed_sizes is not None:
+            if "message" in seed_sizes:  # SQL: the seed's mailbox (push) and message tables
+                theirs = seed_sizes["message"] + (
+                    seed_sizes.get("mailbox", 0) if seed_model == "push" else 0)
+                mine = ours_bytes
+            else:  # Redis: raw_redis.py's mailboxes, against tidings' alone
+                theirs, mine = seed_sizes.get("mailbox", 0), row["timelines_bytes"]
+            row.update({"seed_tables": seed_sizes, "seed_bytes": theirs,
+                        "seed_total_bytes": theirs + seed_sizes.get("follower", 0),
+                        "ratio": round(mine / theirs, 4) if theirs else None})
+        storage.append(row)
+    out: dict[str, Any] = {"results": results, "storage": storage, "models": models}
+    if baseline:
+        out["comparisons"] = comparisons
+    return out
+
+
+def _lat(side: dict[str, Any] | None, key: str) -> str:
+    return fmt_ms(side[key]) if side else "—"
+
+
+def tables(result: dict[str, Any]) -> list[Table]:
+    """One table per graph (figures of every model) and one of storage."""
+    out: list[Table] = []
+    rows = result.get("comparisons") or result["results"]
+    for info in result["data"]:
+        graph = info["graph"]
+        title = (f"W1 timelines — {result['store']}, {graph} graph: {info['users']:,} users, "
+                 f"{info['messages']:,} messages, {info['followees_per_user']} followees a user "
+                 f"(most followed: {info['max_followers']:,}; over "
+                 f"{info['celebrity_followers']:,}: {info['celebrities']}); median of "
+                 f"{result['settings']['rounds']} rounds")
+        table = Table(title=title, title_justify="left")
+        table.add_column("figure")
+        compared = "comparisons" in result
+        label = result.get("baseline_label", "seed SQL")
+        columns = (["tidings", label, "ratio", "goal"] if compared else ["tidings"])
+        for column in [*columns, "article (2008)", "p50 ms", "p90 ms", "p99 ms"]:
+            table.add_column(column, justify="right")
+        for row in rows:
+            if row["graph"] != graph:
+                continue
+            article = fmt_rate(row["article"]) if row.get("article") else "—"
+            if compared:
+                t, b = row["tidings"], row["baseline"]
+                goal = row.get("goal_ratio")
+                cells = [fmt_rate(t["per_second"]), fmt_rate(b["per_second"]),
+                         fmt_ratio(row["ratio"]), f"≥ {goal:g}x" if goal else ""]
+                lats = [f"{_lat(t['latency'], k)} / {_lat(b['latency'], k)}"
+                        if t["latency"] else "—" for k in ("p50_ms", "p90_ms", "p99_ms")]
+            else:
+                cells = [fmt_rate(row["per_second"])]
+                lats = [_lat(row["latency"], k) for k in ("p50_ms", "p90_ms", "p99_ms")]
+            table.add_row(f"{row['figure'].rsplit(' (', 1)[0]} ({row['unit']})", *cells,
+                          article, *lats)
+        out.append(table)
+    out.append(storage_table(result))
+    return out
+
+
+def storage_table(result: dict[str, Any]) -> Table:
+    compared = "comparisons" in result
+    table = Table(title="W1 storage (MB, tables with their indexes; the seed: its mailbox + "
+                        "message tables, uncapped)", title_justify="left")
+    for column in ["model (graph)", "mailbox rows", "timelines", "events",
+                   "timelines + events", "all tidings tables",
+                   *([result.get("baseline_label", "seed SQL"), "ratio", "goal"] if compared
+                     else []), "article (2008)"]:
+        table.add_column(column, justify="left" if column.startswith("model") else "right")
+    for row in result["storage"]:
+        article = row.get("article_bytes")
+        extra = []
+        if compared:
+            goal = row.get("goal_ratio")
+            extra = [f"{row.get('seed_bytes', 0) / MB:,.1f}", fmt_ratio(row.get("ratio")),
+                     f"≤ {goal:g}x" if goal else ""]
+        table.add_row(f"{row['model']} ({row['graph']})", f"{row['mailbox_rows']:,}",
+                      f"{row['timelines_bytes'] / MB:,.1f}", f"{row['events_bytes'] / MB:,.1f}",
+                      f"{row['timelines_and_events_bytes'] / MB:,.1f}",
+                      f"{row['total_bytes'] / MB:,.1f}", *extra,
+                      f"{article / MB:,.0f}" if article else "—")
+    return table

@@ -1,0 +1,170 @@
+"""A user's timeline, whichever model wrote it (``docs/timelines.md``): the push mailbox
+merged with the pulled newest posts of each followee, newest first by event id, paged by an
+opaque cursor or by numeric ``max_id`` / ``since_id``; and the follow / unfollow upkeep of
+the mailboxes (back-fill, removal)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tidings.domain.audience import ACTOR_FOLLOWERS
+from tidings.domain.cursor import decode_cursor, encode_cursor
+from tidings.domain.events import check_user_id
+from tidings.domain.timeline import (
+    NO_BOUND,
+    SOURCE_MODELS,
+    Bounds,
+    SourceState,
+    decide,
+    merge,
+    pull_cut,
+)
+from tidings.domain.views import Page, StoredEvent, TimelineEntry
+from tidings.exceptions import InvalidInput, JobError
+from tidings.fanout.privacy import permitted
+from tidings.jobs.context import JobContext
+from tidings.ports import Tx
+from tidings.services.common import check_ids, check_limit
+
+
+def bounds(cursor: str | None, max_id: str | int | None,
+           since_id: str | int | None) -> Bounds:
+    """The id range a read asks for. The cursor and ``max_id`` are both upper bounds: given
+    together, both apply (the lower one wins); ``since_id`` is the lower bound."""
+    below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
+    above = check_ids([since_id], "since_id", "event id")[0] if since_id is not None else None
+    if cursor:
+        after_cursor = decode_cursor(cursor)[1]
+        below = after_cursor if below is None else min(below, after_cursor)
+    return Bounds(below=below, above=above)
+
+
+def _entry(event: StoredEvent) -> TimelineEntry:
+    return TimelineEntry(id=event.id, type=event.type, actor=event.actor, object=event.object,
+                         payload=event.payload, created_at=event.created_at)
+
+
+class TimelineService:
+    """Reads and upkeep of timelines over the store, under the configured model."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.config = ctx.config
+
+    # -- models -------------------------------------------------------------------------------
+
+    def types(self) -> list[str]:
+        """The event types a timeline shows: those whose audience names the actor's
+        followers (a type since removed reaches its recipients only)."""
+        return sorted(t.name for t in self.ctx.catalog.types if ACTOR_FOLLOWERS in t.audience)
+
+    def model_of(self, state: SourceState | None) -> str:
+        state = state or SourceState()
+        return decide(self.config.timeline_model, state.model, state.followers,
+                      self.config.celebrity_followers)
+
+    def set_model(self, actor: str, model: str | None) -> None:
+        """Override the model of one source (``push`` / ``pull``), or clear it (None)."""
+        check_user_id(actor, "actor")
+        if model is not None and model not in SOURCE_MODELS:
+            raise InvalidInput("model must be push, pull or null", field="model")
+        self.store.transact(lambda tx: tx.graph.set_timeline_model(actor, model))
+
+    # -- the read -----------------------------------------------------------------------------
+
+    def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None,
+                 max_id: str | int | None = None, since_id: str | int | None = None
+                 ) -> Page[TimelineEntry]:
+        """Newest first; the page's ``next_cursor`` pages older (None on the last page)."""
+        check_user_id(user)
+        limit = check_limit(limit)
+        want = bounds(cursor, max_id, since_id)
+        with self.store.read() as tx:
+            rows = self._read(tx, user, want, limit + 1)
+        page = rows[:limit]
+        more = len(rows) > limit
+        return Page(page, encode_cursor(page[-1].created_at, page[-1].id) if more else None)
+
+    def _read(self, tx: Tx, user: str, want: Bounds, n: int) -> list[TimelineEntry]:
+        floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above)
+        first: list[TimelineEntry] | None = head  # the first round's mailbox part
+        states = tx.graph.followee_sources(user)
+        above = want.above or 0
+        sources = [(f, cut) for f, state in sorted(states.items())
+                   if (cut := pull_cut(state, self.model_of(state), floor)) > above]
+        top = max((cut for _, cut in sources), default=0)
+        types = self.types()
+        muted: set[tuple[str, str]] | None = None  # read once, if anything is pulled
+        out: list[TimelineEntry] = []
+        below = want.below
+        while len(out) < n:
+            box: list[TimelineEntry] = []
+            if first is not None:
+                box, first = first, None
+            elif below is None or below > max(floor, above) + 1:
+                box = tx.timeline.page(user, limit=n, before=below,
+                                       after=max(floor, above) or None)
+            pulled: list[StoredEvent] = []
+            if sources and (len(box) < n or box[-1].id <= top):
+                pulled = tx.events.pull_page(sources, types=types, limit=n, below=below,
+                                             above=want.above)
+            taken = merge([box, [_entry(e) for e in pulled]], n)  # the mailbox's copy first
+            if not taken:
+                break
+            from_pull = {e.id: e for e in pulled}
+            boxed = {e.id for e in box}
+            fresh = [from_pull[e.id] for e in taken if e.id not in boxed]
+            if fresh and muted is None:
+                muted = set(tx.graph.mutes(user))
+            allowed = boxed | {e.id for e in self.visible(tx, user, fresh, muted or set())}
+            out += [item for item in taken if item.id in allowed]
+            if len(box) < n and len(pulled) < n and len(taken) == len(boxed | set(from_pull)):
+                break  # everything in range was seen
+            below = taken[-1].id
+        return out[:n]
+
+    def visible(self, tx: Tx, user: str, events: Sequence[StoredEvent],
+                muted: set[tuple[str, str]]) -> list[StoredEvent]:
+        """Those of ``events`` fan-out would have pushed to ``user``: not excluded, not
+        muted, and let through by the type's privacy rule (checked now; a rule this process
+        has not registered hides the event)."""
+        kept = []
+        for event in events:
+            if user in event.exclude or event.actor == user:
+                continue
+            if (event.actor is not None and ("actor", event.actor) in muted) or (
+                    event.object is not None and ("object", event.object) in muted):
+                continue
+            event_type = self.ctx.catalog.types.get(event.type)
+            if event_type.privacy is not None:
+                try:
+                    if not permitted(self.ctx, tx, event, event_type, [user]):
+                        continue
+                except JobError:
+                    continue
+            kept.append(event)
+        return kept
+
+    # -- follows ------------------------------------------------------------------------------
+
+    def on_follow(self, tx: Tx, user: str, other: str) -> None:
+        """A new follow of a source whose posts are in mailboxes (``push_from`` set) back-fills
+        its newest posts (up to the cap) into this one — even while the source is read by pull
+        (a hybrid source over the threshold, an override), since it may be read from the
+        mailbox again before its next post. A source recorded as pulled needs nothing."""
+        state = tx.graph.timeline_sources([other]).get(other, SourceState())
+        if state.push_from is None:
+            return
+        cap = self.config.timeline_cap
+        newest = tx.events.pull_page([(other, NO_BOUND)], types=self.types(), limit=cap + 1,
+                                     below=None, above=state.push_from or None)
+        if len(newest) > cap:  # older posts stay out: reads pull them
+            tx.timeline.raise_floor(user, newest[cap].id)
+        keep = self.visible(tx, user, newest[:cap], set(tx.graph.mutes(user)))
+        tx.timeline.fill(user, [(e.id, e.created_at) for e in keep])
+        tx.timeline.cap([user], cap)
+
+    def on_unfollow(self, tx: Tx, user: str, other: str) -> None:
+        """An unfollow takes the source's posts out of the mailbox."""
+        tx.timeline.remove_source(user, other)

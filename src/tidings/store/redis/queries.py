@@ -1,0 +1,49 @@
+"""Script arguments of the Redis inbox: a query (``tidings.domain.views.Filters`` with the
+watermarks) as ``page.lua`` / ``count.lua`` take it, queryable fields as ``deliver.lua`` /
+``insert.lua`` take them, and the watermarks hash read back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tidings.domain.readstate import Markers
+from tidings.domain.views import Filters
+
+
+def query(filters: Filters, markers: Markers, **extra: Any) -> str:
+    """A query for ``page.lua`` / ``count.lua`` as JSON (absent values left out)."""
+    data: dict[str, Any] = {
+        "types": list(filters.types) if filters.types else None,
+        "category": filters.category, "section": filters.section, "unread": filters.unread,
+        "actor": filters.actor, "object": filters.object, "max_id": filters.max_id,
+        "since_id": filters.since_id, "all": markers.all,
+        "fields": [list(f) for f in filters.fields] or None,
+        "scoped": [[kind, value, until] for (kind, value), until in markers.scoped.items()],
+        "position": list(markers.position) if markers.position else None,
+        **extra}
+    return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+def fields_arg(fields: Sequence[tuple[str, str]]) -> str:
+    """Queryable payload fields as a script argument: a JSON object, '' for none."""
+    return json.dumps(dict(fields)) if fields else ""
+
+
+def markers_of(raw: dict[str, str]) -> Markers:
+    place = raw.get(PLACE)
+    position = tuple(int(x) for x in place.split(":")) if place else None
+    return Markers.from_rows({scope: int(until) for scope, until in raw.items()
+                              if scope != PLACE},
+                             (position[0], position[1]) if position else None)
+
+
+PLACE = "position_place"  # the read-up-to mark's place, "created:id", beside its 'position'
+
+
+def place_of(raw: str | None) -> tuple[int, int] | None:
+    if not raw:
+        return None
+    created, event_id = raw.split(":")
+    return int(created), int(event_id)

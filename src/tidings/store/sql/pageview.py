@@ -1,0 +1,106 @@
+"""The first page of an inbox in one statement on PostgreSQL: the user's watermarks, the base
+rows with their events' payloads, and the newest members' actors of each listed row's display
+group — what the three reads of :mod:`tidings.store.pageview` fetch in three round trips.
+
+The watermarks come in an uncorrelated subquery (evaluated once, as JSON text on every row);
+each row's group members come from a correlated subquery on the (user, display hash, created)
+index, evaluated for the listed rows only. Only pages that do not filter on read state take
+this path: that filter needs the watermarks before the page's condition can be written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    and_,
+    bindparam,
+    cast,
+    func,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+
+from tidings.domain.bundling import ACTOR_SCAN
+from tidings.domain.readstate import POSITION, Markers
+from tidings.domain.views import GroupInfo, InboxRow, PageView
+from tidings.store.sql.schema import events, notifications, read_markers
+
+n = notifications.c
+m = read_markers.c
+ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category,
+               n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
+               events.c.payload)
+WIDTH = len(ROW_COLUMNS)  # InboxRow's fields, in order
+
+
+def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
+    """The page under ``conditions`` (which must not depend on the watermarks) with a
+    ``members`` array and a ``markers`` JSON text column; ``:user`` names the user."""
+    member = notifications.alias("member")
+    newest = (select(member.c.actor, member.c.created_at, member.c.event_id)
+              .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
+              .order_by(member.c.created_at.desc(), member.c.event_id.desc())
+              .limit(ACTOR_SCAN).correlate(notifications).subquery("newest"))
+    members = select(func.array_agg(aggregate_order_by(
+        newest.c.actor, newest.c.created_at.desc(), newest.c.event_id.desc()))
+    ).scalar_subquery()
+    marks = select(cast(func.json_agg(func.json_build_array(
+        m.scope, m.until_at, m.position_at, m.position_id)), String)).where(
+        m.user_id == bindparam("user")).scalar_subquery()
+    return (select(*ROW_COLUMNS, members.label("members"), marks.label("markers"))
+            .join_from(notifications, events, events.c.id == n.event_id)
+            .where(*conditions)
+            .order_by(n.created_at.desc(), n.event_id.desc())
+            .limit(limit))
+
+
+@cache
+def unfiltered(keyset: bool, limit: int) -> Any:
+    """The statement of an unfiltered page (the common one), built once per shape so neither
+    its construction nor its compilation is paid per request: ``:user``, and with ``keyset``
+    ``:before_at`` and ``:before_id`` (strictly before that place)."""
+    conditions: list[ColumnElement[bool]] = [n.user_id == bindparam("user"),
+                                             n.bundle_base == true()]
+    if keyset:
+        created: Any = bindparam("before_at")
+        event_id: Any = bindparam("before_id")
+        conditions.append(or_(n.created_at < created,
+                              and_(n.created_at == created, n.event_id < event_id)))
+    return statement(conditions, limit)
+
+
+def markers_of(text: str | None) -> Markers:
+    """Markers from the ``markers`` column: [[scope, until, position at, position id], …]."""
+    rows: list[list[Any]] = json.loads(text) if text else []
+    position = next(((r[2], r[3]) for r in rows if r[0] == POSITION and r[2] is not None), None)
+    return Markers.from_rows({r[0]: r[1] for r in rows}, position)
+
+
+def group_of(members: Sequence[str | None]) -> GroupInfo:
+    actors = list(dict.fromkeys(a for a in members if a is not None))
+    return GroupInfo(count=len(members), actors=actors, distinct_actors=len(actors))
+
+
+def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
+         fallback: Callable[[], Markers]) -> PageView:
+    """The page view from a :func:`statement`'s rows (by position: the row columns, then
+    ``members`` and ``markers``); ``fallback`` reads the markers when the page is empty."""
+    rows: list[InboxRow] = []
+    groups: dict[str, GroupInfo] = {}
+    marks: str | None = None
+    for r in found:
+        row = InboxRow(*r[:WIDTH])
+        if not rows:
+            marks = r[WIDTH + 1]
+        rows.append(row)
+        if bundles(row.type):
+            groups[row.display_hash] = group_of(r[WIDTH] or [])
+    return PageView(markers_of(marks) if rows else fallback(), rows, groups)

@@ -1,0 +1,152 @@
+"""The push mailboxes' cap, set-based: a few statements for all the mailboxes of a fan-out
+chunk, whatever its size, instead of a handful per mailbox — one on PostgreSQL (``_PG_CAP``:
+the steps below as data-modifying CTEs, each mailbox's own excess as its OFFSET).
+
+Elsewhere the mailboxes over the cap are grouped by their excess ``k`` (their
+``timeline_state.entries`` bound minus the cap: one group after an ordinary push). For a group:
+
+1. one SELECT finds every mailbox's boundary, its ``k``-th oldest entry (a correlated
+   ``ORDER BY event_id LIMIT 1 OFFSET k-1``: an index scan from the oldest end per mailbox);
+2. one DELETE removes each mailbox's entries up to its boundary (PostgreSQL: joined to the
+   boundaries sent as two arrays; elsewhere an OR of per-mailbox index ranges);
+3. one UPDATE raises each floor to its boundary (never lowers it) and takes ``k`` off the
+   bound — or, when the DELETE removed another number of rows than the boundaries imply (a
+   bound that counted a duplicate push, a concurrent back-fill), sets the bounds of the group
+   to their exact counts.
+
+The result is the per-mailbox trim's: the newest ``cap`` entries kept, the floor raised past
+the removed ones, so reads pull what is below it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Connection,
+    String,
+    and_,
+    bindparam,
+    case,
+    column,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
+
+from tidings.store.sql.schema import timeline_state, timelines
+
+IN_LIST = 5000  # users per IN list
+OR_TERMS = 500  # per-mailbox ranges per statement, off PostgreSQL
+t = timelines.c
+st = timeline_state.c
+
+
+# PostgreSQL: all of it in one statement, the users sent as one array and each mailbox's
+# excess (its OFFSET) read from its own row
+_PG_CAP = text("""
+WITH over AS (
+  SELECT s.user_id,
+         (SELECT o.event_id FROM timelines o WHERE o.user_id = s.user_id
+          ORDER BY o.event_id LIMIT 1 OFFSET s.entries - :cap - 1) AS bound
+  FROM timeline_state s
+  WHERE s.user_id = ANY(CAST(:users AS VARCHAR[])) AND s.entries > :cap
+), gone AS (
+  DELETE FROM timelines t USING over
+  WHERE t.user_id = over.user_id AND t.event_id <= over.bound
+  RETURNING t.user_id
+), counted AS (
+  SELECT user_id, count(*) AS n FROM gone GROUP BY user_id
+)
+UPDATE timeline_state s
+SET floor_id = GREATEST(s.floor_id, COALESCE(over.bound, 0)),
+    entries = CASE WHEN over.bound IS NULL
+                   THEN (SELECT count(*) FROM timelines c WHERE c.user_id = s.user_id)
+                   ELSE GREATEST(s.entries - COALESCE(counted.n, 0), 0) END
+FROM over LEFT JOIN counted ON counted.user_id = over.user_id
+WHERE s.user_id = over.user_id
+RETURNING COALESCE(counted.n, 0) AS n
+""")
+
+
+def cap(conn: Connection, users: Sequence[str], cap: int) -> int:
+    """Trims every mailbox of ``users`` whose bound passes ``cap``; the entries removed."""
+    wanted = sorted(set(users))
+    if conn.dialect.name == "postgresql":
+        return sum(int(r.n) for r in conn.execute(_PG_CAP, {"users": wanted, "cap": cap}))
+    by_excess: dict[int, list[str]] = defaultdict(list)
+    for start in range(0, len(wanted), IN_LIST):
+        for row in conn.execute(select(st.user_id, st.entries).where(
+                st.user_id.in_(wanted[start:start + IN_LIST]), st.entries > cap)):
+            by_excess[int(row.entries) - cap].append(row.user_id)
+    removed = 0
+    for excess, group in sorted(by_excess.items()):
+        for start in range(0, len(group), IN_LIST):
+            removed += _trim(conn, group[start:start + IN_LIST], excess, cap)
+    return removed
+
+
+def _trim(conn: Connection, users: list[str], excess: int, cap: int) -> int:
+    """Takes the ``excess`` oldest entries out of each of ``users``' mailboxes."""
+    oldest = timelines.alias("oldest")
+    boundary = (select(oldest.c.event_id).where(oldest.c.user_id == st.user_id)
+                .order_by(oldest.c.event_id).limit(1).offset(excess - 1).scalar_subquery())
+    found = [(r.user_id, int(r.boundary)) for r in conn.execute(
+        select(st.user_id, boundary.label("boundary")).where(st.user_id.in_(users)))
+        if r.boundary is not None]
+    gone = _delete(conn, found) if found else 0
+    if found and gone == excess * len(found):
+        _raise(conn, found, st.entries - excess)
+    else:  # a bound over the true count: the rows say how many are left
+        if found:
+            _raise(conn, found, st.entries)
+        left = (select(func.count()).select_from(timelines)
+                .where(t.user_id == st.user_id).scalar_subquery())
+        conn.execute(update(timeline_state).where(st.user_id.in_(users)).values(entries=left))
+    return gone
+
+
+def _delete(conn: Connection, found: list[tuple[str, int]]) -> int:
+    if conn.dialect.name == "postgresql":
+        bounds = func.unnest(bindparam("users", type_=ARRAY(String)),
+                             bindparam("bounds", type_=ARRAY(BigInteger))
+                             ).table_valued(column("user_id", String),
+                                            column("bound", BigInteger)
+                                            ).render_derived(name="b")
+        result = conn.execute(delete(timelines).where(
+            t.user_id == bounds.c.user_id, t.event_id <= bounds.c.bound),
+            {"users": [u for u, _ in found], "bounds": [b for _, b in found]})
+        return max(result.rowcount, 0)
+    gone = 0
+    for start in range(0, len(found), OR_TERMS):
+        part = found[start:start + OR_TERMS]
+        gone += max(conn.execute(delete(timelines).where(or_(*(
+            and_(t.user_id == u, t.event_id <= b) for u, b in part)))).rowcount, 0)
+    return gone
+
+
+def _raise(conn: Connection, found: list[tuple[str, int]], entries: object) -> None:
+    """Each floor up to its boundary (kept if higher) and the bounds set to ``entries``."""
+    if conn.dialect.name == "postgresql":
+        bounds = func.unnest(bindparam("users", type_=ARRAY(String)),
+                             bindparam("bounds", type_=ARRAY(BigInteger))
+                             ).table_valued(column("user_id", String),
+                                            column("bound", BigInteger)
+                                            ).render_derived(name="b")
+        conn.execute(update(timeline_state).where(st.user_id == bounds.c.user_id).values(
+            floor_id=func.greatest(st.floor_id, bounds.c.bound), entries=entries),
+            {"users": [u for u, _ in found], "bounds": [b for _, b in found]})
+        return
+    for start in range(0, len(found), OR_TERMS):
+        part = found[start:start + OR_TERMS]
+        floor = case(*((and_(st.user_id == u, st.floor_id < b), literal(b))
+                       for u, b in part), else_=st.floor_id)
+        conn.execute(update(timeline_state).where(st.user_id.in_([u for u, _ in part]))
+                     .values(floor_id=floor, entries=entries))

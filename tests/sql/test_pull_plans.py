@@ -1,0 +1,80 @@
+"""The pull model's read uses the (actor, id) index of ``events``: on PostgreSQL one LATERAL
+statement, on MariaDB one UNION ALL of per-followee subqueries, neither scanning the table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from tidings.clock import FrozenClock
+from tidings.config import Config
+from tidings.domain.types import EventType
+from tidings.engine import Tidings
+from tidings.store.sql.schema import events, follows
+
+ACTORS = [f"a{i}" for i in range(1000)]
+PER_ACTOR = 30
+FOLLOWED = ACTORS[::25]  # 40 followees among 1,000 actors
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def loaded(request: pytest.FixtureRequest) -> Iterator[Tidings]:
+    databases: Any = request.getfixturevalue(f"{request.param}_stores")
+    url = databases.clone()
+    t = Tidings(Config(database_url=url, timeline_model="pull"),
+                types=[EventType("post", audience=("actor_followers",))], clock=FrozenClock())
+    with t.store.db.write() as conn:
+        t.store.db.insert_many(conn, events, [
+            {"id": n * len(ACTORS) + i + 1, "type": "post", "actor": actor, "object": None,
+             "payload": "{}", "recipients": "[]", "exclude": "[]", "idempotency_key": None,
+             "body_hash": "", "created_at": n} for n in range(PER_ACTOR)
+            for i, actor in enumerate(ACTORS)])
+        t.store.db.insert_many(conn, follows, [
+            {"follower": "reader", "followee": actor, "created_at": 0} for actor in FOLLOWED])
+    with t.store.db.engine.connect() as conn:
+        conn.execute(text("ANALYZE" if request.param == "postgresql" else "ANALYZE TABLE events"))
+        conn.commit()
+    yield t
+    t.close()
+    databases.drop(url)
+
+
+def _plans(t: Tidings, call: Any) -> list[str]:
+    """EXPLAIN every query that reads events by actor during ``call``."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if "events.actor =" in statement and statement.lstrip().upper().startswith("SELECT"):
+            captured.append((statement, parameters))
+
+    event.listen(t.store.db.engine, "before_cursor_execute", capture)
+    try:
+        call()
+    finally:
+        event.remove(t.store.db.engine, "before_cursor_execute", capture)
+    plans = []
+    with t.store.db.engine.connect() as conn:
+        for statement, parameters in captured:
+            rows = conn.exec_driver_sql("EXPLAIN " + statement, parameters).all()
+            plans.append("\n".join(" ".join(str(v) for v in r) for r in rows))
+    return plans
+
+
+def test_a_pulled_page_reads_each_followee_through_the_actor_id_index(loaded: Tidings) -> None:
+    page = loaded.timeline("reader", limit=20)
+    every = [n * len(ACTORS) + ACTORS.index(a) + 1 for n in range(PER_ACTOR) for a in FOLLOWED]
+    assert [e.id for e in page.items] == sorted(every, reverse=True)[:20]
+    later = loaded.timeline("reader", limit=20, cursor=page.next_cursor)
+    assert [e.id for e in later.items] == sorted(every, reverse=True)[20:40]
+    plans = _plans(loaded, lambda: loaded.timeline("reader", limit=20,
+                                                   cursor=page.next_cursor))
+    assert plans
+    for plan in plans:
+        assert "ix_events_actor_id" in plan, plan
+        assert "Seq Scan on events" not in plan, plan
+        for line in plan.splitlines() if loaded.store.db.backend == "mysql" else []:
+            if " events " in f" {line} ":  # every part reading events, by the index
+                assert "ix_events_actor_id" in line and "filesort" not in line, plan

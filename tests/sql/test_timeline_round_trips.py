@@ -1,0 +1,84 @@
+"""A timeline read makes as few round trips as the work allows, on every SQL backend: on
+PostgreSQL the mailbox page, its floor and the reader's followees come in one statement (an
+empty page too); elsewhere in two (three for an empty mailbox, whose floor is read alone).
+Counted with SQLAlchemy's events, not timed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+from tidings.engine import Tidings
+
+
+@contextmanager
+def statements(t: Tidings) -> Iterator[list[str]]:
+    """The statements run on ``t``'s database meanwhile."""
+    seen: list[str] = []
+    engine = t.store.db.engine  # type: ignore[attr-defined]
+
+    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
+        seen.append(sql)
+
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+
+
+def _posts(t: Tidings, actor: str, n: int) -> list[int]:
+    ids = [int(t.publish({"type": "post", "actor": actor, "object": f"page:{actor}{i}"}).id)
+           for i in range(n)]
+    t.run_jobs()
+    return ids
+
+
+def test_a_pushed_timeline_page_is_one_statement_on_postgresql(t: Tidings) -> None:
+    t.follow("bob", "ann")
+    t.follow("bob", "cat")
+    posted = _posts(t, "ann", 3) + _posts(t, "cat", 2)
+    one = t.store.backend == "postgresql"
+    with statements(t) as seen:
+        page = t.timeline("bob", limit=20)
+    assert [e.id for e in page.items] == sorted(posted, reverse=True)
+    assert len(seen) == (1 if one else 2)
+    with statements(t) as seen:  # a later page (max_id) too
+        page = t.timeline("bob", limit=20, max_id=posted[2])
+    assert [e.id for e in page.items] == sorted(posted[:2], reverse=True)
+    assert len(seen) == (1 if one else 2)
+    with statements(t) as seen:  # an empty mailbox still reads its floor and followees
+        assert t.timeline("dan", limit=20).items == []
+    assert len(seen) == (1 if one else 3)
+
+
+def test_a_follow_between_two_reads_is_seen_by_the_second(t: Tidings) -> None:
+    """The followees the first statement fetched serve that read only."""
+    t.follow("bob", "ann")
+    first = _posts(t, "ann", 2)
+    t.set_timeline_model("cat", "pull")
+    pulled = _posts(t, "cat", 2)
+    assert [e.id for e in t.timeline("bob").items] == sorted(first, reverse=True)
+    t.follow("bob", "cat")
+    assert [e.id for e in t.timeline("bob").items] == sorted(first + pulled, reverse=True)
+    t.unfollow("bob", "cat")
+    assert [e.id for e in t.timeline("bob").items] == sorted(first, reverse=True)
+
+
+def test_a_read_merging_a_pulled_source_adds_only_the_pull_on_postgresql(t: Tidings) -> None:
+    """The reader's mutes come with the first statement too: the pull is the only other."""
+    t.follow("bob", "ann")
+    t.set_timeline_model("cat", "pull")
+    t.follow("bob", "cat")
+    t.mute("bob", actor="dan")
+    t.follow("bob", "dan")
+    t.set_timeline_model("dan", "pull")
+    posted = _posts(t, "ann", 2) + _posts(t, "cat", 2)
+    _posts(t, "dan", 1)
+    with statements(t) as seen:
+        page = t.timeline("bob", limit=20)
+    assert [e.id for e in page.items] == sorted(posted, reverse=True)
+    assert len(seen) == (2 if t.store.backend == "postgresql" else 4)
