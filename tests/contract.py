@@ -97,16 +97,22 @@ def undocumented(spec: dict[str, Any], method: str, path: str, status: int,
     return [where + problem for problem in shape_problems(spec, schema, body)]
 
 
+PROSE = ("description", "summary")
+
+
 def removals(before: Any, after: Any, where: str = "") -> list[str]:
     """What ``after`` (an OpenAPI document) lost or changed of ``before``: every key of a
     mapping must stay with an unchanged value, where keys may be added (a new status, a
     description, a pattern); parameter lists are compared by name, so new parameters may be
-    added; other lists must keep their length, compared item by item."""
+    added; other lists must keep their length, compared item by item. Prose (``description``,
+    ``summary``) must stay but may be reworded: it tells, it is not the shape."""
     if isinstance(before, dict) and isinstance(after, dict):
         problems = []
         for key, value in before.items():
             if key not in after:
                 problems.append(f"{where}/{key}: removed")
+            elif key in PROSE and isinstance(value, str) and isinstance(after[key], str):
+                continue
             else:
                 problems += removals(value, after[key], f"{where}/{key}")
         return problems

@@ -62,3 +62,20 @@ def test_every_documented_route_is_served(openapi_spec: dict[str, Any], method: 
 def test_the_openapi_document_only_adds_to_v1(openapi_spec: dict[str, Any]) -> None:
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     assert removals(baseline, openapi_spec) == []
+
+
+def test_the_comparison_sees_removals_but_lets_prose_be_reworded() -> None:
+    before = {"paths": {"/v1/x": {"get": {
+        "description": "Old words.", "summary": "X",
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "OK"}}}}}}
+    reworded = json.loads(json.dumps(before))
+    operation = reworded["paths"]["/v1/x"]["get"]
+    operation["description"] = "New words."
+    operation["responses"]["404"] = {"description": "Not found"}
+    assert removals(before, reworded) == []
+    del operation["description"]
+    operation["parameters"][0]["schema"]["type"] = "string"
+    assert removals(before, reworded) == [
+        "/paths//v1/x/get/description: removed",
+        "/paths//v1/x/get/parameters[limit]/schema/type: 'integer' became 'string'"]

@@ -218,9 +218,9 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
     async def timeline(user: User, state: State, limit: LimitQuery = 20,
                        cursor: CursorQuery = None, max_id: MaxIdQuery = None,
                        since_id: SinceIdQuery = None) -> SafeJSONResponse:
-        """Events of the users followed, newest first (push model)."""
-        # (v1's published words, kept as they are: every model serves the same items now,
-        # docs/api.md). Page older with ``next_cursor`` (or ``max_id``: the last id shown);
+        """Events of the users followed, newest first, whichever timeline model (push, pull
+        or hybrid) wrote them: the same items, order and cursors (docs/timelines.md)."""
+        # Page older with ``next_cursor`` (or ``max_id``: the last id shown);
         # ask for what is newer with ``since_id`` (the first id shown).
         page = await run_in_threadpool(
             lambda: state.tidings.timeline(
