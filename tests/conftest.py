@@ -94,7 +94,8 @@ def sql_stores(backend: str, request: pytest.FixtureRequest) -> SqlStores:
 
 @pytest.fixture
 def store_url(sql_stores: SqlStores) -> Iterator[str]:
-    """A clean database at head on ``backend``; dropped after the test."""
+    """A clean database at head on ``backend``; emptied for the next test, or dropped, after
+    this one (``tests/stores.py``)."""
     url = sql_stores.clone()
     yield url
     sql_stores.drop(url)

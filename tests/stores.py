@@ -7,6 +7,13 @@
 
 Every database gets a random name, so parallel sessions (pytest-xdist, two checkouts) never
 collide. Each class probes its server in :meth:`ping` and drops what it made in :meth:`close`.
+
+Making and dropping a server database costs a second or more on a busy box (both are synced to
+disk), so a clone a test is done with is emptied and handed to the next test instead: every
+connection to it ended, every row deleted (``alembic_version`` kept), every counter back at its
+start. It is reused only if its schema — tables, columns, indexes, constraints, triggers,
+routines, views, settings and the migration version — is still the template's; a test that
+changed any of that gets its database dropped, as before.
 """
 
 from __future__ import annotations
@@ -17,13 +24,18 @@ import shutil
 from pathlib import Path
 from typing import Protocol
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import NullPool
 
 from backends import with_database
 from tidings.store.sql.database import normalise_url
 from tidings.store.sql.migrate import upgrade
+from tidings.store.sql.schema import metadata
+
+# Child tables before their parents, so that plain DELETEs empty a database.
+EMPTYING_ORDER = [table.name for table in reversed(metadata.sorted_tables)]
 
 
 class SqlStores(Protocol):
@@ -96,6 +108,9 @@ class PostgresStores:
         self.server = server
         self._admin = _admin_engine(with_database(server, "postgres"))
         self._template: str | None = None
+        self._schema = ""
+        self._clones: set[str] = set()
+        self._free: list[str] = []
 
     def ping(self) -> None:
         with self._admin.connect() as conn:
@@ -105,28 +120,57 @@ class PostgresStores:
         return self._create(_name("t"), "template0")
 
     def clone(self) -> str:
+        if self._free:
+            return with_database(self.server, self._free.pop())
         if self._template is None:
             url = self._create(_name("tpl"), "template0")
             upgrade(url)  # which closes its connections: a template must have none
             self._template = _database(url)
-        return self._create(_name("t"), self._template)
+        name = _name("t")
+        url = self._create(name, self._template)
+        self._clones.add(name)
+        if not self._schema:
+            self._schema = _read_schema(url, PG_SCHEMA)
+        return url
 
     def drop(self, url: str) -> None:
-        self._drop(_database(url))
+        name = _database(url)
+        if name in self._clones and self._emptied(url):
+            self._free.append(name)
+        else:
+            self._clones.discard(name)
+            self._drop(name)
 
     def close(self) -> None:
+        for name in self._free:
+            self._drop(name)
+        self._free.clear()
         if self._template is not None:
             self._drop(self._template)
         self._admin.dispose()
 
-    def _create(self, name: str, template: str) -> str:
-        with self._admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-        return with_database(self.server, name)
+    def _emptied(self, url: str) -> bool:
+        """Empty the clone at ``url`` for the next test; False if it must be dropped."""
+        try:
+            self._end_connections(_database(url))
+            if _read_schema(url, PG_SCHEMA) != self._schema:
+                return False
+            engine = create_engine(normalise_url(url), poolclass=NullPool)
+            try:
+                with engine.begin() as conn:
+                    for table in _emptying_order(conn, PG_TABLES):
+                        conn.execute(text(f'DELETE FROM "{table}"'))
+                    conn.execute(text("SELECT setval(format('%I.%I', schemaname, sequencename), "
+                                      "start_value, false) FROM pg_sequences "
+                                      "WHERE schemaname = 'public'"))
+            finally:
+                engine.dispose()
+        except DBAPIError:
+            return False
+        return True
 
-    def _drop(self, name: str) -> None:
+    def _end_connections(self, name: str) -> None:
         with self._admin.connect() as conn:
-            # Engines a test left open would make DROP DATABASE fail, so end them first.
             conn.execute(
                 text(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -134,6 +178,16 @@ class PostgresStores:
                 ),
                 {"name": name},
             )
+
+    def _create(self, name: str, template: str) -> str:
+        with self._admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+        return with_database(self.server, name)
+
+    def _drop(self, name: str) -> None:
+        # Engines a test left open would make DROP DATABASE fail, so end them first.
+        self._end_connections(name)
+        with self._admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
 
 
@@ -145,6 +199,9 @@ class MysqlStores:
         self._admin = _admin_engine(with_database(server, None))
         self._template: str | None = None
         self._tables: list[str] = []
+        self._schema = ""
+        self._clones: set[str] = set()
+        self._free: list[str] = []
 
     def ping(self) -> None:
         with self._admin.connect() as conn:
@@ -157,6 +214,8 @@ class MysqlStores:
         return with_database(self.server, name)
 
     def clone(self) -> str:
+        if self._free:
+            return with_database(self.server, self._free.pop())
         template = self._migrated_template()
         url = self.empty()
         name = _database(url)
@@ -169,15 +228,50 @@ class MysqlStores:
                     f"SELECT version_num FROM `{template}`.alembic_version"
                 )
             )
+        self._clones.add(name)
+        if not self._schema:  # of a clone: CREATE TABLE … LIKE leaves foreign keys behind
+            self._schema = _read_schema(url, MYSQL_SCHEMA)
         return url
 
     def drop(self, url: str) -> None:
-        self._drop(_database(url))
+        name = _database(url)
+        if name in self._clones and self._emptied(url):
+            self._free.append(name)
+        else:
+            self._clones.discard(name)
+            self._drop(name)
 
     def close(self) -> None:
+        for name in self._free:
+            self._drop(name)
+        self._free.clear()
         if self._template is not None:
             self._drop(self._template)
         self._admin.dispose()
+
+    def _emptied(self, url: str) -> bool:
+        """Empty the clone at ``url`` for the next test; False if it must be dropped."""
+        try:
+            self._end_connections(_database(url))
+            if _read_schema(url, MYSQL_SCHEMA) != self._schema:
+                return False
+            engine = create_engine(normalise_url(url), poolclass=NullPool)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                    for table in _emptying_order(conn, MYSQL_TABLES):
+                        conn.execute(text(f"DELETE FROM `{table}`"))
+                    counted = conn.execute(text(
+                        "SELECT table_name FROM information_schema.tables "
+                        "WHERE table_schema = DATABASE() AND auto_increment > 1")).scalars()
+                    for table in list(counted):
+                        conn.execute(text(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1"))
+                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
+            finally:
+                engine.dispose()
+        except DBAPIError:
+            return False
+        return True
 
     def _migrated_template(self) -> str:
         if self._template is None:
@@ -197,9 +291,14 @@ class MysqlStores:
         return self._template
 
     def _drop(self, name: str) -> None:
+        # A connection a test left inside a transaction would block DROP DATABASE on its
+        # metadata locks, so end those first.
+        self._end_connections(name)
         with self._admin.connect() as conn:
-            # A connection a test left inside a transaction would block DROP DATABASE on its
-            # metadata locks, so end those first.
+            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+
+    def _end_connections(self, name: str) -> None:
+        with self._admin.connect() as conn:
             ids = conn.execute(
                 text(
                     "SELECT id FROM information_schema.processlist "
@@ -211,7 +310,6 @@ class MysqlStores:
                 # It may have ended on its own in the meantime ("Unknown thread id").
                 with contextlib.suppress(DBAPIError):
                     conn.execute(text(f"KILL CONNECTION {int(connection_id)}"))
-            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
 
 
 def _admin_engine(url: str) -> Engine:
@@ -233,3 +331,62 @@ def _database(url: str) -> str:
 
 def _path(url: str) -> Path:
     return Path(_database(url))
+
+
+# What makes two databases interchangeable for a test: everything but their rows (and the
+# counters, which emptying resets).
+PG_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+PG_SCHEMA = (
+    PG_TABLES,
+    "SELECT table_name, column_name, data_type, column_default, is_nullable, collation_name "
+    "FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2",
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT tgname, tgrelid::regclass::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
+    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT viewname FROM pg_views WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT sequencename, start_value FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT relname, relpersistence, reloptions::text FROM pg_class "
+    "WHERE relnamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT extname FROM pg_extension ORDER BY 1",
+    "SELECT setconfig::text FROM pg_db_role_setting WHERE setdatabase = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())",
+    "SELECT version_num FROM alembic_version",
+)
+MYSQL_TABLES = ("SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() ORDER BY 1")
+MYSQL_SCHEMA = (
+    "SELECT table_name, engine, table_collation, create_options FROM information_schema.tables "
+    "WHERE table_schema = DATABASE() ORDER BY 1",
+    "SELECT table_name, column_name, column_type, column_default, is_nullable, extra, "
+    "collation_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+    "ORDER BY 1, 2",
+    "SELECT table_name, index_name, seq_in_index, column_name, non_unique, sub_part "
+    "FROM information_schema.statistics WHERE table_schema = DATABASE() ORDER BY 1, 2, 3",
+    "SELECT constraint_name, table_name, constraint_type FROM "
+    "information_schema.table_constraints WHERE constraint_schema = DATABASE() ORDER BY 1, 2",
+    "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE() "
+    "ORDER BY 1",
+    "SELECT routine_name FROM information_schema.routines WHERE routine_schema = DATABASE() "
+    "ORDER BY 1",
+    "SELECT version_num FROM alembic_version",
+)
+
+
+def _read_schema(url: str, queries: tuple[str, ...]) -> str:
+    """Everything ``queries`` read of the database at ``url``, as one comparable text."""
+    engine = create_engine(normalise_url(url), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return repr([conn.execute(text(query)).all() for query in queries])
+    finally:
+        engine.dispose()
+
+
+def _emptying_order(conn: Connection, tables_query: str) -> list[str]:
+    """The database's tables but ``alembic_version``, children before their parents."""
+    present = [name for name in conn.execute(text(tables_query)).scalars()
+               if name != "alembic_version"]
+    known = [name for name in EMPTYING_ORDER if name in present]
+    return known + [name for name in present if name not in known]
