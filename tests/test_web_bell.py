@@ -131,8 +131,9 @@ def test_the_flyout_with_the_keyboard_alone(browser: Any, site: Site) -> None:
         "Mark as read: ")
     page.keyboard.press("Enter")
     assert wait_until(lambda: site.tidings.unread_count("bob").count == 2)
-    assert bell_eval(page, "root.activeElement.getAttribute('aria-label')").startswith(
-        "Mark as unread: ")  # focus stays on the control, now the other way round
+    # focus stays on the control, now the other way round once the answer is drawn
+    assert wait_until(lambda: bell_eval(
+        page, "root.activeElement.getAttribute('aria-label')").startswith("Mark as unread: "))
 
     site.publish(type="mention", actor="grace", recipients=["bob"], payload={"text": "hey"})
     page.wait_for_function("""() => document.querySelector('tidings-bell').shadowRoot
