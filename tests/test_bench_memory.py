@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tidings.bench import memory
+from tidings.bench import inbox_django, memory
 from tidings.bench.memory import RssSampler, Series, children, rss_bytes, serving_processes
 from tidings.bench.storage import relation_bytes, table_bytes
 from tidings.bench.stores import BenchStore
@@ -79,3 +79,16 @@ def test_a_table_splits_into_its_rows_and_indexes(store_url: str) -> None:
         parts = relation_bytes(store.url, "notifications")
         assert "table" in parts and len(parts) >= 6  # the rows and five indexes at least
         assert sum(parts.values()) == table_bytes(store.url, ["notifications"])["notifications"]
+
+
+def test_the_django_like_baseline_table_is_measured_and_dropped(store_url: str,
+                                                                backend: str) -> None:
+    with BenchStore(store_url) as store:
+        measured = inbox_django.measure(store.url)
+        if backend != "postgresql":
+            assert measured is None
+            return
+        assert measured is not None
+        assert measured["rows"] == 0 and measured["indexes"] == 11  # an empty store
+        assert measured["bytes"] == sum(p["bytes"] for p in measured["profile"]) > 0
+        assert table_bytes(store.url, [inbox_django.TABLE])[inbox_django.TABLE] == 0

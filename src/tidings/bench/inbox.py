@@ -272,7 +272,8 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
         t, world, data = open_loaded(store, settings.scale, rng, progress)
         raw = RawInbox(store.url) if settings.baseline else None
         try:
-            storage = inbox_storage.measure(store.url, data["notifications"])
+            storage = inbox_storage.measure(store.url, data["notifications"],
+                                            baseline=settings.baseline)
             sweep_users: dict[int, str] = {}
             if settings.sweep:
                 stream = (e for e in world.events() if e.recipients)

@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.table import Table
 
+from tidings.bench import BenchFailure, inbox_django
 from tidings.bench.raw import RawConnection
 from tidings.bench.storage import relation_bytes, table_bytes
 
@@ -36,8 +37,10 @@ FIGURES = (
 )
 
 
-def measure(url: str, rows: int) -> dict[str, Any]:
-    """The storage figures of the store at ``url`` holding ``rows`` notifications."""
+def measure(url: str, rows: int, *, baseline: bool = False) -> dict[str, Any]:
+    """The storage figures of the store at ``url`` holding ``rows`` notifications; with
+    ``baseline``, on PostgreSQL, those of the same rows in django-notifications-hq's table
+    (:mod:`tidings.bench.inbox_django`) too."""
     sizes = table_bytes(url, FIGURES[-1][1])
     figures = [{"figure": name, "tables": list(tables),
                 "bytes": sum(sizes[table] for table in tables),
@@ -47,7 +50,15 @@ def measure(url: str, rows: int) -> dict[str, Any]:
     profile = [{"relation": name, "bytes": size, "bytes_per_row": per_row(size, rows)}
                for name, size in sorted(relations.items(), key=lambda item: -item[1])]
     main = per_row(sizes["notifications"], rows)
-    return {"rows": rows, "table_bytes": sizes, "figures": figures,
+    theirs = inbox_django.measure(url) if baseline else None
+    if theirs is not None and theirs["rows"] != rows:
+        raise BenchFailure(f"{theirs['rows']:,} rows in the django-like table for {rows:,}")
+    base = theirs["bytes_per_row"] if theirs is not None else None
+    for figure in figures[:2]:
+        figure["ratio_to_baseline"] = (round(figure["bytes_per_row"] / base, 2)
+                                       if base and figure["bytes_per_row"] is not None
+                                       else None)
+    return {"rows": rows, "table_bytes": sizes, "figures": figures, "baseline": theirs,
             "bytes_per_row": main, "goal_bytes_per_row": GOAL_BYTES,
             "anchor_bytes_per_row": ANCHOR_BYTES, "anchor": ANCHOR,
             "ratio_to_anchor": round(main / ANCHOR_BYTES, 2) if main is not None else None,
@@ -76,21 +87,33 @@ def table(storage: dict[str, Any], title: str) -> Table:
     out = Table(title=f"{title}: bytes on disk per notification row "
                       f"({storage['rows']:,} rows, indexes included)", title_justify="left")
     out.add_column("figure (tables with their indexes)")
-    for column in ("MB", "B/row", "anchor B/row", "ratio", "goal"):
+    for column in ("MB", "B/row", "baseline B/row", "ratio", "anchor B/row", "vs anchor",
+                   "goal"):
         out.add_column(column, justify="right")
+    theirs = storage.get("baseline")
     shown: list[str] = []
     for i, row in enumerate(storage["figures"]):
         b = row["bytes_per_row"]
         added = [name for name in row["tables"] if name not in shown]
         shown += added
         label = ", ".join(added) if i == 0 else f"{row['figure']}: + {', '.join(added)}"
-        out.add_row(label, f"{row['bytes'] / 1e6:,.2f}",
-                    _b(b), f"{ANCHOR_BYTES}" if i == 0 else "",
+        ratio = row.get("ratio_to_baseline")
+        out.add_row(label, f"{row['bytes'] / 1e6:,.2f}", _b(b),
+                    _b(theirs["bytes_per_row"]) if theirs and i < 2 else "",
+                    f"{ratio:.2f}x" if ratio is not None else "",
+                    f"{ANCHOR_BYTES}" if i == 0 else "",
                     f"{b / ANCHOR_BYTES:.2f}x" if b is not None and i == 0 else "",
                     f"≤ {GOAL_BYTES}" if i == 0 else "")
     for row in storage["profile"]:
         out.add_row(f"  notifications: {row['relation']}", f"{row['bytes'] / 1e6:,.2f}",
-                    _b(row["bytes_per_row"]), "", "", "")
+                    _b(row["bytes_per_row"]), "", "", "", "", "")
+    if theirs:
+        out.add_row("baseline: django-notifications-hq's table, same rows",
+                    f"{theirs['bytes'] / 1e6:,.2f}", "",
+                    _b(theirs["bytes_per_row"]), "", "", "", "")
+        for row in theirs["profile"]:
+            out.add_row(f"  {row['relation']}", f"{row['bytes'] / 1e6:,.2f}", "",
+                        _b(row["bytes_per_row"]), "", "", "", "")
     widths = storage.get("column_widths")
     if widths:
         out.caption = "average column widths (pg_stats, B): " + ", ".join(

@@ -160,6 +160,7 @@ class RssSampler:
         self._t0 = time.perf_counter()
 
     def __enter__(self) -> RssSampler:
+        self._t0 = time.perf_counter()
         self.sample()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
         self._thread.start()
