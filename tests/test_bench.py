@@ -92,6 +92,10 @@ def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
     (row,) = data["results"]
     assert (row["subscribers"], row["workers"], row["chunk_jobs"], row["rounds"]) == (25, 1, 3, 2)
     assert row["deliveries_per_second"] > 0
+    assert row["p99_seconds"] > 0 and (row["lost"], row["doubled"]) == (0, 0)
+    assert {"goal_seconds", "goal_met"} <= row.keys()
+    assert_memory(row["memory"]["processes"], ["worker 1"])
+    assert {"goal_pct", "max_deviation_pct", "goal_met"} <= row["memory"].keys()
     assert data["push"]["users"] == 60 and data["push"]["followers_per_user"] == 43
     assert [r["figure"] for r in data["comparisons"]] == [
         "deliveries, 25 followers, 1 worker(s) vs INSERT…SELECT",
@@ -115,6 +119,32 @@ def test_bench_inbox_runs_and_writes_json(tmp_path: Path) -> None:
     assert [r["figure"] for r in data["results"]] == [
         "unread count", "first page (20, bundled)", "mark all read"]
     assert all(r["latency"]["count"] > 0 for r in data["results"])
+    assert_storage(data["storage"], data["data"]["notifications"])
+
+
+def assert_storage(storage: dict[str, Any], rows: int) -> None:
+    """Bytes per notification row, its parts adding up, beside the anchor and the goal."""
+    assert storage["rows"] == rows
+    assert [f["figure"] for f in storage["figures"]] == [
+        "notifications", "with events", "every inbox table"]
+    assert 0 < storage["bytes_per_row"] == storage["figures"][0]["bytes_per_row"]
+    assert (storage["anchor_bytes_per_row"], storage["goal_bytes_per_row"]) == (195, 100)
+    assert {"ratio_to_anchor", "goal_met", "column_widths"} <= storage.keys()
+    relations = {p["relation"]: p["bytes"] for p in storage["profile"]}
+    assert "table" in relations and len(relations) >= 2  # the rows and at least one index
+    assert sum(relations.values()) == storage["table_bytes"]["notifications"]
+
+
+def assert_memory(processes: dict[str, Any], labels: list[str]) -> None:
+    """Each process was read at least at the start and the end of the phase (on Linux)."""
+    if not Path("/proc/self/status").exists():
+        assert all(row["peak_mb"] is None for row in processes.values())
+        return
+    assert [label for label in processes if label in labels] == labels, processes
+    for row in processes.values():
+        assert row["samples"] >= 2 and row["pid"] > 0, row
+        assert 0 < row["start_mb"] <= row["peak_mb"] and row["end_mb"] <= row["peak_mb"], row
+        assert {"drift_pct", "peak_growth_pct", "warm_mb", "flat_pct"} <= row.keys()
 
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -151,6 +181,8 @@ def test_bench_inbox_baseline_sweep_and_plot(tmp_path: Path) -> None:
         "unread count", "first page (20, bundled)", "mark all read"]
     assert_compared(data)
     assert [p["x"] for p in data["sweep"]["series"]["unread count"]] == [20, 60]
+    assert_storage(data["storage"], data["data"]["notifications"])
+    assert "bytes on disk per notification row" in result.output
     assert png.read_bytes().startswith(PNG)
 
 
@@ -166,6 +198,16 @@ def test_bench_http_baseline_and_plot(tmp_path: Path) -> None:
     assert_compared(data)
     assert all(row["tidings"]["latency"]["count"] > 0 and row["baseline"]["latency"]["count"] > 0
                for row in data["comparisons"])
+    memory = data["memory"]
+    assert memory["goal_mb"] == 150
+    assert {"supported", "tidings_peak_mb", "baseline_peak_mb", "ratio", "goal_met"} <= \
+        memory.keys()
+    sides = {label.split(" [")[0] for label in memory["processes"]}
+    if memory["supported"]:
+        assert sides == {"tidings serve", "the baseline app"}
+        assert memory["tidings_peak_mb"] > 0 and memory["baseline_peak_mb"] > 0
+        assert_memory(memory["processes"], [])
+    assert "W4 memory" in result.output
     assert png.read_bytes().startswith(PNG)
 
 

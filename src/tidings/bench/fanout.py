@@ -5,7 +5,9 @@ For each N the store is emptied and N follows of one actor are loaded in bulk (`
 PostgreSQL, multi-row ``INSERT`` elsewhere). For each W, W ``tidings worker`` processes are
 started and left to reach their polling loop; then, each round, one event is published and the
 clock runs until every inbox row is written (read off the job queue: :mod:`tidings.bench.jobwait`).
-The notifications are then counted once, and a count other than N fails the bench.
+The notifications are then counted once, in the server: N rows for N distinct users, each a
+follower, or the bench fails (nothing lost or doubled). Each worker's RSS is sampled from before
+the first round's event to after the last (:mod:`tidings.bench.memory`): start, peak, end.
 
 ``--baseline`` then writes the same N rows with the raw statements of
 :mod:`tidings.bench.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
@@ -30,8 +32,9 @@ from tidings.bench import BenchFailure
 from tidings.bench import push as push_workload
 from tidings.bench.compare import Side, comparison, comparison_table, point, sweep_table
 from tidings.bench.fanout_raw import EVENT_TYPE, OBJECT, STATEMENTS, RawFanout, write_follows
-from tidings.bench.jobwait import KEEP_BETWEEN_ROUNDS, count_rows, wait_for_fanout, wait_for_queue
-from tidings.bench.measure import median
+from tidings.bench.jobwait import KEEP_BETWEEN_ROUNDS, delivered, wait_for_fanout, wait_for_queue
+from tidings.bench.measure import median, percentile
+from tidings.bench.memory import RssSampler, fmt_pct, memory_table
 from tidings.bench.processes import WorkerProcesses
 from tidings.bench.report import environment, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
@@ -45,6 +48,10 @@ SWEEP_WORKERS = (1, 2, 4)
 # Goals as ratios to the baseline in the same run (issue 14).
 GOAL_INSERT_SELECT = 0.5
 GOAL_PUSH = 1.0
+# Seconds until one event is in every inbox (p99 over rounds), by followers (BENCH.md W3).
+GOAL_SECONDS = {10_000: 1.0, 1_000_000: 20.0}
+# A worker's RSS across a fan-out: flat within ±10 % (issue 14).
+GOAL_RSS_FLAT_PCT = 10.0
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,11 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     seconds = wait_for_fanout(database_of(t), started, deadline, procs,
                               f"fan-out to {subscribers:,}", show)
     progress.update(task, completed=subscribers)
-    if (written := count_rows(database_of(t))) != subscribers:
-        raise BenchFailure(f"{written:,} inbox rows written for {subscribers:,} followers")
+    left = delivered(database_of(t), ACTOR)
+    if not left["rows"] == left["users"] == left["due"] == subscribers or left["strangers"]:
+        raise BenchFailure(f"{left['rows']:,} inbox rows for {left['users']:,} distinct users "
+                           f"({left['strangers']:,} not followers) written for "
+                           f"{subscribers:,} followers: lost or doubled deliveries")
     wait_for_queue(database_of(t), deadline, procs)
     progress.remove_task(task)
     return seconds
@@ -157,14 +167,16 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                 store.analyze(database_of(t))
                 for count in workers:
                     seconds: list[float] = []
-                    with _workers(store, settings, count) as procs:
+                    with _workers(store, settings, count) as procs, \
+                            RssSampler(procs.pids) as rss:
                         for r in range(settings.rounds):
                             store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
                             seconds.append(one_round(t, settings, subscribers, procs,
                                                      progress, label))
                             progress.advance(overall)
-                    results.append(_summary(subscribers, count, settings, seconds))
+                    results.append(_summary(subscribers, count, settings, seconds,
+                                            rss.summaries()))
                 if raw is not None:
                     raw_seconds[subscribers] = raw_rounds(store, t, raw, subscribers,
                                                           settings.rounds, progress)
@@ -284,9 +296,11 @@ def _sweep(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[
 
 
 def _summary(subscribers: int, workers: int, settings: FanoutSettings,
-             seconds: Sequence[float]) -> dict[str, Any]:
+             seconds: Sequence[float], rss: dict[str, dict[str, Any]]) -> dict[str, Any]:
     rates = [subscribers / s for s in seconds]
     chunks = chunk_jobs(subscribers, settings.chunk_size)
+    p99 = percentile(seconds, 99)
+    goal = GOAL_SECONDS.get(subscribers)
     return {
         "subscribers": subscribers,
         "workers": workers,
@@ -295,8 +309,26 @@ def _summary(subscribers: int, workers: int, settings: FanoutSettings,
         "seconds": [round(s, 4) for s in seconds],
         "median_seconds": round(median(seconds), 4),
         "max_seconds": round(max(seconds), 4),
+        "p99_seconds": round(p99, 4),
+        "goal_seconds": goal,
+        "goal_met": p99 <= goal if goal is not None else None,
+        # every round's rows were checked: one per follower, no other (else the bench failed)
+        "lost": 0, "doubled": 0,
         "deliveries_per_second": round(median(rates), 1),
+        "memory": worker_memory(rss),
     }
+
+
+def worker_memory(rss: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each worker's RSS from before the first round's event to after the last round: start,
+    peak, end, and the largest of its drift (end) and peak growth against the start, which
+    the ±10 % goal reads."""
+    deviations = [max(abs(row["drift_pct"]), abs(row["peak_growth_pct"]))
+                  for row in rss.values()
+                  if row["drift_pct"] is not None and row["peak_growth_pct"] is not None]
+    worst = max(deviations) if deviations and len(deviations) == len(rss) else None
+    return {"processes": rss, "goal_pct": GOAL_RSS_FLAT_PCT, "max_deviation_pct": worst,
+            "goal_met": worst <= GOAL_RSS_FLAT_PCT if worst is not None else None}
 
 
 def table(result: dict[str, Any]) -> list[Table]:
@@ -304,13 +336,23 @@ def table(result: dict[str, Any]) -> list[Table]:
     out = Table(title=f"W3 fan-out — {result['store']} (median of {rounds} rounds)",
                 title_justify="left")
     for column in ("subscribers", "workers", "chunk jobs", "time to complete (s)",
-                   "worst (s)", "deliveries/s"):
+                   "worst (s)", f"p99 of {rounds} (s)", "goal", "lost / doubled",
+                   "deliveries/s", "worker RSS ±%"):
         out.add_column(column, justify="right")
     for row in result["results"]:
+        goal = row.get("goal_seconds")
+        mem = row["memory"]
         out.add_row(f"{row['subscribers']:,}", str(row["workers"]), str(row["chunk_jobs"]),
                     f"{row['median_seconds']:.3f}", f"{row['max_seconds']:.3f}",
-                    fmt_rate(row["deliveries_per_second"]))
+                    f"{row['p99_seconds']:.3f}", f"≤ {goal:g} s" if goal is not None else "",
+                    f"{row['lost']} / {row['doubled']}", fmt_rate(row["deliveries_per_second"]),
+                    fmt_pct(mem["max_deviation_pct"]) + f" (goal ±{mem['goal_pct']:g} %)")
     tables = [out]
+    for row in result["results"]:
+        tables.append(memory_table(
+            f"W3 worker memory — {row['subscribers']:,} followers, {row['workers']} worker(s): "
+            f"RSS from before the first event to after round {row['rounds']}",
+            row["memory"]["processes"], lambda _label: f"±{GOAL_RSS_FLAT_PCT:g} %"))
     if "push" in result:
         push = result["push"]
         small = Table(title=f"W3 events to ~{push['followers_per_user']:g} followers — "

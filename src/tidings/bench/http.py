@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from rich.progress import Progress
@@ -43,6 +44,7 @@ from tidings.bench.inbox import World, open_loaded
 from tidings.bench.inbox_raw import ANCHOR, PAGE_SQL, UNREAD_SQL
 from tidings.bench.loadgen import Load, Request, run_load
 from tidings.bench.measure import Latencies, median
+from tidings.bench.memory import RssSampler, memory_table, server_targets, supported
 from tidings.bench.processes import Server, WorkerProcesses, child_env, started
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
@@ -55,6 +57,9 @@ GOALS = {UNREAD: "≥ 5,000/s, p99 ≤ 20 ms", PAGE: "≥ 2,500/s, p99 ≤ 40 ms
          PUBLISH: "≥ 3,000/s"}
 # Goals as ratios to the minimal ASGI app in the same run (issue 14).
 RATIO_GOALS = {UNREAD: 0.6, PAGE: 0.6}
+# An API process's resident memory under this load (issue 14).
+GOAL_RSS_MB = 150.0
+TIDINGS, BASELINE = "tidings serve", "the baseline app"
 DRAIN_TIMEOUT = 300.0
 # Each connection is renewed after this many requests. The server processes share one listening
 # socket and the first one awake accepts every connection opened at once, so a few connections
@@ -141,7 +146,8 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
                                       poll=0.05)
             raw = baseline_server(store.url, settings.processes, key) if settings.baseline \
                 else None
-            with started(server, workers, *([raw] if raw is not None else [])):
+            rss = RssSampler(partial(servers, server, raw))
+            with started(server, workers, *([raw] if raw is not None else [])), rss:
                 progress.remove_task(task)
 
                 def phase(target: Server, feed: Iterator[Request], expected: int,
@@ -188,6 +194,11 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
             t.close()
         backend = store.backend
     out = result(settings, backend, data, loads, drained)
+    out["memory"] = memory(rss)
+    seen = sum(label.startswith(TIDINGS) for label in out["memory"]["processes"])
+    if seen > settings.processes:
+        out["notes"].append(f"{seen} tidings serve processes seen for {settings.processes}: "
+                            "the supervisor restarted some (a missed health check under load)")
     if settings.baseline:
         out["comparisons"] = comparisons(backend, loads, raw_loads)
         out["notes"] += [note for name, phases in raw_loads.items()
@@ -203,6 +214,26 @@ def baseline_server(url: str, processes: int, api_key: str) -> Server:
         sys.executable, "-m", "uvicorn", "tidings.bench.baseline_app:app_from_env", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
         "--no-access-log", "--log-level", "warning"], env)
+
+
+def servers(server: Server, raw: Server | None) -> dict[str, int]:
+    """The processes whose RSS is sampled: each server's serving processes."""
+    return {**server_targets(TIDINGS, server.pid),
+            **(server_targets(BASELINE, raw.pid) if raw is not None else {})}
+
+
+def memory(rss: RssSampler) -> dict[str, Any]:
+    """Each server process's RSS from the first request to the last (start, peak, end), the
+    peak of each side, and tidings' over the baseline's (lower is better)."""
+    processes = rss.summaries()
+    peaks = {side: max((row["peak_mb"] for label, row in processes.items()
+                        if label.startswith(side) and row["peak_mb"] is not None), default=None)
+             for side in (TIDINGS, BASELINE)}
+    tidings, baseline = peaks[TIDINGS], peaks[BASELINE]
+    return {"supported": supported(), "goal_mb": GOAL_RSS_MB, "processes": processes,
+            "tidings_peak_mb": tidings, "baseline_peak_mb": baseline,
+            "ratio": round(tidings / baseline, 2) if tidings and baseline else None,
+            "goal_met": tidings <= GOAL_RSS_MB if tidings is not None else None}
 
 
 def comparisons(backend: str, loads: dict[str, list[Load]],
@@ -283,6 +314,15 @@ def table(result: dict[str, Any]) -> list[Table]:
                     fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}",
                     f"{row['errors']:,}")
     tables = [out]
+    if "memory" in result:
+        mem = result["memory"]
+        ratio = f"; tidings | baseline peak: {mem['tidings_peak_mb']} | " \
+                f"{mem['baseline_peak_mb']} MB, ratio {mem['ratio']}" \
+            if mem["ratio"] is not None else ""
+        tables.append(memory_table(
+            f"W4 memory — RSS of each server process from the first request to the last"
+            f"{ratio}", mem["processes"],
+            lambda label: f"≤ {GOAL_RSS_MB:g} MB" if label.startswith(TIDINGS) else ""))
     if "comparisons" in result:
         tables.append(comparison_table(
             f"W4 HTTP — tidings | baseline (a minimal ASGI app running the raw statements, "

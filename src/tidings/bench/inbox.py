@@ -36,7 +36,7 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import delete, func, insert, select, true
 
-from tidings.bench import BenchFailure
+from tidings.bench import BenchFailure, inbox_storage
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.compare import Side, comparison, comparison_table, sweep_table
 from tidings.bench.inbox_raw import RawInbox, baselines
@@ -272,6 +272,8 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
         t, world, data = open_loaded(store, settings.scale, rng, progress)
         raw = RawInbox(store.url) if settings.baseline else None
         try:
+            storage = inbox_storage.measure(store.url, data["notifications"],
+                                            baseline=settings.baseline)
             sweep_users: dict[int, str] = {}
             if settings.sweep:
                 stream = (e for e in world.events() if e.recipients)
@@ -311,6 +313,7 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
         "notes": notes,
         "data": data,
         "results": figures,
+        "storage": storage,
     }
     if settings.baseline:
         statements = baselines(backend)
@@ -344,6 +347,8 @@ def table(result: dict[str, Any]) -> list[Table]:
             out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
                         fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}")
         tables.append(out)
+    if "storage" in result:
+        tables.append(inbox_storage.table(result["storage"], f"W2 storage — {result['store']}"))
     if "sweep" in result:
         tables.append(sweep_table("W2 inbox reads by inbox size (one user each; should be "
                                   "flat)", result["sweep"]))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, distinct, func, select
 
 from tidings.bench import BenchFailure
 from tidings.bench.processes import WorkerProcesses
 from tidings.fanout.specs import FANOUT, FANOUT_CHUNK
 from tidings.store.sql.database import Database
-from tidings.store.sql.schema import jobs, notifications
+from tidings.store.sql.schema import follows, jobs, notifications
 
 # Emptied between rounds: everything but the follow graph and the types.
 KEEP_BETWEEN_ROUNDS = ("follows", "event_types", "alembic_version")
@@ -63,3 +63,20 @@ def count_rows(db: Database) -> int:
     """Every inbox row in the store (counted once a round is over)."""
     with db.read() as conn:
         return int(conn.execute(select(func.count()).select_from(notifications)).scalar_one())
+
+
+def delivered(db: Database, actor: str) -> dict[str, int]:
+    """What one event to ``actor``'s followers left (counted once its round is over, in the
+    server): inbox ``rows``, distinct ``users`` among them, ``strangers`` (rows of users who do
+    not follow ``actor``), and the followers' count ``due``. Nothing was lost or doubled when
+    rows == users == due and strangers == 0."""
+    n, f = notifications.c, follows.c
+    joined = notifications.outerjoin(follows, and_(f.follower == n.user_id, f.followee == actor))
+    with db.read() as conn:
+        rows, users, known = conn.execute(select(
+            func.count(), func.count(distinct(n.user_id)), func.count(f.follower))
+            .select_from(joined)).one()
+        due = conn.execute(select(func.count()).select_from(follows)
+                           .where(f.followee == actor)).scalar_one()
+    return {"rows": int(rows), "users": int(users), "strangers": int(rows) - int(known),
+            "due": int(due)}

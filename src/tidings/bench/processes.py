@@ -89,6 +89,10 @@ class WorkerProcesses:
                                    f"{self.ready_timeout:.0f} s")
             time.sleep(0.02)
 
+    def pids(self) -> dict[str, int]:
+        """The running processes' ids, by label (``worker 1`` …)."""
+        return {f"worker {i}": proc.pid for i, proc in enumerate(list(self._procs), 1)}
+
     def check_alive(self) -> None:
         for i, proc in enumerate(self._procs):
             if proc.poll() is not None:
@@ -182,6 +186,11 @@ class Server:
                     raise BenchFailure(f"{self.name} not ready after {self.ready_timeout:.0f}"
                                        " s:\n" + self.log_tail())
                 time.sleep(0.05)
+
+    @property
+    def pid(self) -> int | None:
+        """The id of the process started (None before :meth:`launch` and after :meth:`stop`)."""
+        return self._proc.pid if self._proc is not None else None
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
