@@ -247,6 +247,10 @@ timeline_sources = Table(
     Column("followers", BigInteger, nullable=False),
     Column("model", String(8)),
     Column("push_from", BigInteger),
+    # the sources with an override: all a pull deployment's read needs of this table
+    # (partial on PostgreSQL and SQLite, whole on MariaDB; migration 0014)
+    Index(None, "actor", postgresql_where=text("model IS NOT NULL"),
+          sqlite_where=text("model IS NOT NULL")),
     **MYSQL,
 )
 

@@ -25,11 +25,40 @@ from sqlalchemy import TextClause, text
 from tidings.domain.timeline import NO_BOUND, Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 
+# each followee and its cut, as decide() and pull_cut() give them for the state stored
+SOURCES = f"""
+  SELECT f.followee AS actor,
+    CASE WHEN (CASE WHEN s.model IN ('push', 'pull') THEN s.model
+                    WHEN CAST(:model AS TEXT) = 'hybrid' THEN
+                      CASE WHEN s.followers > CAST(:celebrity AS BIGINT) THEN 'pull'
+                           ELSE 'push' END
+                    WHEN CAST(:model AS TEXT) = 'pull' THEN 'pull'
+                    ELSE 'push' END) = 'pull'
+              OR (s.actor IS NOT NULL AND s.push_from IS NULL)
+         THEN {NO_BOUND}
+         ELSE greatest(coalesce(s.push_from, 0), (SELECT floor FROM fl)) END AS cut
+  FROM follows f
+  LEFT JOIN LATERAL (SELECT actor, followers, model, push_from FROM timeline_sources
+                     WHERE actor = f.followee LIMIT 1) s ON true
+  WHERE f.follower = :user"""
+# the same where the deployment is pull: a source is pulled whole unless overridden to push
+# (and pushed since): only the overrides are looked up, in their own small index
+PULLED = f"""
+  SELECT f.followee AS actor,
+    CASE WHEN o.model = 'push' AND o.push_from IS NOT NULL
+         THEN greatest(o.push_from, (SELECT floor FROM fl))
+         ELSE {NO_BOUND} END AS cut
+  FROM follows f
+  LEFT JOIN LATERAL (SELECT model, push_from FROM timeline_sources
+                     WHERE actor = f.followee AND model IS NOT NULL LIMIT 1) o ON true
+  WHERE f.follower = :user"""
+
 
 @lru_cache(maxsize=64)
-def statement(below: bool, above: bool, limit: int) -> TextClause:
-    """``:user``, ``:model`` / ``:celebrity`` (the deployment's), ``:types`` (an array),
-    ``:below`` / ``:above``; one row per event of the page, newest first."""
+def statement(below: bool, above: bool, limit: int, pulled: bool = False) -> TextClause:
+    """``:user``, ``:model`` / ``:celebrity`` (the deployment's; ``pulled``: the statement
+    for a pull deployment, which ignores them), ``:types`` (an array), ``:below`` /
+    ``:above``; one row per event of the page, newest first."""
     n = int(limit)
     under = " AND {col} < CAST(:below AS BIGINT)" if below else ""
     over = "greatest((SELECT floor FROM fl), CAST(:above AS BIGINT))" if above else (
@@ -45,21 +74,7 @@ box AS (
   ORDER BY t.event_id DESC LIMIT {n}),
 low AS (
   SELECT CASE WHEN count(*) = {n} THEN min(id) ELSE {least} END AS id FROM box),
-src AS (
-  SELECT f.followee AS actor,
-    CASE WHEN (CASE WHEN s.model IN ('push', 'pull') THEN s.model
-                    WHEN CAST(:model AS TEXT) = 'hybrid' THEN
-                      CASE WHEN s.followers > CAST(:celebrity AS BIGINT) THEN 'pull'
-                           ELSE 'push' END
-                    WHEN CAST(:model AS TEXT) = 'pull' THEN 'pull'
-                    ELSE 'push' END) = 'pull'
-              OR (s.actor IS NOT NULL AND s.push_from IS NULL)
-         THEN {NO_BOUND}
-         ELSE greatest(coalesce(s.push_from, 0), (SELECT floor FROM fl)) END AS cut
-  FROM follows f
-  LEFT JOIN LATERAL (SELECT actor, followers, model, push_from FROM timeline_sources
-                     WHERE actor = f.followee LIMIT 1) s ON true
-  WHERE f.follower = :user),
+src AS ({PULLED if pulled else SOURCES}),
 newest AS (
   SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
     SELECT e.id FROM events e
@@ -102,11 +117,24 @@ def params(user: str, plan: ReadPlan, below: int | None, above: int | None
     return values
 
 
+_decode = json.JSONDecoder().raw_decode
+
+
+def _object(text: str) -> Any:
+    """``json.loads`` of a stored payload (JSON text as tidings writes it) without its
+    checks for surrounding whitespace: the C scanner alone, then the same result."""
+    try:
+        found, end = _decode(text)
+    except ValueError:
+        return json.loads(text)
+    return found if end == len(text) else json.loads(text)
+
+
 def candidates(rows: Sequence[Sequence[Any]]
                ) -> tuple[list[Candidate], list[tuple[str, str]]]:
     """The statement's rows as candidates, and the mutes of the last column."""
     out = [Candidate(TimelineEntry(id=id_, type=type_, actor=actor, object=object_,
-                                   payload=json.loads(payload), created_at=created_at),
+                                   payload=_object(payload), created_at=created_at),
                      pulled == 1, tuple(json.loads(exclude)) if exclude else ())
            for id_, type_, actor, object_, payload, created_at, pulled, exclude, _ in rows]
     mutes = json.loads(rows[0][-1]) if rows and rows[0][-1] else []

@@ -1,4 +1,5 @@
-"""the pull model's index on PostgreSQL: (actor, id) of unretracted events, type included
+"""the pull model's indexes: (actor, id) of unretracted events with their type (PostgreSQL),
+the sources with a model override
 
 Revision ID: 0014
 Revises: 0013
@@ -7,6 +8,10 @@ Create Date: 2026-11-23 21:10:00.000000
 A timeline read takes each followee's newest ids from this index alone (an index-only scan):
 the rows of events that do not make the page are never read. SQLite and MariaDB keep the
 plain (actor, id) index (neither has INCLUDE; MariaDB has no partial index).
+
+A pull deployment's read needs of ``timeline_sources`` only the overrides (a source set to
+push): a partial index of them (whole on MariaDB) answers each followee's lookup from a
+nearly empty index.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.create_index(op.f('ix_timeline_sources_actor'), 'timeline_sources', ['actor'],
+                    unique=False, postgresql_where=sa.text('model IS NOT NULL'),
+                    sqlite_where=sa.text('model IS NOT NULL'))
     if op.get_bind().dialect.name != "postgresql":
         return
     op.drop_index(op.f('ix_events_actor_id'), table_name='events')
@@ -32,6 +40,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index(op.f('ix_timeline_sources_actor'), table_name='timeline_sources')
     if op.get_bind().dialect.name != "postgresql":
         return
     op.drop_index(op.f('ix_events_actor_id'), table_name='events')
