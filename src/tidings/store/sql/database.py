@@ -118,7 +118,7 @@ class Database:
         self.reader: Engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._compiled: dict[Any, Any] = {}  # statement -> its compiled form, for fetch()
         # PostgreSQL: a thread keeps its reader connection between reads (.kept)
-        self.kept = Kept(self.reader.connect, pool_size // 2) \
+        self.kept = Kept(self.reader.connect, pool_size // 2, lambda: IDLE_PING_SECONDS) \
             if self.backend == "postgresql" else None
 
     def _ping_when_idle(self) -> None:

@@ -7,8 +7,8 @@ autocommit connection of its last read for the next one, under these rules:
 
 * at most ``limit`` connections are kept at once (half the pool), so kept connections never
   starve the pool: other threads (and a thread's nested read) check out as before;
-* a connection idle longer than :data:`IDLE_SECONDS` goes back to the pool, and the read
-  checks one out (the pool pings a connection that sat idle);
+* a connection idle longer than ``idle()`` seconds (the pool's ping threshold) goes back to
+  the pool, and the read checks one out (the pool pings a connection that sat idle);
 * one that failed (invalidated, closed) is dropped; one kept by a thread that ended is
   closed when its slot is wanted; one kept before a fork is forgotten in the child;
 * :meth:`Kept.close_all` (``Database.dispose``) closes every one.
@@ -25,8 +25,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-IDLE_SECONDS = 1.0
-
 
 @dataclass
 class _Slot:
@@ -40,8 +38,10 @@ class _Slot:
 class Kept:
     """The kept reader connections of one engine."""
 
-    def __init__(self, connect: Callable[[], Connection], limit: int) -> None:
+    def __init__(self, connect: Callable[[], Connection], limit: int,
+                 idle: Callable[[], float]) -> None:
         self._connect = connect
+        self._idle = idle
         self._limit = max(1, limit)
         self._slots: dict[int, _Slot] = {}
         self._lock = threading.Lock()
@@ -58,7 +58,7 @@ class Kept:
                 yield conn
             return
         if slot is not None and (slot.conn.closed or slot.conn.invalidated
-                                 or now - slot.used > IDLE_SECONDS):
+                                 or now - slot.used > self._idle()):
             self._drop(me)
             slot = None
         if slot is None:
