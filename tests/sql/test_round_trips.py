@@ -194,3 +194,29 @@ def test_a_post_to_full_mailboxes_costs_the_same_statements_for_any_follower_cou
         store_url: str, clock: Any) -> None:
     assert _fan_out_statements(store_url, clock, 3) == _fan_out_statements(
         store_url, clock, 15)
+
+
+def test_a_thread_keeps_its_reader_connection_on_postgresql(t: Tidings) -> None:
+    """Hot reads in a row check a connection out of the pool once on PostgreSQL (the thread
+    keeps it), once per read elsewhere; a read nested in another checks out its own."""
+    db = t.store.db  # type: ignore[attr-defined]
+    checkouts: list[int] = []
+
+    def checkout(*_: Any) -> None:
+        checkouts.append(1)
+
+    t.unread_count("bob")
+    event.listen(db.engine, "checkout", checkout)
+    try:
+        for _ in range(5):
+            t.unread_count("bob")
+        kept = t.store.backend == "postgresql"
+        assert len(checkouts) == (0 if kept else 5)
+        with db.read() as outer, db.read() as inner:
+            assert outer is not inner
+        if db.kept:  # as Database.dispose does: the kept connection goes back
+            assert db.engine.pool.checkedout() == 1
+            db.kept.close_all()
+        assert db.engine.pool.checkedout() == 0
+    finally:
+        event.remove(db.engine, "checkout", checkout)

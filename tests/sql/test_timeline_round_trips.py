@@ -1,6 +1,7 @@
 """A timeline read makes as few round trips as the work allows, on every SQL backend: on
-PostgreSQL the mailbox page, its floor and the reader's followees come in one statement (an
-empty page too); elsewhere in two (three for an empty mailbox, whose floor is read alone).
+PostgreSQL the whole read — mailbox page, floor, followees, their pulls and the reader's
+mutes — is one statement, in every model (an empty page too); elsewhere the mailbox in two
+(three for an empty mailbox, whose floor is read alone), a pull and the mutes besides.
 Counted with SQLAlchemy's events, not timed."""
 
 from __future__ import annotations
@@ -9,8 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
+from engines import open_tidings
+from tidings.clock import FrozenClock
 from tidings.engine import Tidings
 
 
@@ -68,8 +72,8 @@ def test_a_follow_between_two_reads_is_seen_by_the_second(t: Tidings) -> None:
     assert [e.id for e in t.timeline("bob").items] == sorted(first, reverse=True)
 
 
-def test_a_read_merging_a_pulled_source_adds_only_the_pull_on_postgresql(t: Tidings) -> None:
-    """The reader's mutes come with the first statement too: the pull is the only other."""
+def test_a_read_merging_pulled_sources_is_one_statement_on_postgresql(t: Tidings) -> None:
+    """A mailbox, two pulled sources and a mute: the read is still one statement."""
     t.follow("bob", "ann")
     t.set_timeline_model("cat", "pull")
     t.follow("bob", "cat")
@@ -81,4 +85,32 @@ def test_a_read_merging_a_pulled_source_adds_only_the_pull_on_postgresql(t: Tidi
     with statements(t) as seen:
         page = t.timeline("bob", limit=20)
     assert [e.id for e in page.items] == sorted(posted, reverse=True)
-    assert len(seen) == (2 if t.store.backend == "postgresql" else 4)
+    assert len(seen) == (1 if t.store.backend == "postgresql" else 4)
+
+
+@pytest.mark.parametrize("model", ["pull", "hybrid"])
+def test_a_pull_or_hybrid_page_is_one_statement_on_postgresql(store_url: str, model: str
+                                                              ) -> None:
+    """Under the pull model (hybrid with every source over its threshold) the first page
+    and the page after it are each one statement on PostgreSQL: followees, their newest
+    posts, the merge and the page's rows at once."""
+    with open_tidings(store_url, timeline_model=model, celebrity_followers=0,
+                      clock=FrozenClock()) as t:
+        for user in ("bob", "cat"):
+            t.follow("ann", user)
+            t.follow("dan", user)
+        posted = [int(t.publish({"type": "post", "actor": actor,
+                                 "object": f"page:{actor}{i}"}).id)
+                  for i in range(13) for actor in ("bob", "cat")]
+        t.run_jobs()
+        newest = sorted(posted, reverse=True)
+        one = t.store.backend == "postgresql"
+        with statements(t) as seen:
+            first = t.timeline("ann", limit=20)
+        assert [e.id for e in first.items] == newest[:20]
+        assert len(seen) == 1 if one else len(seen) > 1
+        with statements(t) as seen:
+            later = t.timeline("ann", limit=20, cursor=first.next_cursor)
+        assert [e.id for e in later.items] == newest[20:]
+        assert later.next_cursor is None
+        assert len(seen) == 1 if one else len(seen) > 1

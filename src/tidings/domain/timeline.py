@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from tidings.domain.views import TimelineEntry
+
 PUSH = "push"
 PULL = "pull"
 HYBRID = "hybrid"
@@ -37,6 +39,28 @@ class SourceState:
     followers: int = 0
     model: str | None = None
     push_from: int | None = 0
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What a store needs to decide each followee's cut itself (:func:`decide`,
+    :func:`pull_cut`) and take a read's whole step at once: the deployment's model, its
+    celebrity threshold and the event types a timeline shows."""
+
+    model: str
+    celebrity: int
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One event of a merged read step: from the mailbox (fan-out already decided the
+    reader sees it) or ``pulled`` (the reader's rules still apply: ``exclude`` is the
+    event's list of users it must not reach)."""
+
+    entry: TimelineEntry
+    pulled: bool = False
+    exclude: tuple[str, ...] = ()
 
 
 def decide(default: str, override: str | None, followers: int, celebrity: int) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tidings.domain.readstate import Markers
+from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import (
     BundleBase,
     Delivery,
@@ -176,6 +177,16 @@ class TimelineStore(Protocol):
              after: int | None) -> tuple[int, list[TimelineEntry]]:
         """The floor and :meth:`page` strictly above both ``after`` and the floor, in one
         read where the store can (a timeline read's first step)."""
+
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
+               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+        """A timeline read's step in one round trip where the store can, else None (the
+        reader then takes :meth:`head`, ``GraphStore.followee_sources`` and
+        ``EventStore.pull_page`` one by one): the newest ``limit`` distinct unretracted
+        events strictly between ``above`` and ``below`` among the mailbox's (above its floor)
+        and those of ``plan.types`` each followee posted up to its cut
+        (``tidings.domain.timeline.pull_cut`` under ``plan``), newest first, a mailbox copy
+        winning over a pulled one; and the reader's mutes (``GraphStore.mutes``)."""
 
     def raise_floor(self, user: str, floor: int) -> None:
         """Move the floor up to ``floor`` (never down)."""

@@ -14,6 +14,8 @@ from tidings.domain.timeline import (
     NO_BOUND,
     SOURCE_MODELS,
     Bounds,
+    Candidate,
+    ReadPlan,
     SourceState,
     decide,
     merge,
@@ -87,6 +89,29 @@ class TimelineService:
         return Page(page, encode_cursor(page[-1].created_at, page[-1].id) if more else None)
 
     def _read(self, tx: Tx, user: str, want: Bounds, n: int) -> list[TimelineEntry]:
+        """The newest ``n`` entries in range the reader may see: each step the newest ``n``
+        candidates of the mailbox and the pulls, merged, the pulled ones filtered; another
+        step below the last if the filter left the page short."""
+        plan = ReadPlan(self.config.timeline_model, self.config.celebrity_followers,
+                        tuple(self.types()))
+        got = tx.timeline.merged(user, plan, limit=n, below=want.below, above=want.above)
+        if got is None:
+            return self._steps(tx, user, want, n)
+        out: list[TimelineEntry] = []
+        while got is not None:
+            taken, mutes = got
+            muted = set(mutes)
+            out += [c.entry for c in taken
+                    if not c.pulled or self._shown(tx, user, c, muted)]
+            if len(taken) < n or len(out) >= n:
+                break  # everything in range was seen, or the page is full
+            got = tx.timeline.merged(user, plan, limit=n, below=taken[-1].entry.id,
+                                     above=want.above)
+        return out[:n]
+
+    def _steps(self, tx: Tx, user: str, want: Bounds, n: int) -> list[TimelineEntry]:
+        """:meth:`_read` where the store takes a step in several reads: the mailbox's head
+        (with its floor), the followees' states, the pulls of those not wholly in it."""
         floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above)
         first: list[TimelineEntry] | None = head  # the first round's mailbox part
         states = tx.graph.followee_sources(user)
@@ -123,6 +148,20 @@ class TimelineService:
                 break  # everything in range was seen
             below = taken[-1].id
         return out[:n]
+
+    def _shown(self, tx: Tx, user: str, pulled: Candidate,
+               muted: set[tuple[str, str]]) -> bool:
+        """:meth:`visible` of one pulled candidate, reading the whole stored event only for
+        a type with a privacy rule."""
+        entry = pulled.entry
+        if user in pulled.exclude or entry.actor == user:
+            return False
+        if muted and (("actor", entry.actor) in muted or ("object", entry.object) in muted):
+            return False
+        if self.ctx.catalog.types.get(entry.type).privacy is None:
+            return True
+        stored = tx.events.get(entry.id)
+        return stored is not None and bool(self.visible(tx, user, [stored], muted))
 
     def visible(self, tx: Tx, user: str, events: Sequence[StoredEvent],
                 muted: set[tuple[str, str]]) -> list[StoredEvent]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.memory.state import Journal, State
 
@@ -63,6 +64,10 @@ class MemoryTimeline:
         floor = self.floor(user)
         return floor, self.page(user, limit=limit, before=before,
                                 after=max(floor, after or 0) or None)
+
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
+               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+        return None  # the reader takes the steps one by one
 
     def floor(self, user: str) -> int:
         return self._s.timeline_floors.get(user, 0)

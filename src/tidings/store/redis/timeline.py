@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys
@@ -71,6 +72,10 @@ class RedisTimeline:
         floor = self.floor(user)
         return floor, self.page(user, limit=limit, before=before,
                                 after=max(floor, after or 0) or None)
+
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
+               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+        return None  # the reader takes the steps one by one
 
     def floor(self, user: str) -> int:
         with guard("timeline"):

@@ -16,7 +16,9 @@ from typing import Any
 
 from sqlalchemy import Connection, case, delete, func, select, text, update
 
+from tidings.domain.timeline import PULL, Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
+from tidings.store.sql import timeline_merged as merged
 from tidings.store.sql import timeline_read as read
 from tidings.store.sql import timelinecap
 from tidings.store.sql.database import Database
@@ -96,6 +98,15 @@ class SqlTimeline:
             floor = int(rows[0][6])
         return floor, [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
                                      payload=json.loads(r[4]), created_at=r[5]) for r in rows]
+
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
+               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+        if self.db.backend != "postgresql":
+            return None  # no LATERAL on SQLite and MariaDB: the steps, each in one statement
+        rows = self.db.fetch(self.conn, merged.statement(
+            below is not None, above is not None, limit, plan.model == PULL),
+            merged.params(user, plan, below, above))
+        return merged.candidates(rows)
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(

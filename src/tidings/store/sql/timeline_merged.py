@@ -1,0 +1,141 @@
+"""A timeline read's whole step in one PostgreSQL statement (``TimelineStore.merged``).
+
+The mailbox page above its floor, the reader's followees with each one's cut decided in SQL
+(:func:`tidings.domain.timeline.decide` and :func:`~tidings.domain.timeline.pull_cut`, from
+``timeline_sources`` and the deployment's model and threshold passed as parameters), their
+newest events up to it (``LATERAL``, through the partial index ``ix_events_actor_id`` on
+(actor, id) of unretracted events, ``type`` included: an index-only scan, no heap page read
+for the rows that do not make the page), merged by id with the mailbox copy winning, limited,
+and only then joined to ``events`` for the page's own rows; the reader's mutes ride along in
+the last column. One round trip, prepared by psycopg, where the steps took two or three.
+
+A followee's pull is skipped outright when the mailbox alone fills the page above its cut
+(a pushed source), and no followee's pull goes below the mailbox page's last id then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import TextClause, text
+
+from tidings.domain.timeline import NO_BOUND, Candidate, ReadPlan
+from tidings.domain.views import TimelineEntry
+
+# each followee and its cut, as decide() and pull_cut() give them for the state stored
+SOURCES = f"""
+  SELECT f.followee AS actor,
+    CASE WHEN (CASE WHEN s.model IN ('push', 'pull') THEN s.model
+                    WHEN CAST(:model AS TEXT) = 'hybrid' THEN
+                      CASE WHEN s.followers > CAST(:celebrity AS BIGINT) THEN 'pull'
+                           ELSE 'push' END
+                    WHEN CAST(:model AS TEXT) = 'pull' THEN 'pull'
+                    ELSE 'push' END) = 'pull'
+              OR (s.actor IS NOT NULL AND s.push_from IS NULL)
+         THEN {NO_BOUND}
+         ELSE greatest(coalesce(s.push_from, 0), (SELECT floor FROM fl)) END AS cut
+  FROM follows f
+  LEFT JOIN LATERAL (SELECT actor, followers, model, push_from FROM timeline_sources
+                     WHERE actor = f.followee LIMIT 1) s ON true
+  WHERE f.follower = :user"""
+# the same where the deployment is pull: a source is pulled whole unless overridden to push
+# (and pushed since): only the overrides are looked up, in their own small index
+PULLED = f"""
+  SELECT f.followee AS actor,
+    CASE WHEN o.model = 'push' AND o.push_from IS NOT NULL
+         THEN greatest(o.push_from, (SELECT floor FROM fl))
+         ELSE {NO_BOUND} END AS cut
+  FROM follows f
+  LEFT JOIN LATERAL (SELECT model, push_from FROM timeline_sources
+                     WHERE actor = f.followee AND model IS NOT NULL LIMIT 1) o ON true
+  WHERE f.follower = :user"""
+
+
+@lru_cache(maxsize=64)
+def statement(below: bool, above: bool, limit: int, pulled: bool = False) -> TextClause:
+    """``:user``, ``:model`` / ``:celebrity`` (the deployment's; ``pulled``: the statement
+    for a pull deployment, which ignores them), ``:types`` (an array), ``:below`` /
+    ``:above``; one row per event of the page, newest first."""
+    n = int(limit)
+    under = " AND {col} < CAST(:below AS BIGINT)" if below else ""
+    over = "greatest((SELECT floor FROM fl), CAST(:above AS BIGINT))" if above else (
+        "(SELECT floor FROM fl)")
+    least = "CAST(:above AS BIGINT)" if above else "0"
+    return text(f"""
+WITH fl AS (
+  SELECT coalesce(max(floor_id), 0) AS floor FROM timeline_state WHERE user_id = :user),
+box AS (
+  SELECT t.event_id AS id FROM timelines t JOIN events b ON b.id = t.event_id
+  WHERE t.user_id = :user AND b.retracted_at IS NULL
+    AND t.event_id > {over}{under.format(col="t.event_id")}
+  ORDER BY t.event_id DESC LIMIT {n}),
+low AS (
+  SELECT CASE WHEN count(*) = {n} THEN min(id) ELSE {least} END AS id FROM box),
+src AS ({PULLED if pulled else SOURCES}),
+newest AS (
+  SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
+    SELECT e.id FROM events e
+    WHERE e.actor = src.actor AND e.id <= src.cut AND e.id > (SELECT id FROM low)
+      AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[])){
+        under.format(col="e.id")}
+    ORDER BY e.id DESC LIMIT 1) p
+  WHERE src.cut > (SELECT id FROM low)),
+bound AS (
+  SELECT coalesce((SELECT id FROM newest ORDER BY id DESC OFFSET {n - 1} LIMIT 1),
+                  (SELECT id FROM low) + 1) AS id),
+pulled AS (
+  SELECT p.id FROM newest CROSS JOIN LATERAL (
+    SELECT e.id FROM events e
+    WHERE e.actor = newest.actor AND e.id <= newest.id AND e.id >= (SELECT id FROM bound)
+      AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[]))
+    ORDER BY e.id DESC LIMIT {n}) p
+  WHERE newest.id >= (SELECT id FROM bound)
+  ORDER BY p.id DESC LIMIT {n}),
+page AS (
+  SELECT id, min(pulled) AS pulled
+  FROM (SELECT id, 0 AS pulled FROM box UNION ALL SELECT id, 1 FROM pulled) c
+  GROUP BY id ORDER BY id DESC LIMIT {n})
+SELECT e.id, e.type, e.actor, e.object, e.payload, e.created_at, page.pulled,
+  CASE WHEN page.pulled = 1 AND e.exclude <> '[]' THEN e.exclude END,
+  (SELECT json_agg(json_build_array(m.kind, m.value))::text FROM mutes m
+   WHERE m.user_id = :user)
+FROM page JOIN events e ON e.id = page.id
+ORDER BY e.id DESC""")
+
+
+def params(user: str, plan: ReadPlan, below: int | None, above: int | None
+           ) -> dict[str, Any]:
+    values: dict[str, Any] = {"user": user, "model": plan.model,
+                              "celebrity": plan.celebrity, "types": list(plan.types)}
+    if below is not None:
+        values["below"] = below
+    if above is not None:
+        values["above"] = above
+    return values
+
+
+_decode = json.JSONDecoder().raw_decode
+
+
+def _object(text: str) -> Any:
+    """``json.loads`` of a stored payload (JSON text as tidings writes it) without its
+    checks for surrounding whitespace: the C scanner alone, then the same result."""
+    try:
+        found, end = _decode(text)
+    except ValueError:
+        return json.loads(text)
+    return found if end == len(text) else json.loads(text)
+
+
+def candidates(rows: Sequence[Sequence[Any]]
+               ) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """The statement's rows as candidates, and the mutes of the last column."""
+    out = [Candidate(TimelineEntry(id=id_, type=type_, actor=actor, object=object_,
+                                   payload=_object(payload), created_at=created_at),
+                     pulled == 1, tuple(json.loads(exclude)) if exclude else ())
+           for id_, type_, actor, object_, payload, created_at, pulled, exclude, _ in rows]
+    mutes = json.loads(rows[0][-1]) if rows and rows[0][-1] else []
+    return out, [(kind, value) for kind, value in mutes]
