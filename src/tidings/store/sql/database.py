@@ -190,6 +190,11 @@ class Database:
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")
 
+    def errors(self) -> contextlib.AbstractContextManager[None]:
+        """Driver errors as their kind's :class:`TidingsError`, for connections held
+        elsewhere (:mod:`.heldread`)."""
+        return self._errors()
+
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
         """Driver errors as their kind's :class:`TidingsError` (see :func:`classify`)."""
