@@ -109,7 +109,8 @@ class HeldReads:
         if conn.invalidated or conn.closed:
             return False
         try:
-            return bool(self.db.engine.dialect.do_ping(conn.connection.dbapi_connection))
+            dbapi = conn.connection.dbapi_connection
+            return dbapi is not None and bool(self.db.engine.dialect.do_ping(dbapi))
         except Exception:  # any failure means: not usable
             with contextlib.suppress(Exception):
                 conn.invalidate()
