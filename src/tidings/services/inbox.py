@@ -24,6 +24,7 @@ from tidings.services.common import check_ids, check_limit
 DeleteHook = Callable[[Tx, str, list[int]], None]
 
 MAX_MARK_IDS = 1000
+UNREAD_ONLY = Filters(unread=True)
 
 
 
@@ -133,6 +134,8 @@ class InboxService:
 
     def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)
+        if all(value is None for value in narrow.values()):  # a badge: nothing to check
+            return UNREAD_ONLY
         return self.filters(narrow.get("types"), narrow.get("category"), narrow.get("section"),
                             True, actor=narrow.get("actor"), object=narrow.get("object"),
                             max_id=narrow.get("max_id"), since_id=narrow.get("since_id"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -169,7 +168,8 @@ def unread_count_statement(types: bool, category: bool, section: bool,
 def watermarks_only(filters: Filters) -> bool:
     """Whether ``filters`` narrow only by type, category or section (and read state): the
     shapes the one-statement count takes."""
-    return replace(filters, types=None, category=None, section=None, unread=None) == Filters()
+    return (filters.actor is None and filters.object is None and filters.max_id is None
+            and filters.since_id is None and not filters.fields)
 
 
 def count_params(user: str, filters: Filters) -> dict[str, Any]:
