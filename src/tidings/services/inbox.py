@@ -124,7 +124,8 @@ class InboxService:
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
                             payload=payload, actors=actors[:3], count=count, others=others,
                             event_id=str(row.event_id))
-        rendered = render_all(self.catalog.or_default(row.type), ctx, language)
+        rendered = render_all(self.catalog.or_default(row.type), ctx, language,
+                              payload_text=row.payload if isinstance(row.payload, str) else None)
         return Notification(
             id=str(row.event_id), type=row.type, category=row.category, section=row.section,
             object=row.object, actor=row.actor, actors=actors[:3], count=count,
