@@ -44,3 +44,23 @@ def test_a_new_bundle_state_locale_or_definition_renders_again() -> None:
     assert (one.title, two.title, german.title, redefined.title) == (
         "alice (1)", "bob and 1 other (2)", "bob und 1 weitere Person (2)", "alice!")
     assert _misses() == before + 3
+
+
+def test_a_stored_payload_s_text_keys_the_cache_as_the_payload_does() -> None:
+    event_type = EventType(name="cached", templates=Templates(
+        title="{{ actors_text }} on {{ payload.n }}"))
+    text = '{"n": [1, {"a": "b"}]}'
+    before = _misses()
+
+    first = render_all(event_type, _ctx(1, ["alice"]), payload_text=text)
+    again = render_all(event_type, _ctx(1, ["alice"]), payload_text=text)
+    other = RenderContext(type="cached", actor="alice", object="page:Fog", payload={"n": 2},
+                          actors=["alice"], count=1, others=0)
+    changed = render_all(event_type, other, payload_text='{"n": 2}')
+    bundled = render_all(event_type, _ctx(2, ["bob", "alice"]), payload_text=text)
+
+    assert again is first
+    assert changed.title != first.title and "2" in changed.title
+    assert bundled.title != first.title
+    assert _misses() == before + 3
+    assert render_all(event_type, _ctx(1, ["alice"])).title == first.title  # the same text

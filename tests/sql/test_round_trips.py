@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from engines import open_tidings
+from tidings.domain.views import Filters
 from tidings.engine import Tidings
 from tidings.store.sql import database
 
@@ -196,27 +197,78 @@ def test_a_post_to_full_mailboxes_costs_the_same_statements_for_any_follower_cou
         store_url, clock, 15)
 
 
-def test_a_thread_keeps_its_reader_connection_on_postgresql(t: Tidings) -> None:
-    """Hot reads in a row check a connection out of the pool once on PostgreSQL (the thread
-    keeps it), once per read elsewhere; a read nested in another checks out its own."""
-    db = t.store.db  # type: ignore[attr-defined]
-    checkouts: list[int] = []
+@contextmanager
+def checkouts(t: Tidings) -> Iterator[list[int]]:
+    """Connections checked out of ``t``'s pool meanwhile."""
+    engine = t.store.db.engine  # type: ignore[attr-defined]
+    taken: list[int] = []
 
     def checkout(*_: Any) -> None:
-        checkouts.append(1)
+        taken.append(1)
 
-    t.unread_count("bob")
-    event.listen(db.engine, "checkout", checkout)
+    event.listen(engine, "checkout", checkout)
     try:
-        for _ in range(5):
-            t.unread_count("bob")
-        kept = t.store.backend == "postgresql"
-        assert len(checkouts) == (0 if kept else 5)
-        with db.read() as outer, db.read() as inner:
-            assert outer is not inner
-        if db.kept:  # as Database.dispose does: the kept connection goes back
-            assert db.engine.pool.checkedout() == 1
-            db.kept.close_all()
-        assert db.engine.pool.checkedout() == 0
+        yield taken
     finally:
-        event.remove(db.engine, "checkout", checkout)
+        event.remove(engine, "checkout", checkout)
+
+
+def test_hot_reads_reuse_the_thread_s_connection_without_a_pool_checkout(t: Tidings) -> None:
+    _inbox(t)
+    t.unread_count("bob")  # the thread takes its connection
+    with checkouts(t) as taken, counted(t) as counts:
+        for _ in range(5):
+            assert t.unread_count("bob").count == 2
+            t.unread_counts("bob")
+            assert len(t.notifications("bob", limit=20).items) == 2
+    assert taken == []
+    assert counts["transactions"] == 0
+    with checkouts(t) as taken:  # a write still takes a pooled connection
+        t.mark_seen("bob")
+    assert taken
+
+
+def test_a_read_nested_in_a_read_takes_a_pooled_connection(t: Tidings) -> None:
+    _inbox(t)
+    t.unread_count("bob")
+    with t.store.read() as outer, checkouts(t) as taken:  # type: ignore[attr-defined]
+        assert t.unread_count("bob").count == 2
+        assert outer.inbox.unread_count("bob", Filters(unread=True)) == 2
+    assert len(taken) == 1
+
+
+def test_a_badge_scans_the_inbox_once_for_both_counts(t: Tidings) -> None:
+    _inbox(t)
+    t.mark_seen("bob")
+    t.publish({"type": "mention", "actor": "erin", "recipients": ["bob"]})
+    t.run_jobs()
+    seen: list[str] = []
+
+    def statement(_conn: Any, _cursor: Any, text: str, *_: Any) -> None:
+        seen.append(text)
+
+    engine = t.store.db.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        unread, unseen = t.unread_counts("bob")
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    assert (unread.count, unseen.count) == (3, 1)
+    assert len(seen) == 1 and seen[0].count("FROM notifications") == 1, seen
+
+
+def test_a_held_connection_the_server_dropped_is_replaced(
+        t: Tidings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if t.store.backend != "postgresql":
+        pytest.skip("a server connection to drop")
+    _inbox(t)
+    t.unread_count("bob")
+    with t.store.read() as tx:  # type: ignore[attr-defined]
+        pid = tx.conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+    with t.store.db.engine.connect() as admin:  # type: ignore[attr-defined]
+        admin.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})")
+        admin.commit()
+    monkeypatch.setattr(database, "IDLE_PING_SECONDS", 0.0)  # pinged before its next use
+    assert t.unread_count("bob").count == 2
+    with t.store.read() as tx:  # type: ignore[attr-defined]
+        assert tx.conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != pid

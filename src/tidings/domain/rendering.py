@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,12 +146,22 @@ def render_title(event_type: EventType, ctx: RenderContext,
 
 
 def render_all(event_type: EventType, ctx: RenderContext, locale: str = DEFAULT_LOCALE,
-               origins: Collection[str] | None = None) -> Rendered:
+               origins: Collection[str] | None = None, *,
+               payload_text: str | None = None) -> Rendered:
     """Title, body and link as text, and the HTML form (the ``html`` template or the title).
 
     ``origins`` limits absolute links to those origins (None: any http(s) URL). Cached.
+    ``payload_text``: the JSON text ``ctx.payload`` was parsed from (a stored event's), which
+    then stands for the payload in the cache key as it is (no serialising and hashing of the
+    payload per item: a page's twenty items paid more for their keys than for their hits).
     """
-    key = _cache_key(event_type, ctx, locale, origins)
+    key: Hashable | None
+    if payload_text is not None:
+        key = (event_type.fingerprint, locale,
+               tuple(sorted(origins)) if origins is not None else None, ctx.type, ctx.actor,
+               ctx.object, payload_text, tuple(ctx.actors), ctx.count, ctx.others)
+    else:
+        key = _cache_key(event_type, ctx, locale, origins)
     if key is not None:
         with _lock:
             cached = _cache.get(key)
@@ -193,7 +203,7 @@ def _render_all(event_type: EventType, ctx: RenderContext, locale: str,
 
 # -- the render cache -------------------------------------------------------------------------
 
-_cache: OrderedDict[str, Rendered] = OrderedDict()
+_cache: OrderedDict[Hashable, Rendered] = OrderedDict()
 _stats = {"hits": 0, "misses": 0}
 _lock = threading.Lock()
 

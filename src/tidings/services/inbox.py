@@ -24,6 +24,7 @@ from tidings.services.common import check_ids, check_limit
 DeleteHook = Callable[[Tx, str, list[int]], None]
 
 MAX_MARK_IDS = 1000
+UNREAD_ONLY = Filters(unread=True)
 
 
 
@@ -123,7 +124,8 @@ class InboxService:
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
                             payload=payload, actors=actors[:3], count=count, others=others,
                             event_id=str(row.event_id))
-        rendered = render_all(self.catalog.or_default(row.type), ctx, language)
+        rendered = render_all(self.catalog.or_default(row.type), ctx, language,
+                              payload_text=row.payload if isinstance(row.payload, str) else None)
         return Notification(
             id=str(row.event_id), type=row.type, category=row.category, section=row.section,
             object=row.object, actor=row.actor, actors=actors[:3], count=count,
@@ -133,6 +135,8 @@ class InboxService:
 
     def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)
+        if all(value is None for value in narrow.values()):  # a badge: nothing to check
+            return UNREAD_ONLY
         return self.filters(narrow.get("types"), narrow.get("category"), narrow.get("section"),
                             True, actor=narrow.get("actor"), object=narrow.get("object"),
                             max_id=narrow.get("max_id"), since_id=narrow.get("since_id"),

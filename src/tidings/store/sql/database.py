@@ -42,7 +42,6 @@ from sqlalchemy.pool import NullPool
 from tidings.exceptions import ConfigError, StoreUnavailable
 from tidings.store.sql.bulk import unnest_insert
 from tidings.store.sql.driver_errors import classify, is_retryable
-from tidings.store.sql.kept import Kept
 
 T = TypeVar("T")
 
@@ -117,9 +116,6 @@ class Database:
             self._ping_when_idle()
         self.reader: Engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._compiled: dict[Any, Any] = {}  # statement -> its compiled form, for fetch()
-        # PostgreSQL: a thread keeps its reader connection between reads (.kept)
-        self.kept = Kept(self.reader.connect, pool_size // 2, lambda: IDLE_PING_SECONDS) \
-            if self.backend == "postgresql" else None
 
     def _ping_when_idle(self) -> None:
         """Check a pooled connection before use only if it sat idle: a busy process reuses its
@@ -177,10 +173,10 @@ class Database:
     def read(self) -> Iterator[Connection]:
         """A connection that only reads, each statement on its own (autocommit): no BEGIN and
         COMMIT round trips around a read, which the hot reads (a count, a page) cannot
-        afford. Statements of one read may see commits made between them. On PostgreSQL
-        the thread keeps the connection for its next read (:mod:`.kept`): no checkout and
-        check-in around each."""
-        with self._errors(), (self.kept.read() if self.kept else self.reader.connect()) as conn:
+        afford. Statements of one read may see commits made between them. The store's hot
+        reads go through :mod:`.heldread` instead, which keeps one such connection per
+        thread."""
+        with self._errors(), self.reader.connect() as conn:
             yield conn
 
     def transact(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
@@ -195,6 +191,11 @@ class Database:
                     raise
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")
+
+    def errors(self) -> contextlib.AbstractContextManager[None]:
+        """Driver errors as their kind's :class:`TidingsError`, for connections held
+        elsewhere (:mod:`.heldread`)."""
+        return self._errors()
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
@@ -343,6 +344,4 @@ class Database:
             conn.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
-        if self.kept:
-            self.kept.close_all()
         self.engine.dispose()

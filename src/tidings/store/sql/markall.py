@@ -9,10 +9,12 @@ beyond "all": the count it returns would not be exact, so the caller does the wo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal, select
+from sqlalchemy import Connection, bindparam, func, literal, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 
 from tidings.store.sql.database import Database
@@ -40,10 +42,12 @@ def _statement(channel: str) -> Any:
     return select(counted.c.unread, counted.c.narrower, announced.label("announced"))
 
 
-def mark_all_read(db: Database, user: str, now: int, channel: str) -> int | None:
+def mark_all_read(db: Database, read: Callable[[], AbstractContextManager[Connection]],
+                  user: str, now: int, channel: str) -> int | None:
     """The unread count the "all" watermark's move to ``now`` covered, or None (nothing
-    done) when a narrower watermark makes the count inexact."""
-    with db.read() as conn:  # autocommit: one statement, committed when it returns
+    done) when a narrower watermark makes the count inexact. ``read`` gives an autocommit
+    connection (:meth:`Database.read`, or a held one)."""
+    with read() as conn:  # autocommit: one statement, committed when it returns
         ((unread, narrower, _announced),) = db.fetch(conn, _statement(channel),
                                                      {"user": user, "now": now})
     return None if narrower else int(unread)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -132,7 +131,7 @@ def unread_count_statement(types: bool, category: bool, section: bool,
     def later_of_all_and_seen() -> Any:  # CASE: GREATEST is not SQLite's
         return case((mark("seen") > mark("all"), mark("seen")), else_=mark("all"))
 
-    def count_under(everything: Any) -> Any:
+    def unread_under(everything: Any) -> Any:
         conditions: list[ColumnElement[bool]] = [
             n.user_id == user, n.bundle_base == true(), n.read_at.is_(None),
             n.fresh_at > everything]
@@ -142,7 +141,10 @@ def unread_count_statement(types: bool, category: bool, section: bool,
             conditions.append(n.category == bindparam("category"))
         if section:
             conditions.append(n.section == bindparam("section"))
-        capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
+        return select(n.fresh_at).where(*conditions)
+
+    def count_under(everything: Any) -> Any:
+        capped = unread_under(everything).limit(UNREAD_CAP).subquery()
         return select(func.count()).select_from(capped).scalar_subquery()
 
     everything = later_of_all_and_seen() if unseen and not both else mark("all")
@@ -150,16 +152,24 @@ def unread_count_statement(types: bool, category: bool, section: bool,
         m.user_id == user, m.scope != "all", m.scope != "seen",
         m.until_at > everything).scalar_subquery()
     if both:
-        return select(count_under(everything).label("unread"),
-                      count_under(later_of_all_and_seen()).label("unseen"),
-                      narrower.label("narrower"))
+        # One scan for both counts: the unread rows freshest first (the index's own order,
+        # backwards: read_at is NULL in all of them), the first UNREAD_CAP of them. The
+        # unseen ones are those fresher than the seen watermark, a prefix of that order, so
+        # counting them among the first UNREAD_CAP gives their capped count exactly.
+        capped = (unread_under(everything)
+                  .order_by(n.read_at.desc(), n.fresh_at.desc())
+                  .limit(UNREAD_CAP).subquery())
+        fresher = func.count(case((capped.c.fresh_at > mark("seen"), literal(1))))
+        return select(func.count().label("unread"), fresher.label("unseen"),
+                      narrower.label("narrower")).select_from(capped)
     return select(count_under(everything).label("unread"), narrower.label("narrower"))
 
 
 def watermarks_only(filters: Filters) -> bool:
     """Whether ``filters`` narrow only by type, category or section (and read state): the
     shapes the one-statement count takes."""
-    return replace(filters, types=None, category=None, section=None, unread=None) == Filters()
+    return (filters.actor is None and filters.object is None and filters.max_id is None
+            and filters.since_id is None and not filters.fields)
 
 
 def count_params(user: str, filters: Filters) -> dict[str, Any]:

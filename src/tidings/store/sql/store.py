@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from functools import cached_property
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
@@ -16,6 +17,7 @@ from tidings.store.sql import markall
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
+from tidings.store.sql.heldread import HeldReads
 from tidings.store.sql.inbox import SqlInbox
 from tidings.store.sql.mail import SqlMail
 from tidings.store.sql.notify import CHANNEL, PgNotifier
@@ -27,20 +29,43 @@ T = TypeVar("T")
 
 
 class SqlTx(AfterCommit):
-    """Every port of the SQL store on one connection (one transaction)."""
+    """Every port of the SQL store on one connection (one transaction); each port is built
+    when first used (a count touches one of seven)."""
 
     def __init__(self, store: SqlStore, conn: Connection) -> None:
         super().__init__()
-        db = store.db
+        self._store = store
+        self._db = store.db
         self.conn = conn
-        self.events = SqlEvents(conn, db)
-        prefetched: dict[tuple[str, str], Any] = {}  # one read's statement for another port
-        self.graph = SqlGraph(db, conn, prefetched)
-        self.inbox = SqlInbox(db, conn, store.clock)
-        self.timeline = SqlTimeline(db, conn, prefetched)
-        self.settings = SqlSettings(db, conn)
-        self.mail = SqlMail(db, conn)
-        self.jobs = SqlJobs(db, conn, store.clock, store.on_enqueue)
+        self._prefetched: dict[tuple[str, str], Any] = {}  # one read's statement for another
+
+    @cached_property
+    def events(self) -> SqlEvents:
+        return SqlEvents(self.conn, self._db)
+
+    @cached_property
+    def graph(self) -> SqlGraph:
+        return SqlGraph(self._db, self.conn, self._prefetched)
+
+    @cached_property
+    def inbox(self) -> SqlInbox:
+        return SqlInbox(self._db, self.conn, self._store.clock)
+
+    @cached_property
+    def timeline(self) -> SqlTimeline:
+        return SqlTimeline(self._db, self.conn, self._prefetched)
+
+    @cached_property
+    def settings(self) -> SqlSettings:
+        return SqlSettings(self._db, self.conn)
+
+    @cached_property
+    def mail(self) -> SqlMail:
+        return SqlMail(self._db, self.conn)
+
+    @cached_property
+    def jobs(self) -> SqlJobs:
+        return SqlJobs(self._db, self.conn, self._store.clock, self._store.on_enqueue)
 
 
 class SqlStore:
@@ -50,6 +75,7 @@ class SqlStore:
                  max_attempts: int = 8, backoff_seconds: float = 2.0,
                  pool_size: int = 5) -> None:
         self.db = Database(url, pool_size=pool_size)
+        self.held = HeldReads(self.db, pool_size)  # the hot reads' per-thread connections
         self.backend = self.db.backend
         self.clock = clock
         self.queue = SqlJobAdmin(self.db, clock, lease_seconds=lease_seconds,
@@ -76,13 +102,13 @@ class SqlStore:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[SqlTx]:
-        with self.db.read() as conn:
+        with self.held.read() as conn:
             yield SqlTx(self, conn)
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         if not isinstance(self.notifier, PgNotifier):
             return None
-        return markall.mark_all_read(self.db, user, until, CHANNEL)
+        return markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
 
     def ping(self) -> None:
         self.db.ping()
@@ -101,4 +127,5 @@ class SqlStore:
     def close(self) -> None:
         if isinstance(self.notifier, PgNotifier):
             self.notifier.close()
+        self.held.close()
         self.db.dispose()
