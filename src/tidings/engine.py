@@ -40,6 +40,12 @@ from tidings.services.settings import SettingsService
 from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
 
+# Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so the
+# worker's threads (its "jobs" lane) take a few at a time and run_jobs (embedded mode, tests)
+# many; Worker.run_once() called by hand still claims one.
+WORKER_BATCH = 10
+RUN_JOBS_BATCH = 100
+
 __all__ = [
     "Follow",
     "Notification",
@@ -380,13 +386,14 @@ class Tidings:
         worker leaves webhooks to another one."""
         webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
                     else webhook_concurrency)
-        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks)
+        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks,
+                           batch=WORKER_BATCH)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 
     def run_jobs(self, max_jobs: int | None = None) -> int:
         """Run every runnable job in this process (the embedded mode and tests)."""
-        return Worker(self.job_context, self.handlers, batch=10).drain(max_jobs)
+        return Worker(self.job_context, self.handlers, batch=RUN_JOBS_BATCH).drain(max_jobs)
 
     def redeliver_retained(self) -> int:
         """Queue the fan-out of every retained event again, dated at its creation (inboxes
