@@ -1,5 +1,6 @@
 """Several fan-out jobs in one unit of work (``Handler.run_many``), set-based where the ports
-allow, with the same outcome as running them one by one in event-id order.
+allow, with the same outcome as running them one by one in the order they were claimed (by
+priority, then by when they were queued: event-id order for events of one priority).
 
 Per batch, not per event: the events (one read, locked as :meth:`EventStore.get` locks), the
 first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
@@ -134,10 +135,10 @@ class Batch:
 def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Channel],
              sources_of: Callable[[JobContext, StoredEvent], list[str]],
              one: Callable[[JobContext, Tx, Job], Replacements]) -> list[Replacements]:
-    """Fan several events out in one unit, in event-id order; ``one`` runs a job whose event
+    """Fan several events out in one unit, in the order of ``jobs``; ``one`` runs a job whose event
     does not fit the batch (chunked audiences, object subscribers) on its own, in its place."""
     results: list[Replacements] = [None] * len(jobs)
-    order = sorted(range(len(jobs)), key=lambda i: (int(jobs[i].args["event_id"]), jobs[i].id))
+    order = range(len(jobs))  # the claim's order, as one by one (by priority, then event id)
     events = tx.events.get_many([int(job.args["event_id"]) for job in jobs], lock=True)
     live = {i: events[int(jobs[i].args["event_id"])] for i in order
             if int(jobs[i].args["event_id"]) in events
