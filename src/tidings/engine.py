@@ -29,7 +29,7 @@ from tidings.domain.views import (
 )
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import Lane, Worker
+from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Lane, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -39,12 +39,6 @@ from tidings.services.publishing import Publishing
 from tidings.services.settings import SettingsService
 from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
-
-# Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so the
-# worker's threads (its "jobs" lane) take a few at a time and run_jobs (embedded mode, tests)
-# many; Worker.run_once() called by hand still claims one.
-WORKER_BATCH = 10
-RUN_JOBS_BATCH = 100
 
 __all__ = [
     "Follow",

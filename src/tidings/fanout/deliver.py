@@ -127,10 +127,13 @@ def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTyp
         every, bounced = known
         prefs = {u: every[u] for u in candidates if u in every}
     limits = subscription_limits(tx, event, event_type, candidates)
+    # a user with no preferences and no subscription limit gets the type's default plan
+    default = within(plan(None, event_type, "" in bounced), None)
     plans = {
         user: within(plan(prefs.get(user), event_type,
                           str((prefs.get(user, {}).get("email") or {}).get("address", ""))
                           .lower() in bounced), limits.get(user))
+        if user in prefs or user in limits else default
         for user in candidates
     }
     delivered = write_inbox(tx, event, category=event_type.category,

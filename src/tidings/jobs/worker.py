@@ -30,6 +30,11 @@ log = logging.getLogger("tidings.worker")
 # A job that meets an unavailable store this many times in a row, each time while the queue
 # answered, spends an attempt (see Worker.run_job).
 OUTAGE_GIVEBACKS = 10
+# Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so a
+# worker's threads (its "jobs" lane) take a few at a time and Tidings.run_jobs (embedded mode,
+# tests) many; Worker.run_once() called by hand still claims ``batch`` (default one).
+WORKER_BATCH = 10
+RUN_JOBS_BATCH = 100
 
 
 def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
