@@ -222,13 +222,17 @@ class Worker:
         return len(jobs)
 
     def run_once(self, lane: Lane | None = None) -> int:
-        """Claim a batch (of the lane's functions) and run it; return how many jobs ran.
-        Claimed jobs of a function whose handler has ``run_many`` run together in one unit
-        (:meth:`run_many`), the others one by one."""
+        """Claim the next job (of the lane's functions) and run it; return how many jobs ran.
+        When its function's handler has ``run_many`` (fan-out), up to ``batch`` jobs of that
+        function are claimed and run together in one unit (:meth:`run_many`); other jobs are
+        claimed and run one at a time, so a thread never holds jobs it cannot start."""
         queue = self.ctx.store.queue
         funcs, exclude = (lane.funcs, lane.exclude) if lane else (self.funcs, self.exclude)
         size = lane.batch if lane is not None and lane.batch is not None else self.batch
-        jobs = queue.claim(size, funcs=funcs, exclude=exclude)
+        jobs = queue.claim(1, funcs=funcs, exclude=exclude)
+        first = self.handlers.get(jobs[0].func) if jobs and size > 1 else None
+        if first is not None and first.run_many is not None:
+            jobs += queue.claim(size - 1, funcs=[jobs[0].func])
         together: dict[str, list[Job]] = {}
         for job in jobs:
             handler = self.handlers.get(job.func)
