@@ -250,10 +250,12 @@ def test_bench_timelines_baseline_json_and_plot(tmp_path: Path) -> None:
     out, png = tmp_path / "timelines.json", tmp_path / "timelines.png"
     result = runner.invoke(bench_app, [
         "timelines", "--scale", "0.002", "--rounds", "1", "--ops", "5", "--submits", "5",
-        "--baseline", "--json", str(out), "--plot", str(png)])
+        "--submit-batch", "2", "--baseline", "--json", str(out), "--plot", str(png)])
     assert result.exit_code == 0, result.output
     assert "seed SQL" in result.output and "article (2008)" in result.output
+    assert "submit: 2 messages per publish_many" in " ".join(result.output.split())
     data = json.loads(out.read_text())
+    assert data["settings"]["submit_batch"] == 2
     assert [g["graph"] for g in data["data"]] == ["uniform", "skewed"]
     assert all(g["users"] == 20 and g["messages"] == 2000 for g in data["data"])
     models = [m for m in ("push", "pull", "hybrid")

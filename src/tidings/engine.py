@@ -29,7 +29,7 @@ from tidings.domain.views import (
 )
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import Lane, Worker
+from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Lane, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -380,13 +380,14 @@ class Tidings:
         worker leaves webhooks to another one."""
         webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
                     else webhook_concurrency)
-        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks)
+        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks,
+                           batch=WORKER_BATCH)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 
     def run_jobs(self, max_jobs: int | None = None) -> int:
         """Run every runnable job in this process (the embedded mode and tests)."""
-        return Worker(self.job_context, self.handlers, batch=10).drain(max_jobs)
+        return Worker(self.job_context, self.handlers, batch=RUN_JOBS_BATCH).drain(max_jobs)
 
     def redeliver_retained(self) -> int:
         """Queue the fan-out of every retained event again, dated at its creation (inboxes

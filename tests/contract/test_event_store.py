@@ -218,3 +218,20 @@ def test_pull_page_merges_the_newest_of_each_source(store: ports.Store,
     event = read(store, lambda tx: tx.events.pull_page(
         [("cat", big)], types=["post"], limit=1, below=None, above=None))[0]
     assert (event.id, event.actor, event.type) == (posts["cat"][2], "cat", "post")
+
+
+def test_insert_many_returns_ids_in_order(store: ports.Store, clock: FrozenClock) -> None:
+    events = [Event(type="comment", actor=f"a{n}", payload={"n": n},
+                    idempotency_key=f"m{n}" if n % 2 else None) for n in range(5)]
+    now = clock.now_us()
+    ids = write(store, lambda tx: tx.events.insert_many(
+        [(e, f'{{"n":{n}}}') for n, e in enumerate(events)], now))
+    assert ids == sorted(ids) and len(set(ids)) == 5
+    found = read(store, lambda tx: tx.events.get_many([*ids, 10**9]))
+    assert sorted(found) == ids
+    assert [found[i].actor for i in ids] == [f"a{n}" for n in range(5)]
+    assert [found[i].payload for i in ids] == [{"n": n} for n in range(5)]
+    keyed = read(store, lambda tx: tx.events.get_by_keys(["m1", "m3", "nope"]))
+    assert {k: e.id for k, e in keyed.items()} == {"m1": ids[1], "m3": ids[3]}
+    assert read(store, lambda tx: tx.events.get_by_keys(["m1"], scope="other")) == {}
+    assert write(store, lambda tx: tx.events.insert_many([], now)) == []

@@ -232,3 +232,28 @@ def test_timeline_sources_count_followers_and_keep_overrides(store: ports.Store,
     assert read(store, lambda tx: tx.graph.followee_sources("dan")) == {
         "ann": SourceState(2, None, 42)}
     assert read(store, lambda tx: tx.graph.followee_sources("nobody")) == {}
+
+
+def test_mutes_many_reads_every_users_mutes(store: ports.Store) -> None:
+    write(store, lambda tx: tx.graph.add_mute("u1", "actor", "bob"))
+    write(store, lambda tx: tx.graph.add_mute("u1", "object", "post:1"))
+    write(store, lambda tx: tx.graph.add_mute("u3", "actor", "cat"))
+    write(store, lambda tx: tx.graph.add_mute("u5", "actor", "bob"))  # not asked about
+    got = read(store, lambda tx: tx.graph.mutes_many(["u1", "u2", "u3", "u1"]))
+    assert got == {"u1": {("actor", "bob"), ("object", "post:1")}, "u3": {("actor", "cat")}}
+    assert read(store, lambda tx: tx.graph.mutes_many([])) == {}
+
+
+def test_followers_of_many_actors_as_their_audience(store: ports.Store,
+                                                    clock: FrozenClock) -> None:
+    now = clock.now_us()
+    for fan in ("f3", "f1", "f2", "f4", "é"):
+        write(store, lambda tx, f=fan: tx.graph.add_follow(f, "ann", now))
+    write(store, lambda tx: tx.graph.add_follow("f9", "bob", now))
+    write(store, lambda tx: tx.graph.remove_follow("f2", "ann"))
+    got = read(store, lambda tx: tx.graph.followers_of(["ann", "bob", "zed", "ann"], limit=3))
+    assert got == {"ann": ["f1", "f3", "f4"], "bob": ["f9"]}
+    source = AudienceSource(ACTOR_FOLLOWERS, "post", "ann", None)
+    whole = read(store, lambda tx: tx.graph.followers_of(["ann"], limit=10))["ann"]
+    assert whole == read(store, lambda tx: tx.graph.audience(source, after="", upto=None))
+    assert read(store, lambda tx: tx.graph.followers_of([], limit=3)) == {}

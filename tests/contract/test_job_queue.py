@@ -286,3 +286,20 @@ def test_concurrent_claims_never_share_a_job(store: ports.Store) -> None:
         thread.join(60)
     assert errors == []
     assert len(claimed) == 60 and set(claimed.values()) == {1}
+
+
+def test_complete_many_removes_a_claim_in_one_go(store: ports.Store, clock: FrozenClock) -> None:
+    _enqueue(store, *(JobSpec("fanout", {"n": n}) for n in range(4)))
+    jobs = store.queue.claim(3)
+    assert write(store, lambda tx: tx.jobs.complete_many(jobs)) is True
+    assert store.queue.stats()["queued"] == 1
+    assert write(store, lambda tx: tx.jobs.complete_many([])) is True
+
+
+def test_complete_many_with_a_lost_lease_says_so(store: ports.Store, clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("fanout", {"n": 1}), JobSpec("fanout", {"n": 2}))
+    lost = store.queue.claim(2)
+    clock.advance(LEASE + 1)
+    taken = _claim_one(store)
+    assert write(store, lambda tx: tx.jobs.complete_many(lost)) is False
+    assert store.queue.still_mine(taken) is True  # the new claim's job is left alone

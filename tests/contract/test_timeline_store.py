@@ -185,3 +185,20 @@ def test_head_is_the_floor_and_the_page_above_it(store: ports.Store,
     assert head(before=events[3], after=None) == (events[2], [])
     assert read(store, lambda tx: tx.timeline.head("bob", limit=3, before=None,
                                                    after=None)) == (0, [])
+
+
+def test_push_many_is_every_push_at_once(store: ports.Store, clock: FrozenClock) -> None:
+    first, second, third = (publish(store, clock.now_us()) for _ in range(3))
+    write(store, lambda tx: tx.timeline.push(first, ["ann"], clock.now_us()))
+    write(store, lambda tx: tx.timeline.push_many([
+        (first, ["ann", "bob"], clock.now_us()), (second, ["bob"], clock.now_us()),
+        (third, ["ann", "bob", "cat"], clock.now_us()), (third, ["cat"], clock.now_us())]))
+    write(store, lambda tx: tx.timeline.push_many([]))
+    assert [_page(store, u) for u in ("ann", "bob", "cat")] == [
+        [third, first], [third, second, first], [third]]
+    write(store, lambda tx: tx.timeline.cap(["ann", "bob", "cat"], 2))
+    assert _page(store, "bob") == [third, second]
+    # ann's bound may have counted the repeated push: a store that keeps only a bound may
+    # remove one more (the floor covers it)
+    assert _page(store, "ann") in ([third, first], [third])
+    assert _page(store, "cat") == [third]

@@ -266,6 +266,10 @@ def timelines(
         metavar="N", min=1, help="Page requests per figure per round.")] = 300,
     submits: Annotated[int, typer.Option(
         metavar="N", min=1, help="New messages submitted per round.")] = 200,
+    submit_batch: Annotated[int, typer.Option(
+        metavar="N", min=1,
+        help="Messages per publish_many (one transaction) in the submit figure; 1 publishes "
+             "each on its own.")] = 100,
     celebrity_followers: Annotated[int | None, typer.Option(
         metavar="N", min=1, show_default="5000 times --scale",
         help="Hybrid: posts of users with more followers are merged at read time.")] = None,
@@ -282,7 +286,7 @@ def timelines(
         store=store, scale=scale, graphs=_choices(graphs, GRAPHS, "--graphs"),
         models=_choices(models, timelines_workload.MODELS, "--models"), rounds=rounds,
         ops=ops, submits=submits, seed=seed, baseline=baseline,
-        celebrity_followers=celebrity_followers)
+        celebrity_followers=celebrity_followers, submit_batch=submit_batch)
     if store is not None and store.startswith(REDIS_SCHEMES):
         _run(_hot_timelines, settings, timeline_tables, json_file, plot_file)
         return

@@ -213,7 +213,8 @@ def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, m
             due, raw_due = due_rows(data, "push" if model == "pull" else model, messages,
                                     celebrities)
             phases.tidings["submit"].append(submit(t, count, model, messages,
-                                                   0 if model == "pull" else due))
+                                                   0 if model == "pull" else due,
+                                                   settings.submit_batch))
             tl.remove_submitted(sql_url, data.messages)
             _each_user(redis, keys, "ZREMRANGEBYSCORE", "KEY", f"({data.messages}", "+inf")
             if raw is not None:

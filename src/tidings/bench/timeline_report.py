@@ -98,7 +98,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
                  f"{info['messages']:,} messages, {info['followees_per_user']} followees a user "
                  f"(most followed: {info['max_followers']:,}; over "
                  f"{info['celebrity_followers']:,}: {info['celebrities']}); median of "
-                 f"{result['settings']['rounds']} rounds")
+                 f"{result['settings']['rounds']} rounds; submit: "
+                 f"{result['settings'].get('submit_batch', 1)} messages per publish_many")
         table = Table(title=title, title_justify="left")
         table.add_column("figure")
         compared = "comparisons" in result

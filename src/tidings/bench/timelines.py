@@ -10,9 +10,11 @@ round times, one request after another from one client:
 
 * **first page** — ``Tidings.timeline(user, limit=20)`` of random users;
 * **later page** — the page after it (the first page's cursor, fetched untimed before);
-* **submit** — ``--submits`` new messages, each ``publish``-ed (durable on return), then the
-  fan-out jobs run in the bench's process until the queue is empty: the clock stops when the
-  last mailbox row is committed. The rows are then counted against the followers due.
+* **submit** — ``--submits`` new messages, ``publish_many``-ed ``--submit-batch`` at a time
+  (each batch durable on return, one transaction), then the fan-out jobs run in the bench's
+  process until the queue is empty (``run_jobs``: fan-out jobs of one claim in one unit): the
+  clock stops when the last mailbox row is committed. The rows are then counted against the
+  followers due.
 
 With ``--baseline`` the seed's statements (:mod:`tidings.bench.timeline_seed`) run right after
 each of tidings' phases, for the same users and the same messages (hybrid is compared with the
@@ -59,6 +61,7 @@ class TimelineSettings:
     seed: int = 1
     baseline: bool = False
     celebrity_followers: int | None = None
+    submit_batch: int = 100
 
     def threshold(self) -> int:
         """Hybrid's celebrity threshold: the option, else 5,000 followers * scale."""
@@ -153,12 +156,14 @@ def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
 
 
 def submit(t: Tidings, count: Callable[[], int], model: str, messages: list[tuple[int, str]],
-           due: int) -> Timed:
-    """Publish ``messages`` and run the fan-out until the queue is empty; check the rows."""
+           due: int, batch: int = 1) -> Timed:
+    """Publish ``messages``, ``batch`` at a time (one unit each), and run the fan-out until the
+    queue is empty; check the rows."""
     started = time.perf_counter()
-    for sender, body in messages:
-        t.publish({"type": tl.POST.name, "actor": tl.user_id(sender),
-                   "payload": tl.payload(body)})
+    for start in range(0, len(messages), batch):
+        t.publish_many([{"type": tl.POST.name, "actor": tl.user_id(sender),
+                         "payload": tl.payload(body)}
+                        for sender, body in messages[start:start + batch]])
     while t.run_jobs(max_jobs=1000) > 0:
         pass
     seconds = time.perf_counter() - started
@@ -219,7 +224,7 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
             due, seed_due = due_rows(data, model, messages, celebrities)
             phases.tidings["submit"].append(submit(
                 t, partial(tl.count_new_mailbox_rows, store.url, data.messages), model, messages,
-                due))
+                due, settings.submit_batch))
             tl.remove_submitted(store.url, data.messages)
             if seed is not None:
                 phases.baseline["submit"].append(

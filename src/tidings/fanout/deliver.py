@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
 
 from tidings.channels.registry import Channel, Outgoing
 from tidings.domain.bundling import bundle_hash
@@ -59,17 +61,14 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         delivered = write_inbox(tx, event, category="general", section="alert", bundle="none",
                                 users=candidates, now=now, writer=writer)
     else:
-        delivered = _by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
-                                channels, now, backfill=at is not None, writer=writer)
-    # The cap holds after every delivery: only users whose size bound passes it are trimmed
-    # (newest by time kept), in this unit, so no path leaves an inbox over it.
-    for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
-        tx.inbox.trim(user, ctx.config.inbox_cap)
+        delivered = by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
+                               channels, now, backfill=at is not None, writer=writer)
+    cap_inboxes(ctx, tx, delivered)
     reached: list[str] = []  # the followers whose timelines this post joins
     if timeline:
         allowed = set(candidates)
         reached = [u for u in timeline if u in allowed]
-        if _pushed(ctx, tx, event):
+        if pushed(ctx, tx, event):
             tx.timeline.push(event.id, reached, now)
             tx.timeline.cap(reached, ctx.config.timeline_cap)  # newest kept, on every push
     # Live streams hear of new inbox rows, and the followers of the post on their timelines:
@@ -82,34 +81,59 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     return delivered
 
 
-def _pushed(ctx: JobContext, tx: Tx, event: StoredEvent) -> bool:
+def cap_inboxes(ctx: JobContext, tx: Tx, delivered: Sequence[str]) -> None:
+    """The cap holds after every delivery: only users whose size bound passes it are trimmed
+    (newest by time kept), in this unit, so no path leaves an inbox over it."""
+    for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
+        tx.inbox.trim(user, ctx.config.inbox_cap)
+
+
+def pushed(ctx: JobContext, tx: Tx, event: StoredEvent,
+           sources: dict[str, SourceState] | None = None) -> bool:
     """Whether the actor's posts go into mailboxes now (push) or are read from the events
-    (pull), by the timeline model (``docs/timelines.md``); a change is recorded on the source."""
+    (pull), by the timeline model (``docs/timelines.md``); a change is recorded on the source.
+    ``sources``: the sources' states as already read in this unit (kept up to date here)."""
     if event.actor is None:
         return False
-    state = tx.graph.timeline_sources([event.actor]).get(event.actor, SourceState())
+    if sources is None:
+        sources = tx.graph.timeline_sources([event.actor])
+    state = sources.get(event.actor, SourceState())
     model = decide(ctx.config.timeline_model, state.model, state.followers,
                    ctx.config.celebrity_followers)
     changed, push_from = flip(state, model, event.id)
     if changed:
         tx.graph.set_push_from(event.actor, push_from)
+        sources[event.actor] = replace(state, push_from=push_from)
     return model == PUSH
 
 
-def _by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
-                candidates: list[str], channels: Sequence[Channel], now: int, *,
-                backfill: bool, writer: str) -> list[str]:
+def addresses_of(prefs: dict[str, dict[str, Any]]) -> list[str]:
+    """The mail addresses named in users' preferences (to look up their bounces)."""
+    return [str(p["email"]["address"]) for p in prefs.values()
+            if isinstance(p.get("email"), dict) and p["email"].get("address")]
+
+
+def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
+               candidates: list[str], channels: Sequence[Channel], now: int, *,
+               backfill: bool, writer: str,
+               known: tuple[dict[str, dict[str, Any]], set[str]] | None = None) -> list[str]:
     """Inbox rows for users with the web channel on; other channels as preferences say,
-    within the channels of the subscriptions that brought the user (``fanout/routing.py``)."""
-    prefs = tx.settings.preferences_many(candidates)
-    addresses = [str(p["email"]["address"]) for p in prefs.values()
-                 if isinstance(p.get("email"), dict) and p["email"].get("address")]
-    bounced = tx.settings.bounced(addresses)
+    within the channels of the subscriptions that brought the user (``fanout/routing.py``).
+    ``known``: the candidates' preferences and bounced addresses, read already (a batch)."""
+    if known is None:
+        prefs = tx.settings.preferences_many(candidates)
+        bounced = tx.settings.bounced(addresses_of(prefs))
+    else:
+        every, bounced = known
+        prefs = {u: every[u] for u in candidates if u in every}
     limits = subscription_limits(tx, event, event_type, candidates)
+    # a user with no preferences and no subscription limit gets the type's default plan
+    default = within(plan(None, event_type, "" in bounced), None)
     plans = {
         user: within(plan(prefs.get(user), event_type,
                           str((prefs.get(user, {}).get("email") or {}).get("address", ""))
                           .lower() in bounced), limits.get(user))
+        if user in prefs or user in limits else default
         for user in candidates
     }
     delivered = write_inbox(tx, event, category=event_type.category,

@@ -19,6 +19,7 @@ from tidings.domain.audience import (
     sources_of,
 )
 from tidings.domain.views import StoredEvent
+from tidings.fanout import batch
 from tidings.fanout.deliver import deliver
 from tidings.fanout.specs import chunk_spec, users_spec
 from tidings.jobs.context import JobContext, Replacements
@@ -86,6 +87,11 @@ class FanOut:
         specs += [users_spec(job.args, event.id, recipients[i:i + chunk], job.priority, part=n)
                   for n, i in enumerate(range(0, len(recipients), chunk))]
         return specs
+
+    def run_fanouts(self, ctx: JobContext, tx: Tx, jobs: Sequence[Job]) -> list[Replacements]:
+        """Several fan-out jobs in one unit, as :meth:`run_fanout` one by one in event-id
+        order would (:mod:`tidings.fanout.batch`)."""
+        return batch.run_many(ctx, tx, jobs, self.channels, _sources, self.run_fanout)
 
     def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         event = tx.events.get(int(job.args["event_id"]), lock=True)

@@ -4,6 +4,10 @@ Handlers come in two shapes (:class:`Handler`):
 
 - ``run(ctx, tx, job)``: the whole job in one unit of work, committed together with the job's
   completion (or its ``replace_with``). Fan-out and maintenance are of this kind.
+  Such a handler may also have ``run_many(ctx, tx, jobs)``: several claimed jobs of its
+  function in one unit, returning each job's replacements in the order of ``jobs``, with
+  the outcome of running them one by one; the worker completes them together, and runs
+  each on its own if the unit fails (fan-out is of this kind).
 - ``prepare`` → ``send`` → ``finish``: for network I/O (mail, webhooks). ``prepare`` reads in a
   unit of its own, ``send`` talks to the network outside any unit (a slow receiver holds no
   database lock), and ``finish`` records the outcome and completes the job in one unit. The
@@ -49,6 +53,7 @@ class Handler:
     """One job function: either ``run``, or ``prepare`` + ``send`` + ``finish``."""
 
     run: Callable[[JobContext, Tx, Job], Replacements] | None = None
+    run_many: Callable[[JobContext, Tx, Sequence[Job]], list[Replacements]] | None = None
     prepare: Callable[[JobContext, Tx, Job], Any] | None = None
     send: Callable[[JobContext, Any], Any] | None = None
     finish: Callable[[JobContext, Tx, Job, Any, Any], Replacements] | None = None
@@ -59,3 +64,5 @@ class Handler:
                  else all(step is not None for step in steps))
         if not valid:
             raise ValueError("a handler has run, or all of prepare, send and finish")
+        if self.run_many is not None and self.run is None:
+            raise ValueError("a handler with run_many has run too (each job on its own)")

@@ -15,7 +15,7 @@ def handlers(channels: Sequence[Channel]) -> dict[str, Handler]:
     """Fan-out, maintenance, and every handler the channels bring."""
     fanout = FanOut(channels)
     table = {
-        FANOUT: Handler(run=fanout.run_fanout),
+        FANOUT: Handler(run=fanout.run_fanout, run_many=fanout.run_fanouts),
         FANOUT_CHUNK: Handler(run=fanout.run_chunk),
         TRIM: Handler(run=maintenance.run_trim),
         RETENTION: Handler(run=maintenance.run_retention),

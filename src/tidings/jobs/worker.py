@@ -30,6 +30,11 @@ log = logging.getLogger("tidings.worker")
 # A job that meets an unavailable store this many times in a row, each time while the queue
 # answered, spends an attempt (see Worker.run_job).
 OUTAGE_GIVEBACKS = 10
+# Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so a
+# worker's threads (its "jobs" lane) take a few at a time and Tidings.run_jobs (embedded mode,
+# tests) many; Worker.run_once() called by hand still claims ``batch`` (default one).
+WORKER_BATCH = 10
+RUN_JOBS_BATCH = 100
 
 
 def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
@@ -41,20 +46,23 @@ def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
 @dataclass(frozen=True)
 class Lane:
     """``threads`` threads that claim only jobs of ``funcs``, or of every function but
-    ``exclude`` (neither: any job)."""
+    ``exclude`` (neither: any job), ``batch`` jobs a claim (None: the worker's)."""
 
     name: str
     threads: int
     funcs: Sequence[str] | None = None
     exclude: Sequence[str] | None = None
+    batch: int | None = None
 
     @staticmethod
-    def apart(threads: int, name: str, funcs: Sequence[str], apart: int) -> list[Lane]:
-        """``threads`` for every job but ``funcs``, and a lane ``name`` of ``apart`` threads
-        of their own for ``funcs`` (0: this worker leaves them to another)."""
-        lanes = [Lane("jobs", threads, exclude=tuple(funcs))]
+    def apart(threads: int, name: str, funcs: Sequence[str], apart: int,
+              batch: int | None = None) -> list[Lane]:
+        """``threads`` for every job but ``funcs`` (claiming ``batch`` at a time), and a lane
+        ``name`` of ``apart`` threads of their own for ``funcs``, one job a claim (0: this
+        worker leaves them to another)."""
+        lanes = [Lane("jobs", threads, exclude=tuple(funcs), batch=batch)]
         if apart > 0:
-            lanes.append(Lane(name, apart, funcs=tuple(funcs)))
+            lanes.append(Lane(name, apart, funcs=tuple(funcs), batch=1))
         return lanes
 
 
@@ -175,16 +183,74 @@ class Worker:
             self._givebacks[job.id] = count
         return False
 
+    def run_many(self, handler: Handler, jobs: Sequence[Job]) -> int:
+        """Run claimed jobs of one function with ``handler.run_many`` in one unit, completed
+        together; if that unit fails, run each on its own (:meth:`run_job`: its retries,
+        lease and give-back rules), so one bad job never holds up or loses the others.
+        Returns how many completed."""
+        run_many = handler.run_many
+        assert run_many is not None
+
+        def work(tx: Tx) -> None:
+            results = run_many(self.ctx, tx, jobs)
+            if len(results) != len(jobs):
+                raise ValueError("run_many gave a result per job")
+            plain = [job for job, more in zip(jobs, results, strict=True) if not more]
+            if not tx.jobs.complete_many(plain):
+                raise LeaseLost("a job of the batch was taken by another worker")
+            for job, more in zip(jobs, results, strict=True):
+                if more:
+                    _complete(tx, job, more)
+
+        started = time.perf_counter()
+        try:
+            self.ctx.store.transact(work)
+        except Exception as exc:
+            log.info("a batch of %d %s jobs failed (%s); running each on its own", len(jobs),
+                     jobs[0].func, exc)
+            return sum(1 for job in jobs if self.run_job(job))
+        share = (time.perf_counter() - started) / len(jobs)
+        observer = self.ctx.observer
+        with self._count_lock:
+            self.processed += len(jobs)
+            for job in jobs:
+                self._givebacks.pop(job.id, None)
+        for job in jobs:
+            if job.func.startswith("fanout"):
+                observer.observe("fanout_seconds", share)
+            observer.job("completed")
+        return len(jobs)
+
     def run_once(self, lane: Lane | None = None) -> int:
-        """Claim a batch (of the lane's functions) and run it; return how many jobs ran."""
+        """Claim the next job (of the lane's functions) and run it; return how many jobs ran.
+        When its function's handler has ``run_many`` (fan-out), up to ``batch`` jobs of that
+        function are claimed and run together in one unit (:meth:`run_many`); other jobs are
+        claimed and run one at a time, so a thread never holds jobs it cannot start."""
         queue = self.ctx.store.queue
         funcs, exclude = (lane.funcs, lane.exclude) if lane else (self.funcs, self.exclude)
-        jobs = queue.claim(self.batch, funcs=funcs, exclude=exclude)
+        size = lane.batch if lane is not None and lane.batch is not None else self.batch
+        jobs = queue.claim(1, funcs=funcs, exclude=exclude)
+        first = self.handlers.get(jobs[0].func) if jobs and size > 1 else None
+        if first is not None and first.run_many is not None:
+            jobs += queue.claim(size - 1, funcs=[jobs[0].func])
+        together: dict[str, list[Job]] = {}
         for job in jobs:
+            handler = self.handlers.get(job.func)
+            if handler is not None and handler.run_many is not None:
+                together.setdefault(job.func, []).append(job)
+        ran: set[int] = set()
+        for job in jobs:
+            if job.id in ran:
+                continue
             if self._stop.is_set():
                 queue.release(job)
                 continue
-            self.run_job(job)
+            group = together.get(job.func, [])
+            if len(group) > 1:
+                self.run_many(self.handlers[job.func], group)
+                ran.update(j.id for j in group)
+            else:
+                self.run_job(job)
         return len(jobs)
 
     def drain(self, max_jobs: int | None = None) -> int:

@@ -152,6 +152,10 @@ class TimelineStore(Protocol):
     def push(self, event_id: int, users: Sequence[str], now: int) -> None:
         """Write the event into these users' timelines; idempotent."""
 
+    def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
+        """:meth:`push` of several (event id, users, now) entries, in one write where the
+        store can; idempotent."""
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         """Write (event id, created_at) entries into one mailbox (a follow's back-fill);
         idempotent."""

@@ -17,6 +17,10 @@ class JobQueue(Protocol):
     def complete(self, job: Job) -> bool:
         """Remove the job if its lease is still ``job.token``; False if it was lost."""
 
+    def complete_many(self, jobs: Sequence[Job]) -> bool:
+        """:meth:`complete` of several jobs in one write; False if any lease was lost (the
+        caller then rolls the unit back)."""
+
     def replace_with(self, job: Job, specs: Sequence[JobSpec]) -> bool:
         """Swap the job atomically for ``specs`` (TheSchwartz's replace_with)."""
 

@@ -26,11 +26,24 @@ class EventStore(Protocol):
         key, if any, is unique within ``scope``: a second one fails the unit
         (:class:`~tidings.exceptions.StoreConflict`)."""
 
+    def insert_many(self, rows: Sequence[tuple[Event, str]], now: int, *,
+                    scope: str = DEFAULT_SCOPE) -> list[int]:
+        """Store (event, payload JSON) rows as :meth:`insert` does, in one write where the
+        store can; return their ids in the order of ``rows`` (ascending)."""
+
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
         """One event; ``lock`` makes a concurrent retraction of it wait for this unit."""
 
+    def get_many(self, event_ids: Sequence[int], *, lock: bool = False
+                 ) -> dict[int, StoredEvent]:
+        """Those of the events that exist, by id, in one read (:meth:`get`'s ``lock``)."""
+
     def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
         """The event stored under this idempotency key in ``scope``, if any."""
+
+    def get_by_keys(self, keys: Sequence[str], *, scope: str = DEFAULT_SCOPE
+                    ) -> dict[str, StoredEvent]:
+        """:meth:`get_by_key` of several keys in one read: the keys found, with their event."""
 
     def find_ids(self, *, type: str | None, actor: str | None, object: str | None,
                  after_id: int = 0, limit: int = 1000) -> list[int]:
@@ -108,6 +121,11 @@ class GraphStore(Protocol):
         """Distinct users of a source with ids in (after, upto], ascending by code point
         (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
 
+    def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
+        """Per actor, the first ``limit`` followers by ascending id (what :meth:`audience`
+        gives for the actor's ``actor_followers`` source with that limit), all actors in one
+        read where the store can; actors without followers are left out."""
+
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
 
@@ -145,6 +163,10 @@ class GraphStore(Protocol):
 
     def muting(self, users: Sequence[str], actor: str | None, object: str | None) -> set[str]:
         """Those of ``users`` who muted this actor or this object."""
+
+    def mutes_many(self, users: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
+        """The (kind, value) mutes of those of ``users`` who have any, in one read (a batch
+        of fan-outs checks each event's actor and object against them)."""
 
 
 class SettingsStore(Protocol):

@@ -76,24 +76,30 @@ class Publishing:
             raise InvalidInput("the batch repeats an idempotency_key", field="idempotency_key")
 
         def work(tx: Tx) -> list[Published]:
+            # set-based: one read of the keys, one insert of the events, one of the jobs
             now = self.clock.now_us()
-            results: list[Published] = []
-            jobs: list[JobSpec] = []
+            firsts = tx.events.get_by_keys(keys, scope=scope) if keys else {}
+            results: list[Published | None] = []
+            fresh: list[tuple[int, Event, str, EventType]] = []
             for event, payload_json, event_type in prepared:
-                if event.idempotency_key is not None:
-                    first = tx.events.get_by_key(event.idempotency_key, scope=scope)
-                    if first is not None:
-                        if first.body_hash != event.body_hash():
-                            raise IdempotencyConflict(
-                                f"idempotency_key {event.idempotency_key!r} was used before "
-                                "with a different event body")
-                        results.append(Published(str(first.id), created=False))
-                        continue
-                event_id = tx.events.insert(event, payload_json, now, scope=scope)
+                first = (firsts.get(event.idempotency_key)
+                         if event.idempotency_key is not None else None)
+                if first is not None:
+                    if first.body_hash != event.body_hash():
+                        raise IdempotencyConflict(
+                            f"idempotency_key {event.idempotency_key!r} was used before "
+                            "with a different event body")
+                    results.append(Published(str(first.id), created=False))
+                    continue
+                fresh.append((len(results), event, payload_json, event_type))
+                results.append(None)
+            ids = tx.events.insert_many([(e, p) for _, e, p, _ in fresh], now, scope=scope)
+            jobs: list[JobSpec] = []
+            for (place, event, _, event_type), event_id in zip(fresh, ids, strict=True):
                 jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
-                results.append(Published(str(event_id), created=True))
+                results[place] = Published(str(event_id), created=True)
             tx.jobs.enqueue_many(jobs)
-            return results
+            return [r for r in results if r is not None]
 
         try:
             return self.store.transact(work)

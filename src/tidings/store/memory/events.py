@@ -52,6 +52,19 @@ class MemoryEvents:
         row = self._s.events.get(event_id)
         return stored(row) if row is not None else None
 
+    def insert_many(self, rows: Sequence[tuple[Event, str]], now: int, *,
+                    scope: str = DEFAULT_SCOPE) -> list[int]:
+        return [self.insert(event, payload, now, scope=scope) for event, payload in rows]
+
+    def get_many(self, event_ids: Sequence[int], *, lock: bool = False
+                 ) -> dict[int, StoredEvent]:
+        return {i: stored(self._s.events[i]) for i in set(event_ids) if i in self._s.events}
+
+    def get_by_keys(self, keys: Sequence[str], *, scope: str = DEFAULT_SCOPE
+                    ) -> dict[str, StoredEvent]:
+        found = {key: self.get_by_key(key, scope=scope) for key in set(keys)}
+        return {key: event for key, event in found.items() if event is not None}
+
     def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
         event_id = self._s.event_keys.get((scope, key))
         return self.get(event_id) if event_id is not None else None

@@ -129,6 +129,10 @@ class MemoryGraph:
                  if u > after and (upto is None or u <= upto)]
         return users if limit is None else users[:limit]
 
+    def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
+        found = {actor: sorted(self._s.followers.get(actor, {}))[:limit] for actor in set(actors)}
+        return {actor: users for actor, users in found.items() if users}
+
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         users = [u for u in self._users_of(source) if u > after]
         return users[n - 1] if 1 <= n <= len(users) else None
@@ -189,6 +193,9 @@ class MemoryGraph:
 
     def mutes(self, user: str) -> list[tuple[str, str]]:
         return sorted(self._s.mutes.get(user, {}))
+
+    def mutes_many(self, users: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
+        return {u: set(self._s.mutes[u]) for u in set(users) if self._s.mutes.get(u)}
 
     def muting(self, users: Sequence[str], actor: str | None, object: str | None) -> set[str]:
         wanted: set[tuple[str, str]] = set()

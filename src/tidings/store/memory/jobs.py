@@ -87,6 +87,13 @@ class MemoryJobQueue:
         _drop(self._s, self._j, row)
         return True
 
+    def complete_many(self, jobs: Sequence[Job]) -> bool:
+        rows = [_mine(self._s, job) for job in jobs]
+        for row in rows:
+            if row is not None and row.id in self._s.jobs:
+                _drop(self._s, self._j, row)
+        return all(row is not None for row in rows)
+
     def replace_with(self, job: Job, specs: Sequence[JobSpec]) -> bool:
         if not self.complete(job):
             return False

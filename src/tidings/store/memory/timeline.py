@@ -23,6 +23,10 @@ class MemoryTimeline:
             if event_id not in self._s.timelines.get(user, {}):
                 self._j.put_in(self._s.timelines, user, event_id, now)
 
+    def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
+        for event_id, users, now in entries:
+            self.push(event_id, users, now)
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         for event_id, created_at in entries:
             if event_id not in self._s.timelines.get(user, {}):

@@ -31,6 +31,15 @@ class RedisTimeline:
         for user in users:
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", event_id, event_id])
 
+    def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
+        ids: dict[str, list[int]] = {}  # one ZADD per mailbox, whatever the events
+        for event_id, users, _ in entries:
+            for user in users:
+                ids.setdefault(user, []).append(event_id)
+        for user, mine in ids.items():
+            pairs = [value for event_id in mine for value in (event_id, event_id)]
+            self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         if entries:
             pairs = [value for event_id, _ in entries for value in (event_id, event_id)]

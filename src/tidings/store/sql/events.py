@@ -24,6 +24,16 @@ def _stored(row: Any) -> StoredEvent:
     )
 
 
+def _row(event: Event, payload_json: str, now: int, scope: str) -> dict[str, Any]:
+    return {
+        "type": event.type, "actor": event.actor, "object": event.object,
+        "payload": payload_json, "recipients": json.dumps(list(event.recipients)),
+        "exclude": json.dumps(list(event.exclude)), "idempotency_scope": scope,
+        "idempotency_key": event.idempotency_key, "body_hash": event.body_hash(),
+        "created_at": event.created_at if event.created_at is not None else now,
+    }
+
+
 class SqlEvents:
     """The ``events`` table within one transaction."""
 
@@ -33,17 +43,20 @@ class SqlEvents:
 
     def insert(self, event: Event, payload_json: str, now: int, *,
                scope: str = DEFAULT_SCOPE) -> int:
-        result = self.conn.execute(events.insert().values(
-            type=event.type, actor=event.actor, object=event.object, payload=payload_json,
-            recipients=json.dumps(list(event.recipients)),
-            exclude=json.dumps(list(event.exclude)),
-            idempotency_scope=scope, idempotency_key=event.idempotency_key,
-            body_hash=event.body_hash(),
-            created_at=event.created_at if event.created_at is not None else now,
-        ))
+        result = self.conn.execute(events.insert().values(_row(event, payload_json, now, scope)))
         key = result.inserted_primary_key
         assert key is not None
         return int(key[0])
+
+    def insert_many(self, rows: Sequence[tuple[Event, str]], now: int, *,
+                    scope: str = DEFAULT_SCOPE) -> list[int]:
+        dialect = self.conn.dialect
+        if len(rows) < 2 or not dialect.insert_executemany_returning_sort_by_parameter_order:
+            return [self.insert(event, payload, now, scope=scope) for event, payload in rows]
+        # one multi-row INSERT … RETURNING id, the ids handed back in the rows' order
+        stmt = events.insert().returning(events.c.id, sort_by_parameter_order=True)
+        result = self.conn.execute(stmt, [_row(e, p, now, scope) for e, p in rows])
+        return [int(r[0]) for r in result]
 
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
         query = select(events).where(events.c.id == event_id)
@@ -51,6 +64,27 @@ class SqlEvents:
             query = query.with_for_update(read=True)
         row = self.conn.execute(query).first()
         return _stored(row) if row is not None else None
+
+    def get_many(self, event_ids: Sequence[int], *, lock: bool = False
+                 ) -> dict[int, StoredEvent]:
+        found: dict[int, StoredEvent] = {}
+        wanted = sorted(set(event_ids))
+        for part in self.db.parts(wanted):
+            query = select(events).where(self.db.among(events.c.id, part))
+            if lock and self.conn.dialect.name != "sqlite":
+                query = query.order_by(events.c.id).with_for_update(read=True)
+            found.update((row.id, _stored(row)) for row in self.conn.execute(query))
+        return found
+
+    def get_by_keys(self, keys: Sequence[str], *, scope: str = DEFAULT_SCOPE
+                    ) -> dict[str, StoredEvent]:
+        found: dict[str, StoredEvent] = {}
+        for part in self.db.parts(sorted(set(keys))):
+            rows = self.conn.execute(select(events).where(
+                events.c.idempotency_scope == scope, self.db.among(events.c.idempotency_key,
+                                                                   part)))
+            found.update((row.idempotency_key, _stored(row)) for row in rows)
+        return found
 
     def get_by_key(self, key: str, *, scope: str = DEFAULT_SCOPE) -> StoredEvent | None:
         row = self.conn.execute(select(events).where(

@@ -6,7 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, delete, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    or_,
+    select,
+    text,
+    union_all,
+    update,
+)
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.domain.timeline import SourceState
@@ -51,6 +62,13 @@ FOLLOWEE_SOURCES = (
     .select_from(follows.outerjoin(timeline_sources,
                                    timeline_sources.c.actor == follows.c.followee))
     .where(follows.c.follower == bindparam("user")))
+# the first followers of each of many actors: one index range per actor (PostgreSQL)
+_PG_FOLLOWERS = text("""
+SELECT a.actor, f.follower FROM unnest(CAST(:actors AS VARCHAR[])) AS a(actor)
+CROSS JOIN LATERAL (SELECT follower FROM follows WHERE followee = a.actor
+                    ORDER BY follower LIMIT :n) AS f
+""")
+ACTORS_PER_UNION = 100
 MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam("user"))
          .order_by(mutes.c.kind, mutes.c.value))
 
@@ -182,6 +200,26 @@ class SqlGraph:
             ranged = ranged.limit(limit)
         return [str(r[0]) for r in self.conn.execute(ranged)]
 
+    def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
+        wanted = sorted(set(actors))
+        found: dict[str, list[str]] = {}
+        if not wanted:
+            return found
+        if self.db.backend == "postgresql":
+            rows: Any = self.conn.execute(_PG_FOLLOWERS, {"actors": wanted, "n": limit})
+            for actor, follower in rows:
+                found.setdefault(actor, []).append(follower)
+            return found
+        f = follows.c
+        for start in range(0, len(wanted), ACTORS_PER_UNION):  # one UNION ALL of index ranges
+            parts = [select(f.followee, f.follower).where(f.followee == actor)
+                     .order_by(f.follower).limit(limit).subquery()
+                     for actor in wanted[start:start + ACTORS_PER_UNION]]
+            query = union_all(*(select(p.c.followee, p.c.follower) for p in parts))
+            for actor, follower in self.conn.execute(query):
+                found.setdefault(actor, []).append(follower)
+        return {actor: sorted(users) for actor, users in found.items()}
+
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         query = source_query(source)
         if query is None:
@@ -270,6 +308,15 @@ class SqlGraph:
         if rows is None:
             rows = self.db.fetch(self.conn, MUTES, {"user": user})
         return [(kind, value) for kind, value in rows]
+
+    def mutes_many(self, users: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
+        found: dict[str, set[tuple[str, str]]] = {}
+        for part in self.db.parts(sorted(set(users))):
+            for user, kind, value in self.conn.execute(
+                    select(mutes.c.user_id, mutes.c.kind, mutes.c.value)
+                    .where(self.db.among(mutes.c.user_id, part))):
+                found.setdefault(user, set()).add((kind, value))
+        return found
 
     def muting(self, users: Sequence[str], actor: str | None,
                object: str | None) -> set[str]:

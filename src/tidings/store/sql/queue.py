@@ -70,6 +70,17 @@ class SqlJobs:
             delete(jobs).where(jobs.c.id == job.id, jobs.c.grabbed_until == job.token))
         return result.rowcount == 1
 
+    def complete_many(self, done: Sequence[Job]) -> bool:
+        by_token: dict[int, list[int]] = {}
+        for job in done:
+            by_token.setdefault(job.token, []).append(job.id)
+        deleted = 0
+        for token, ids in by_token.items():  # one lease for a whole claim: one statement
+            for part in self.db.parts(sorted(ids)):
+                deleted += self.conn.execute(delete(jobs).where(
+                    self.db.among(jobs.c.id, part), jobs.c.grabbed_until == token)).rowcount
+        return deleted == len({job.id for job in done})
+
     def replace_with(self, job: Job, specs: Sequence[JobSpec]) -> bool:
         if not self.complete(job):
             return False

@@ -53,6 +53,10 @@ class SqlTimeline:
     def push(self, event_id: int, users: Sequence[str], now: int) -> None:
         self._write([(user, event_id, now) for user in users])
 
+    def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
+        self._write([(user, event_id, now) for event_id, users, now in entries
+                     for user in users])
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         """(event id, created_at) entries into one mailbox (a back-fill)."""
         self._write([(user, i, at) for i, at in entries])

@@ -1,0 +1,182 @@
+"""Several fan-out jobs in one unit of work (``Handler.run_many``), set-based where the ports
+allow, with the same outcome as running them one by one in the order they were claimed (by
+priority, then by when they were queued: event-id order for events of one priority).
+
+Per batch, not per event: the events (one read, locked as :meth:`EventStore.get` locks), the
+first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
+preferences and bounces of everyone reached, the timeline sources of every actor, the
+timeline entries (one :meth:`TimelineStore.push_many`), the timeline cap over the union of the
+followers reached, and one live notification after the commit.
+
+Per event, as before, inside the unit: the exclusions, the type's privacy rule, the inbox
+write (bundling decides per (user, bundle) against what the previous events of the batch
+wrote), the inbox cap after it, the channels' scheduling and the hybrid/pull decision with
+its source-state flip (kept in order on the batch's copy of the states). An event whose
+audience needs more than one chunk, or whose type has object subscribers, runs the existing
+one-event handler in its place in the order (the batch gathered so far is written first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tidings.channels.registry import Channel
+from tidings.domain.audience import ACTOR_FOLLOWERS, RECIPIENTS
+from tidings.domain.views import StoredEvent
+from tidings.fanout.deliver import addresses_of, by_channel, cap_inboxes, pushed, write_inbox
+from tidings.fanout.privacy import permitted
+from tidings.jobs.context import JobContext, Replacements
+from tidings.jobs.model import Job
+from tidings.ports import Tx
+
+BATCHED_SOURCES = frozenset({RECIPIENTS, ACTOR_FOLLOWERS})
+
+
+@dataclass(frozen=True)
+class Item:
+    """One event of a batch: its audience (one chunk at most) and the followers among it."""
+
+    event: StoredEvent
+    users: list[str]
+    timeline: list[str]
+    at: int | None
+    writer: str
+
+
+def _muted(mutes: set[tuple[str, str]] | None, event: StoredEvent) -> bool:
+    if not mutes:
+        return False
+    return ((event.actor is not None and ("actor", event.actor) in mutes)
+            or (event.object is not None and ("object", event.object) in mutes))
+
+
+class Batch:
+    """Events gathered in order, written by :meth:`flush` with per-batch statements."""
+
+    def __init__(self, ctx: JobContext, tx: Tx, channels: Sequence[Channel]) -> None:
+        self.ctx = ctx
+        self.tx = tx
+        self.channels = channels
+        self.items: list[Item] = []
+        self.seen: set[int] = set()
+        self.touched: set[str] = set()
+
+    def add(self, item: Item) -> None:
+        if item.event.id not in self.seen:  # an event twice in a batch is delivered once
+            self.seen.add(item.event.id)
+            self.items.append(item)
+
+    def flush(self) -> None:
+        items, self.items = self.items, []
+        if not items:
+            return
+        ctx, tx = self.ctx, self.tx
+        firsts: list[tuple[Item, list[str]]] = []  # each event with its users not excluded
+        everyone: set[str] = set()
+        for item in items:
+            excluded = set(item.event.exclude)
+            if item.event.actor is not None:
+                excluded.add(item.event.actor)
+            candidates = sorted(u for u in set(item.users) if u not in excluded)
+            if candidates:  # else deliver() returns at once: nothing written, nothing decided
+                firsts.append((item, candidates))
+                everyone.update(candidates)
+        mutes = tx.graph.mutes_many(sorted(everyone)) if everyone else {}
+        chosen: list[tuple[Item, list[str]]] = []
+        reached_all: set[str] = set()
+        for item, candidates in firsts:
+            candidates = [u for u in candidates if not _muted(mutes.get(u), item.event)]
+            if ctx.catalog.known(item.event.type):  # before anything is written
+                candidates = permitted(ctx, tx, item.event,
+                                       ctx.catalog.types.get(item.event.type), candidates)
+            chosen.append((item, candidates))
+            reached_all.update(candidates)
+        prefs = tx.settings.preferences_many(sorted(reached_all)) if reached_all else {}
+        known = (prefs, tx.settings.bounced(addresses_of(prefs)))
+        actors = sorted({i.event.actor for i, _ in chosen if i.timeline and i.event.actor})
+        sources = tx.graph.timeline_sources(actors) if actors else {}
+        pushes: list[tuple[int, Sequence[str], int]] = []
+        capped: set[str] = set()
+        for item, candidates in chosen:
+            event = item.event
+            now = item.at if item.at is not None else ctx.clock.now_us()
+            if not ctx.catalog.known(event.type):
+                delivered = write_inbox(tx, event, category="general", section="alert",
+                                        bundle="none", users=candidates, now=now,
+                                        writer=item.writer)
+            else:
+                delivered = by_channel(ctx, tx, event, ctx.catalog.types.get(event.type),
+                                       candidates, self.channels, now,
+                                       backfill=item.at is not None, writer=item.writer,
+                                       known=known)
+            cap_inboxes(ctx, tx, delivered)
+            self.touched.update(delivered)
+            if item.timeline:
+                allowed = set(candidates)
+                reached = [u for u in item.timeline if u in allowed]
+                if pushed(ctx, tx, event, sources):
+                    pushes.append((event.id, reached, now))
+                    capped.update(reached)
+                self.touched.update(reached)
+            ctx.observer.delivered(len(delivered))
+        if pushes:
+            tx.timeline.push_many(pushes)
+            tx.timeline.cap(sorted(capped), ctx.config.timeline_cap)  # newest kept
+
+    def announce(self) -> None:
+        """One live notification, after the commit, for every user the batch touched."""
+        if self.touched:
+            touched = sorted(self.touched)
+            notifier = self.ctx.store.notifier
+            self.tx.after_commit(lambda: notifier.changed(touched))
+
+
+def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Channel],
+             sources_of: Callable[[JobContext, StoredEvent], list[str]],
+             one: Callable[[JobContext, Tx, Job], Replacements]) -> list[Replacements]:
+    """Fan several events out in one unit, in the order of ``jobs``; ``one`` runs a job whose event
+    does not fit the batch (chunked audiences, object subscribers) on its own, in its place."""
+    results: list[Replacements] = [None] * len(jobs)
+    order = range(len(jobs))  # the claim's order, as one by one (by priority, then event id)
+    events = tx.events.get_many([int(job.args["event_id"]) for job in jobs], lock=True)
+    live = {i: events[int(jobs[i].args["event_id"])] for i in order
+            if int(jobs[i].args["event_id"]) in events
+            and events[int(jobs[i].args["event_id"])].retracted_at is None}
+    kinds = {i: sources_of(ctx, event) for i, event in live.items()}
+    simple = {i for i, k in kinds.items() if BATCHED_SOURCES.issuperset(k)}
+    chunk = ctx.config.chunk_size
+    followers = tx.graph.followers_of(
+        sorted({e.actor for i, e in live.items()
+                if i in simple and ACTOR_FOLLOWERS in kinds[i] and e.actor is not None}),
+        limit=chunk + 1)
+    batch = Batch(ctx, tx, channels)
+    for i in order:
+        event = live.get(i)
+        if event is None:
+            continue  # gone or retracted: nothing to deliver
+        item = _item(event, kinds[i], followers, jobs[i], chunk) if i in simple else None
+        if item is None:
+            batch.flush()
+            results[i] = one(ctx, tx, jobs[i])
+        else:
+            batch.add(item)
+    batch.flush()
+    batch.announce()
+    return results
+
+
+def _item(event: StoredEvent, kinds: list[str], followers: dict[str, list[str]], job: Job,
+          chunk: int) -> Item | None:
+    """The event's batch item, or None if its audience does not fit one chunk (as the
+    one-event handler's fast path decides)."""
+    recipients = sorted(set(event.recipients)) if RECIPIENTS in kinds else []
+    theirs: list[str] = []
+    if ACTOR_FOLLOWERS in kinds and event.actor is not None:
+        theirs = followers.get(event.actor, [])
+        if len(theirs) > chunk:
+            return None
+    audience = set(recipients).union(theirs)
+    if len(audience) > chunk:
+        return None
+    return Item(event, sorted(audience), theirs, job.args.get("at"), f"job:{job.id}")
