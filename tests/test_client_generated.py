@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from parsing import parse
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "unasync.py"
 PACKAGE = ROOT / "src" / "tidings" / "client"
@@ -65,7 +67,7 @@ def test_the_client_imports_only_httpx_anyio_and_itself() -> None:
     allowed = {"httpx", "anyio", "tidings.exceptions", "tidings.client"}
     outside = []
     for module in [*PACKAGE.glob("*.py"), PACKAGE.parent / "client_base.py"]:
-        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse(module)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -12,6 +12,8 @@ from pathlib import Path
 import grimp
 import pytest
 
+from parsing import parse
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "tidings"
 ROOT = SRC.parent.parent
 
@@ -88,7 +90,7 @@ def _package(module: str) -> str:
 
 def _private_uses(module: str, path: Path) -> list[str]:
     """Names starting with one underscore that ``module`` takes from another package."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse(path)
     aliases: dict[str, str] = {}
     uses = []
     for node in ast.walk(tree):

@@ -15,7 +15,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.jobs.worker import Lane
+from tidings.jobs.worker import WORKER_BATCH, Lane
 
 pytest_plugins = ["hooks"]
 
@@ -118,10 +118,13 @@ def test_answers_about_one_url_do_not_trip_the_breaker(hook_store: str) -> None:
 
 def test_webhooks_run_on_threads_of_their_own(hook_store: str) -> None:
     t, _clock = make(hook_store)
-    assert t.worker(concurrency=3).lanes == [Lane("jobs", 3, exclude=("webhook",)),
-                                              Lane("webhooks", 1, funcs=("webhook",))]
+    # fan-out jobs are claimed in batches on the jobs lane; a webhook is claimed alone
+    assert t.worker(concurrency=3).lanes == [
+        Lane("jobs", 3, exclude=("webhook",), batch=WORKER_BATCH),
+        Lane("webhooks", 1, funcs=("webhook",), batch=1)]
     assert [lane.threads for lane in t.worker(webhook_concurrency=4).lanes] == [1, 4]
-    assert t.worker(webhook_concurrency=0).lanes == [Lane("jobs", 1, exclude=("webhook",))]
+    assert t.worker(webhook_concurrency=0).lanes == [
+        Lane("jobs", 1, exclude=("webhook",), batch=WORKER_BATCH)]
     t.close()
     from_env = Tidings(Config.from_env({"TIDINGS_DATABASE_URL": hook_store,
                                         "TIDINGS_WEBHOOK_CONCURRENCY": "2"}))
