@@ -57,6 +57,48 @@ class SqlStores(Protocol):
         """Remove the template; called once at the end of the session."""
 
 
+# What makes two databases interchangeable for a test: everything but their rows (and the
+# counters, which emptying resets).
+PG_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+PG_SCHEMA = (
+    PG_TABLES,
+    "SELECT table_name, column_name, data_type, column_default, is_nullable, collation_name "
+    "FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2",
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT tgname, tgrelid::regclass::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
+    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT viewname FROM pg_views WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT sequencename, start_value FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT relname, relpersistence, reloptions::text FROM pg_class "
+    "WHERE relnamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT extname FROM pg_extension ORDER BY 1",
+    "SELECT setconfig::text FROM pg_db_role_setting WHERE setdatabase = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database())",
+    "SELECT version_num FROM alembic_version",
+)
+MYSQL_TABLES = ("SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() ORDER BY 1")
+MYSQL_SCHEMA = (
+    "SELECT table_name, engine, table_collation, create_options FROM information_schema.tables "
+    "WHERE table_schema = DATABASE() ORDER BY 1",
+    "SELECT table_name, column_name, column_type, column_default, is_nullable, extra, "
+    "collation_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+    "ORDER BY 1, 2",
+    "SELECT table_name, index_name, seq_in_index, column_name, non_unique, sub_part "
+    "FROM information_schema.statistics WHERE table_schema = DATABASE() ORDER BY 1, 2, 3",
+    "SELECT constraint_name, table_name, constraint_type FROM "
+    "information_schema.table_constraints WHERE constraint_schema = DATABASE() ORDER BY 1, 2",
+    "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE() "
+    "ORDER BY 1",
+    "SELECT routine_name FROM information_schema.routines WHERE routine_schema = DATABASE() "
+    "ORDER BY 1",
+    "SELECT version_num FROM alembic_version",
+)
+
+
+
 def _name(kind: str) -> str:
     return f"tidings_{kind}_{secrets.token_hex(6)}"
 
@@ -101,12 +143,15 @@ class SqliteStores:
         return self._template
 
 
-class PostgresStores:
-    """Databases on the PostgreSQL server at ``server`` (a URL without a database)."""
+class _ServerStores:
+    """What the two server kinds share: reuse of emptied clones (see the module's text)."""
 
-    def __init__(self, server: str) -> None:
+    schema_queries: tuple[str, ...] = ()
+    tables_query = ""
+
+    def __init__(self, server: str, admin_database: str | None) -> None:
         self.server = server
-        self._admin = _admin_engine(with_database(server, "postgres"))
+        self._admin = _admin_engine(with_database(server, admin_database))
         self._template: str | None = None
         self._schema = ""
         self._clones: set[str] = set()
@@ -116,21 +161,13 @@ class PostgresStores:
         with self._admin.connect() as conn:
             conn.execute(text("SELECT 1"))
 
-    def empty(self) -> str:
-        return self._create(_name("t"), "template0")
-
     def clone(self) -> str:
         if self._free:
             return with_database(self.server, self._free.pop())
-        if self._template is None:
-            url = self._create(_name("tpl"), "template0")
-            upgrade(url)  # which closes its connections: a template must have none
-            self._template = _database(url)
-        name = _name("t")
-        url = self._create(name, self._template)
-        self._clones.add(name)
-        if not self._schema:
-            self._schema = _read_schema(url, PG_SCHEMA)
+        url = self._new_clone()
+        self._clones.add(_database(url))
+        if not self._schema:  # of a clone (on MariaDB, CREATE TABLE … LIKE drops foreign keys)
+            self._schema = _read_schema(url, self.schema_queries)
         return url
 
     def drop(self, url: str) -> None:
@@ -153,21 +190,55 @@ class PostgresStores:
         """Empty the clone at ``url`` for the next test; False if it must be dropped."""
         try:
             self._end_connections(_database(url))
-            if _read_schema(url, PG_SCHEMA) != self._schema:
+            if _read_schema(url, self.schema_queries) != self._schema:
                 return False
             engine = create_engine(normalise_url(url), poolclass=NullPool)
             try:
                 with engine.begin() as conn:
-                    for table in _emptying_order(conn, PG_TABLES):
-                        conn.execute(text(f'DELETE FROM "{table}"'))
-                    conn.execute(text("SELECT setval(format('%I.%I', schemaname, sequencename), "
-                                      "start_value, false) FROM pg_sequences "
-                                      "WHERE schemaname = 'public'"))
+                    self._empty(conn, _emptying_order(conn, self.tables_query))
             finally:
                 engine.dispose()
         except DBAPIError:
             return False
         return True
+
+    def _new_clone(self) -> str:
+        raise NotImplementedError
+
+    def _empty(self, conn: Connection, tables: list[str]) -> None:
+        raise NotImplementedError
+
+    def _end_connections(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _drop(self, name: str) -> None:
+        raise NotImplementedError
+
+
+class PostgresStores(_ServerStores):
+    """Databases on the PostgreSQL server at ``server`` (a URL without a database)."""
+
+    schema_queries = PG_SCHEMA
+    tables_query = PG_TABLES
+
+    def __init__(self, server: str) -> None:
+        super().__init__(server, "postgres")
+
+    def empty(self) -> str:
+        return self._create(_name("t"), "template0")
+
+    def _new_clone(self) -> str:
+        if self._template is None:
+            url = self._create(_name("tpl"), "template0")
+            upgrade(url)  # which closes its connections: a template must have none
+            self._template = _database(url)
+        return self._create(_name("t"), self._template)
+
+    def _empty(self, conn: Connection, tables: list[str]) -> None:
+        for table in tables:
+            conn.execute(text(f'DELETE FROM "{table}"'))
+        conn.execute(text("SELECT setval(format('%I.%I', schemaname, sequencename), "
+                          "start_value, false) FROM pg_sequences WHERE schemaname = 'public'"))
 
     def _end_connections(self, name: str) -> None:
         with self._admin.connect() as conn:
@@ -191,21 +262,15 @@ class PostgresStores:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
 
 
-class MysqlStores:
+class MysqlStores(_ServerStores):
     """Databases on the MariaDB/MySQL server at ``server`` (a URL without a database)."""
 
-    def __init__(self, server: str) -> None:
-        self.server = server
-        self._admin = _admin_engine(with_database(server, None))
-        self._template: str | None = None
-        self._tables: list[str] = []
-        self._schema = ""
-        self._clones: set[str] = set()
-        self._free: list[str] = []
+    schema_queries = MYSQL_SCHEMA
+    tables_query = MYSQL_TABLES
 
-    def ping(self) -> None:
-        with self._admin.connect() as conn:
-            conn.execute(text("SELECT 1"))
+    def __init__(self, server: str) -> None:
+        super().__init__(server, None)
+        self._tables: list[str] = []
 
     def empty(self) -> str:
         name = _name("t")
@@ -213,9 +278,7 @@ class MysqlStores:
             conn.execute(text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
         return with_database(self.server, name)
 
-    def clone(self) -> str:
-        if self._free:
-            return with_database(self.server, self._free.pop())
+    def _new_clone(self) -> str:
         template = self._migrated_template()
         url = self.empty()
         name = _database(url)
@@ -228,50 +291,18 @@ class MysqlStores:
                     f"SELECT version_num FROM `{template}`.alembic_version"
                 )
             )
-        self._clones.add(name)
-        if not self._schema:  # of a clone: CREATE TABLE … LIKE leaves foreign keys behind
-            self._schema = _read_schema(url, MYSQL_SCHEMA)
         return url
 
-    def drop(self, url: str) -> None:
-        name = _database(url)
-        if name in self._clones and self._emptied(url):
-            self._free.append(name)
-        else:
-            self._clones.discard(name)
-            self._drop(name)
-
-    def close(self) -> None:
-        for name in self._free:
-            self._drop(name)
-        self._free.clear()
-        if self._template is not None:
-            self._drop(self._template)
-        self._admin.dispose()
-
-    def _emptied(self, url: str) -> bool:
-        """Empty the clone at ``url`` for the next test; False if it must be dropped."""
-        try:
-            self._end_connections(_database(url))
-            if _read_schema(url, MYSQL_SCHEMA) != self._schema:
-                return False
-            engine = create_engine(normalise_url(url), poolclass=NullPool)
-            try:
-                with engine.begin() as conn:
-                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-                    for table in _emptying_order(conn, MYSQL_TABLES):
-                        conn.execute(text(f"DELETE FROM `{table}`"))
-                    counted = conn.execute(text(
-                        "SELECT table_name FROM information_schema.tables "
-                        "WHERE table_schema = DATABASE() AND auto_increment > 1")).scalars()
-                    for table in list(counted):
-                        conn.execute(text(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1"))
-                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
-            finally:
-                engine.dispose()
-        except DBAPIError:
-            return False
-        return True
+    def _empty(self, conn: Connection, tables: list[str]) -> None:
+        conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+        for table in tables:
+            conn.execute(text(f"DELETE FROM `{table}`"))
+        counted = conn.execute(text(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND auto_increment > 1")).scalars()
+        for table in list(counted):
+            conn.execute(text(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1"))
+        conn.execute(text("SET FOREIGN_KEY_CHECKS = 1"))
 
     def _migrated_template(self) -> str:
         if self._template is None:
@@ -332,46 +363,6 @@ def _database(url: str) -> str:
 def _path(url: str) -> Path:
     return Path(_database(url))
 
-
-# What makes two databases interchangeable for a test: everything but their rows (and the
-# counters, which emptying resets).
-PG_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-PG_SCHEMA = (
-    PG_TABLES,
-    "SELECT table_name, column_name, data_type, column_default, is_nullable, collation_name "
-    "FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2",
-    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
-    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-    "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
-    "SELECT tgname, tgrelid::regclass::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
-    "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
-    "SELECT viewname FROM pg_views WHERE schemaname = 'public' ORDER BY 1",
-    "SELECT sequencename, start_value FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1",
-    "SELECT relname, relpersistence, reloptions::text FROM pg_class "
-    "WHERE relnamespace = 'public'::regnamespace ORDER BY 1",
-    "SELECT extname FROM pg_extension ORDER BY 1",
-    "SELECT setconfig::text FROM pg_db_role_setting WHERE setdatabase = "
-    "(SELECT oid FROM pg_database WHERE datname = current_database())",
-    "SELECT version_num FROM alembic_version",
-)
-MYSQL_TABLES = ("SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = DATABASE() ORDER BY 1")
-MYSQL_SCHEMA = (
-    "SELECT table_name, engine, table_collation, create_options FROM information_schema.tables "
-    "WHERE table_schema = DATABASE() ORDER BY 1",
-    "SELECT table_name, column_name, column_type, column_default, is_nullable, extra, "
-    "collation_name FROM information_schema.columns WHERE table_schema = DATABASE() "
-    "ORDER BY 1, 2",
-    "SELECT table_name, index_name, seq_in_index, column_name, non_unique, sub_part "
-    "FROM information_schema.statistics WHERE table_schema = DATABASE() ORDER BY 1, 2, 3",
-    "SELECT constraint_name, table_name, constraint_type FROM "
-    "information_schema.table_constraints WHERE constraint_schema = DATABASE() ORDER BY 1, 2",
-    "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE() "
-    "ORDER BY 1",
-    "SELECT routine_name FROM information_schema.routines WHERE routine_schema = DATABASE() "
-    "ORDER BY 1",
-    "SELECT version_num FROM alembic_version",
-)
 
 
 def _read_schema(url: str, queries: tuple[str, ...]) -> str:

@@ -5,34 +5,13 @@ each, and the fan-out jobs of one claim in one unit with per-batch reads and wri
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from sqlalchemy import event
-
+from statements import statements
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 
 FOLLOWERS = ("u0", "u1", "u2")
 # timelines only, as the timelines bench's posts: no inbox row, no mail
 STATUS = EventType("status", category="status", channels=(), audience=("actor_followers",))
-
-
-@contextmanager
-def statements(t: Tidings) -> Iterator[list[str]]:
-    """The statements run on ``t``'s database meanwhile."""
-    seen: list[str] = []
-    engine = t.store.db.engine  # type: ignore[attr-defined]
-
-    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        seen.append(sql)
-
-    event.listen(engine, "before_cursor_execute", statement)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", statement)
 
 
 def _posts(count: int, first: int = 0) -> list[dict[str, object]]:

@@ -6,32 +6,12 @@ Counted with SQLAlchemy's events, not timed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import pytest
-from sqlalchemy import event
 
 from engines import open_tidings
+from statements import statements
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
-
-
-@contextmanager
-def statements(t: Tidings) -> Iterator[list[str]]:
-    """The statements run on ``t``'s database meanwhile."""
-    seen: list[str] = []
-    engine = t.store.db.engine  # type: ignore[attr-defined]
-
-    def statement(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        seen.append(sql)
-
-    event.listen(engine, "before_cursor_execute", statement)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", statement)
 
 
 def _posts(t: Tidings, actor: str, n: int) -> list[int]:

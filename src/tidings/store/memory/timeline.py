@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.memory.state import Journal, State
+from tidings.store.timeline_steps import StepwiseTimeline
 
 
-class MemoryTimeline:
+class MemoryTimeline(StepwiseTimeline):
     """The timelines of one unit of work."""
 
     def __init__(self, state: State, journal: Journal) -> None:
@@ -62,16 +62,6 @@ class MemoryTimeline:
     def cap(self, users: Sequence[str], cap: int) -> int:
         return sum(self.trim(user, cap) for user in sorted(set(users))
                    if len(self._s.timelines.get(user, {})) > cap)
-
-    def head(self, user: str, *, limit: int, before: int | None,
-             after: int | None) -> tuple[int, list[TimelineEntry]]:
-        floor = self.floor(user)
-        return floor, self.page(user, limit=limit, before=before,
-                                after=max(floor, after or 0) or None)
-
-    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
-               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
-        return None  # the reader takes the steps one by one
 
     def floor(self, user: str) -> int:
         return self._s.timeline_floors.get(user, 0)

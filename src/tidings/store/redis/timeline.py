@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys
 from tidings.store.redis.writes import WriteBuffer
+from tidings.store.timeline_steps import StepwiseTimeline
 
 Bodies = Callable[[Sequence[int]], dict[int, TimelineEntry]]
 Actors = Callable[[Sequence[int]], dict[int, str | None]]
 
 
-class RedisTimeline:
+class RedisTimeline(StepwiseTimeline):
     """Timelines within one unit: pushes, trims and floors wait in the unit's buffer."""
 
     def __init__(self, redis: Redis, buffer: WriteBuffer, bodies: Bodies,
@@ -75,16 +75,6 @@ class RedisTimeline:
         for user in sorted(set(users)):
             self.buffer.script("tl_cap", self.keys.user(user), [cap])
         return 0
-
-    def head(self, user: str, *, limit: int, before: int | None,
-             after: int | None) -> tuple[int, list[TimelineEntry]]:
-        floor = self.floor(user)
-        return floor, self.page(user, limit=limit, before=before,
-                                after=max(floor, after or 0) or None)
-
-    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
-               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
-        return None  # the reader takes the steps one by one
 
     def floor(self, user: str) -> int:
         with guard("timeline"):

@@ -1,0 +1,29 @@
+"""``TimelineStore.head`` and ``merged`` for stores that read a timeline step by step (memory,
+Redis): the head is the floor and the page above it, and there is no one-read merge, so the
+reader takes the steps one by one."""
+
+from __future__ import annotations
+
+from tidings.domain.timeline import Candidate, ReadPlan
+from tidings.domain.views import TimelineEntry
+
+
+class StepwiseTimeline:
+    """The two reads, on a store's own ``floor`` and ``page``."""
+
+    def floor(self, user: str) -> int:
+        raise NotImplementedError
+
+    def page(self, user: str, *, limit: int, before: int | None,
+             after: int | None = None) -> list[TimelineEntry]:
+        raise NotImplementedError
+
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        floor = self.floor(user)
+        return floor, self.page(user, limit=limit, before=before,
+                                after=max(floor, after or 0) or None)
+
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
+               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+        return None
