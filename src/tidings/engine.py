@@ -27,6 +27,7 @@ from tidings.domain.views import (
     TimelineEntry,
     UnreadCount,
 )
+from tidings.exceptions import TidingsError
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
 from tidings.jobs.registry import handlers
 from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Lane, Worker
@@ -40,15 +41,8 @@ from tidings.services.settings import SettingsService
 from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
 
-__all__ = [
-    "Follow",
-    "Notification",
-    "Page",
-    "Published",
-    "Tidings",
-    "TimelineEntry",
-    "UnreadCount",
-]
+__all__ = ["Follow", "Notification", "Page", "Published", "Tidings", "TimelineEntry",
+           "UnreadCount"]
 
 
 class Tidings:
@@ -175,6 +169,11 @@ class Tidings:
                      idempotency_scope: str = DEFAULT_SCOPE) -> list[Published]:
         """Publish several events in one transaction: all are accepted, or none (bad input)."""
         return self.publishing.publish_many(batch, scope=idempotency_scope)
+
+    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
+                     ) -> list[Published | TidingsError]:
+        """(event, idempotency scope) items in one transaction, each answered on its own."""
+        return self.publishing.publish_each(items)
 
     def get_event(self, event_id: str | int) -> StoredEvent:
         return self.publishing.get_event(event_id)

@@ -11,6 +11,7 @@ from tidings.api import errors
 from tidings.api.auth import Principal
 from tidings.api.deps import Server, State, error_responses
 from tidings.api.errors import ApiError
+from tidings.api.groupcommit import publish_group
 from tidings.api.ratelimit import RateLimiter
 from tidings.api.schemas.events import Accepted, BatchIn, BatchOut, EventIn, Removed, RetractionIn
 from tidings.api.state import AppState
@@ -34,9 +35,8 @@ def build() -> APIRouter:
         """Accept an event; 202 means durable. A repeated idempotency key returns the first."""
         # idempotency keys are scoped per server key (Principal.idempotency_scope)
         _limit(state, caller, 1)
-        published = await run_in_threadpool(state.tidings.publish,
-                                            body.model_dump(exclude_unset=True),
-                                            idempotency_scope=caller.idempotency_scope)
+        published = await state.commits.publish(body.model_dump(exclude_unset=True),
+                                                caller.idempotency_scope)
         if published.created:
             state.metrics.events_accepted.inc()
         return {"id": published.id, "status": "accepted"}
@@ -57,17 +57,18 @@ def build() -> APIRouter:
             except ValueError as exc:
                 items.append(_item_error(index, "invalid_input", _pydantic_message(exc), None))
         accepted: dict[int, str] = {}
-        for index, fields in valid:
-            try:
-                published = await run_in_threadpool(
-                    state.tidings.publish, fields, idempotency_scope=caller.idempotency_scope)
-            except TidingsError as exc:
-                if errors.status_of(exc) == 503:
-                    raise
-                items.append(_item_error(index, exc.code, str(exc), getattr(exc, "field", None)))
+        # one transaction for all, each item answered on its own (group commit)
+        outcomes = await run_in_threadpool(publish_group, state.tidings, [
+            (fields, caller.idempotency_scope) for _, fields in valid])
+        for (index, _), outcome in zip(valid, outcomes, strict=True):
+            if isinstance(outcome, TidingsError):
+                if errors.status_of(outcome) == 503:
+                    raise outcome
+                items.append(_item_error(index, outcome.code, str(outcome),
+                                         getattr(outcome, "field", None)))
                 continue
-            accepted[index] = published.id
-            if published.created:
+            accepted[index] = outcome.id
+            if outcome.created:
                 state.metrics.events_accepted.inc()
         items += [{"index": i, "status": "accepted", "id": event_id}
                   for i, event_id in accepted.items()]

@@ -9,6 +9,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.auth import Authenticator
+from tidings.api.groupcommit import GroupCommit
 from tidings.api.live import OpenStreams
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
@@ -25,6 +26,10 @@ class AppState:
     streams: OpenStreams = field(default_factory=OpenStreams)
     _locales: dict[str, str | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    commits: GroupCommit = field(init=False)  # POST /v1/events: group commit
+
+    def __post_init__(self) -> None:
+        self.commits = GroupCommit(self.tidings)
 
     async def locale_of(self, user: str) -> str | None:
         """The user's preferred locale, cached (preferences are read rarely)."""

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
-from tidings.clock import Clock, to_rfc3339
-from tidings.domain.bundling import OTHERS_CAP, UNREAD_CAP, count_display
+from tidings.clock import Clock
+from tidings.domain.bundling import UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
-from tidings.domain.readstate import Markers, scope_name
-from tidings.domain.rendering import RenderContext, render_all
-from tidings.domain.views import Filters, GroupInfo, InboxRow, Notification, Page, UnreadCount
+from tidings.domain.readstate import scope_name
+from tidings.domain.views import Filters, Notification, Page, UnreadCount
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids, check_limit
+from tidings.services.listing import ItemDrawer
 
 # (unit, user, event ids): what one recipient's deletion undoes besides the inbox
 DeleteHook = Callable[[Tx, str, list[int]], None]
@@ -50,6 +49,7 @@ class InboxService:
         self.catalog = catalog
         self.clock = clock
         self.delete_hooks = list(delete_hooks)
+        self.drawer = ItemDrawer(catalog.or_default)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -106,32 +106,12 @@ class InboxService:
                                       bundles=self.catalog.bundles)
         rows, groups, markers = view.rows, view.groups, view.markers
         page = rows[:limit]
-        items = [self._item(row, groups.get(row.display_hash), markers, language)
-                 for row in page]
+        draw = self.drawer.item
+        items = [draw(row, groups.get(row.display_hash), markers, language) for row in page]
         last = page[-1] if page else None
         more = len(rows) > limit
         next_cursor = encode_cursor(last.created_at, last.event_id) if more and last else None
         return Page(items, next_cursor)
-
-    def _item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
-              language: str) -> Notification:
-        actors = info.actors if info else ([row.actor] if row.actor else [])
-        count = info.count if info else 1
-        others = min(max(len(actors) - 1, 0), OTHERS_CAP)
-        unread_now = markers.is_unread(row.read_at, row.fresh_at, row.type, row.category,
-                                       row.section, position=(row.created_at, row.event_id))
-        payload: dict[str, Any] = json.loads(row.payload)
-        ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
-                            payload=payload, actors=actors[:3], count=count, others=others,
-                            event_id=str(row.event_id))
-        rendered = render_all(self.catalog.or_default(row.type), ctx, language,
-                              payload_text=row.payload if isinstance(row.payload, str) else None)
-        return Notification(
-            id=str(row.event_id), type=row.type, category=row.category, section=row.section,
-            object=row.object, actor=row.actor, actors=actors[:3], count=count,
-            others=others, title=rendered.title, body=rendered.body, link=rendered.link,
-            html=rendered.html, created_at=to_rfc3339(row.created_at), read=not unread_now,
-            seen=markers.is_seen(unread_now, row.fresh_at), payload=payload)
 
     def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)

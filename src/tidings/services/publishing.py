@@ -17,7 +17,13 @@ from tidings.domain.events import (
 )
 from tidings.domain.types import EventType
 from tidings.domain.views import Published, StoredEvent
-from tidings.exceptions import IdempotencyConflict, InvalidInput, NotFound, StoreConflict
+from tidings.exceptions import (
+    IdempotencyConflict,
+    InvalidInput,
+    NotFound,
+    StoreConflict,
+    TidingsError,
+)
 from tidings.fanout.specs import fanout_spec, retention_spec
 from tidings.jobs.model import JobSpec
 from tidings.ports import Store, Tx
@@ -25,6 +31,8 @@ from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids
 
 RetractHook = Callable[[Tx, list[int]], None]
+# an event checked for publishing: the event, its payload JSON, its type, its key's scope
+Prepared = tuple[Event, str, EventType, str]
 
 
 def coerce_event(event: Event | Mapping[str, Any]) -> Event:
@@ -70,34 +78,87 @@ class Publishing:
         """Store events and their fan-out jobs in one unit: all are accepted, or none.
         Idempotency keys are looked up and stored within ``scope``."""
         scope = check_scope(scope)
-        prepared = [self.prepare(event) for event in batch]
-        keys = [e.idempotency_key for e, _, _ in prepared if e.idempotency_key is not None]
+        prepared = [(*self.prepare(event), scope) for event in batch]
+        keys = [e.idempotency_key for e, _, _, _ in prepared if e.idempotency_key is not None]
         if len(keys) != len(set(keys)):
             raise InvalidInput("the batch repeats an idempotency_key", field="idempotency_key")
+        return [o for o in self._store(prepared, all_or_none=True)
+                if isinstance(o, Published)]
 
-        def work(tx: Tx) -> list[Published]:
-            # set-based: one read of the keys, one insert of the events, one of the jobs
+    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
+                     ) -> list[Published | TidingsError]:
+        """Store (event, idempotency scope) items in one unit, each answered on its own: its
+        :class:`Published`, or the error that refused it (bad input, a key used before with
+        another body), the others stored all the same, as if each had been published by
+        itself in turn (a key repeated among the items returns the first's event). Group
+        commit: many requests' events in one transaction, each durable on return."""
+        outcomes: list[Published | TidingsError | None] = [None] * len(items)
+        prepared: list[Prepared] = []
+        places: list[int] = []
+        for place, (event, scope) in enumerate(items):
+            try:
+                prepared.append((*self.prepare(event), check_scope(scope)))
+            except InvalidInput as exc:
+                outcomes[place] = exc
+                continue
+            places.append(place)
+        for place, outcome in zip(places, self._store(prepared) if prepared else [],
+                                  strict=True):
+            outcomes[place] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def _store(self, prepared: Sequence[Prepared], *, all_or_none: bool = False
+               ) -> list[Published | TidingsError]:
+        """The unit of :meth:`publish_many` and :meth:`publish_each`, set-based per scope:
+        one read of the keys, one insert of the events, one of all the jobs. A conflicting
+        key is its item's answer, or with ``all_or_none`` the whole unit's (nothing stored)."""
+        by_scope: dict[str, list[int]] = {}
+        for place, item in enumerate(prepared):
+            by_scope.setdefault(item[3], []).append(place)
+
+        def work(tx: Tx) -> list[Published | TidingsError]:
             now = self.clock.now_us()
-            firsts = tx.events.get_by_keys(keys, scope=scope) if keys else {}
-            results: list[Published | None] = []
-            fresh: list[tuple[int, Event, str, EventType]] = []
-            for event, payload_json, event_type in prepared:
-                first = (firsts.get(event.idempotency_key)
-                         if event.idempotency_key is not None else None)
-                if first is not None:
-                    if first.body_hash != event.body_hash():
-                        raise IdempotencyConflict(
-                            f"idempotency_key {event.idempotency_key!r} was used before "
-                            "with a different event body")
-                    results.append(Published(str(first.id), created=False))
-                    continue
-                fresh.append((len(results), event, payload_json, event_type))
-                results.append(None)
-            ids = tx.events.insert_many([(e, p) for _, e, p, _ in fresh], now, scope=scope)
+            results: list[Published | TidingsError | None] = [None] * len(prepared)
             jobs: list[JobSpec] = []
-            for (place, event, _, event_type), event_id in zip(fresh, ids, strict=True):
-                jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
-                results[place] = Published(str(event_id), created=True)
+            for scope, places in by_scope.items():
+                keys = list(dict.fromkeys(k for k in (prepared[i][0].idempotency_key
+                                                      for i in places) if k is not None))
+                firsts = tx.events.get_by_keys(keys, scope=scope) if keys else {}
+                fresh: list[int] = []
+                taken: dict[str, int] = {}  # key → the place that stores it in this unit
+                repeats: list[tuple[int, int]] = []
+                for i in places:
+                    event = prepared[i][0]
+                    key = event.idempotency_key
+                    if key is None:
+                        fresh.append(i)
+                        continue
+                    first = firsts.get(key)
+                    earlier = taken.get(key)
+                    body = (first.body_hash if first is not None else
+                            prepared[earlier][0].body_hash() if earlier is not None else None)
+                    if body is not None and body != event.body_hash():
+                        conflict = IdempotencyConflict(
+                            f"idempotency_key {key!r} was used before with a different "
+                            "event body")
+                        if all_or_none:
+                            raise conflict
+                        results[i] = conflict
+                    elif first is not None:
+                        results[i] = Published(str(first.id), created=False)
+                    elif earlier is not None:
+                        repeats.append((i, earlier))
+                    else:
+                        taken[key] = i
+                        fresh.append(i)
+                ids = tx.events.insert_many([prepared[i][:2] for i in fresh], now,
+                                            scope=scope)
+                for i, event_id in zip(fresh, ids, strict=True):
+                    event, _, event_type, _ = prepared[i]
+                    jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
+                    results[i] = Published(str(event_id), created=True)
+                for i, earlier in repeats:
+                    results[i] = Published(str(ids[fresh.index(earlier)]), created=False)
             tx.jobs.enqueue_many(jobs)
             return [r for r in results if r is not None]
 

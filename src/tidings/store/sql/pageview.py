@@ -26,7 +26,6 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.readstate import POSITION, Markers
@@ -45,13 +44,12 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
     """The page under ``conditions`` (which must not depend on the watermarks) with a
     ``members`` array and a ``markers`` JSON text column; ``:user`` names the user."""
     member = notifications.alias("member")
-    newest = (select(member.c.actor, member.c.created_at, member.c.event_id)
-              .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
-              .order_by(member.c.created_at.desc(), member.c.event_id.desc())
-              .limit(ACTOR_SCAN).correlate(notifications).subquery("newest"))
-    members = select(func.array_agg(aggregate_order_by(
-        newest.c.actor, newest.c.created_at.desc(), newest.c.event_id.desc()))
-    ).scalar_subquery()
+    # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row
+    members = func.array(
+        select(member.c.actor)
+        .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
+        .order_by(member.c.created_at.desc(), member.c.event_id.desc())
+        .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())
     marks = select(cast(func.json_agg(func.json_build_array(
         m.scope, m.until_at, m.position_at, m.position_id)), String)).where(
         m.user_id == bindparam("user")).scalar_subquery()

@@ -1,0 +1,94 @@
+"""Group commit for ``POST /v1/events``: the events of requests that arrive while a commit is
+under way are published together, in the next transaction.
+
+One request alone is published at once, as before. Under load, a request waits at most for
+the commit in progress, then shares the next one with every request that arrived meanwhile
+(up to :data:`GROUP_LIMIT`), so a process pays one transaction and one disk flush per group
+instead of per event. Each request is still answered on its own, and only once its event is
+committed: 202 still means durable. Its errors are its own too: bad input or a key reused
+with another body refuses that request only (:meth:`Tidings.publish_each`). If the group's
+transaction fails as a whole for a reason one event may cause (the store refusing a row),
+each event is published again by itself, so the others are not refused for it; a store that
+is unreachable answers every request of the group with 503, as it would have alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from tidings.domain.views import Published
+from tidings.engine import Tidings
+from tidings.exceptions import SchemaOutOfDate, StoreUnavailable, TidingsError
+
+GROUP_LIMIT = 256  # events in one transaction at most
+
+Waiting = tuple[Mapping[str, Any], str, "asyncio.Future[Published]"]
+
+
+class GroupCommit:
+    """Publishes the events of concurrent requests of one process in shared transactions."""
+
+    def __init__(self, tidings: Tidings, limit: int = GROUP_LIMIT) -> None:
+        self.tidings = tidings
+        self.limit = limit
+        self._waiting: list[Waiting] = []
+        self._committer: asyncio.Task[None] | None = None
+
+    async def publish(self, fields: Mapping[str, Any], scope: str) -> Published:
+        """Publish one event (``scope``: its idempotency scope) with the next group."""
+        future: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+        self._waiting.append((fields, scope, future))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_all())
+        return await asyncio.shield(future)
+
+    async def _commit_all(self) -> None:
+        while self._waiting:
+            group = self._waiting[:self.limit]
+            del self._waiting[:self.limit]
+            try:
+                outcomes = await run_in_threadpool(self._publish, group)
+            except BaseException as exc:  # unreachable store, or this task cancelled
+                for *_, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for (*_, future), outcome in zip(group, outcomes, strict=True):
+                if future.done():
+                    continue
+                if isinstance(outcome, Published):
+                    future.set_result(outcome)
+                else:
+                    future.set_exception(outcome)
+
+    def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
+        return publish_group(self.tidings, [(fields, scope) for fields, scope, _ in group])
+
+
+def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]]
+                  ) -> list[Published | TidingsError]:
+    """:meth:`Tidings.publish_each` of ``items``; if their transaction fails as a whole for a
+    reason one event may cause, each is published again alone, answered by its own outcome.
+    An unreachable store or an old schema is raised, for every item alike."""
+    try:
+        return tidings.publish_each(items)
+    except (StoreUnavailable, SchemaOutOfDate):
+        raise
+    except TidingsError:
+        if len(items) == 1:
+            raise
+    outcomes: list[Published | TidingsError] = []
+    for item in items:  # alone, so that one event's refusal is its own
+        try:
+            outcomes += tidings.publish_each([item])
+        except (StoreUnavailable, SchemaOutOfDate):
+            raise
+        except TidingsError as exc:
+            outcomes.append(exc)
+    return outcomes

@@ -1,0 +1,78 @@
+"""Drawing the listed items of an inbox page, with the drawn items kept for the next read.
+
+An item's title, body, link and HTML depend on its row, its display group's newest actors
+and count, its read and seen state, the language and the type's definition, and on nothing
+else. A page read again — the usual case: a badge click, a refresh, a poll — finds its items
+here instead of rendering them again. The payload is parsed anew for every item handed out,
+so a caller that changes an item's payload changes only its own copy.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from tidings.clock import to_rfc3339
+from tidings.domain.bundling import OTHERS_CAP
+from tidings.domain.readstate import Markers
+from tidings.domain.rendering import RenderContext, render_all
+from tidings.domain.types import EventType
+from tidings.domain.views import GroupInfo, InboxRow, Notification
+
+ITEM_CACHE_SIZE = 4_096  # drawn items kept per service; the oldest go first
+
+# a Notification's fields but its actors and payload, and its actors
+Drawn = tuple[dict[str, Any], tuple[str, ...]]
+
+
+class ItemDrawer:
+    """Turns base rows into :class:`Notification` items, keeping the drawn ones."""
+
+    def __init__(self, types: Callable[[str], EventType], size: int = ITEM_CACHE_SIZE) -> None:
+        self._types = types
+        self._size = size
+        self._drawn: dict[Hashable, Drawn] = {}
+        self._lock = threading.Lock()
+
+    def item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
+             language: str) -> Notification:
+        unread = markers.is_unread(row.read_at, row.fresh_at, row.type, row.category,
+                                   row.section, position=(row.created_at, row.event_id))
+        seen = markers.is_seen(unread, row.fresh_at)
+        event_type = self._types(row.type)
+        group = (info.count, len(info.actors), tuple(info.actors[:3])) if info else None
+        key = (row, group, unread, seen, language, event_type.fingerprint)
+        drawn = self._drawn.get(key)
+        if drawn is None:
+            drawn = self._draw(row, info, event_type, language, read=not unread, seen=seen)
+            with self._lock:
+                if len(self._drawn) >= self._size:
+                    self._drawn.pop(next(iter(self._drawn)), None)
+                self._drawn[key] = drawn
+        payload: dict[str, Any] = json.loads(row.payload)
+        fields, actors = drawn
+        return Notification(**fields, actors=list(actors), payload=payload)
+
+    @staticmethod
+    def _draw(row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str,
+              *, read: bool, seen: bool) -> Drawn:
+        actors = info.actors if info else ([row.actor] if row.actor else [])
+        count = info.count if info else 1
+        others = min(max(len(actors) - 1, 0), OTHERS_CAP)
+        ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
+                            payload=json.loads(row.payload), actors=actors[:3], count=count,
+                            others=others, event_id=str(row.event_id))
+        rendered = render_all(event_type, ctx, language,
+                              payload_text=row.payload if isinstance(row.payload, str) else None)
+        return ({"id": str(row.event_id), "type": row.type, "category": row.category,
+                "section": row.section, "object": row.object, "actor": row.actor,
+                "count": count, "others": others, "title": rendered.title,
+                "body": rendered.body, "link": rendered.link, "html": rendered.html,
+                "created_at": to_rfc3339(row.created_at), "read": read, "seen": seen},
+                tuple(actors[:3]))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._drawn.clear()
