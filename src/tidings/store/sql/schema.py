@@ -70,9 +70,11 @@ events = Table(
     Index(None, "object"),
     Index(None, "created_at"),
     # a followee's newest events (the pull model's read); on PostgreSQL only those not
-    # retracted, with their type: the read's scan never leaves the index (migration 0014)
+    # retracted, with their type: the read's scan never leaves the index (migration 0014),
+    # and actors compared byte by byte, not through the collation (migration 0015)
     Index(None, "actor", "id", postgresql_include=["type"],
-          postgresql_where=text("retracted_at IS NULL")),
+          postgresql_where=text("retracted_at IS NULL"),
+          postgresql_ops={"actor": "varchar_pattern_ops"}),
     # SQLite would otherwise hand the highest id out again once that event is deleted, while
     # timelines, waiting mail and jobs may still name it.
     sqlite_autoincrement=True,

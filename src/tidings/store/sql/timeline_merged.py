@@ -42,15 +42,17 @@ SOURCES = f"""
                      WHERE actor = f.followee LIMIT 1) s ON true
   WHERE f.follower = :user"""
 # the same where the deployment is pull: a source is pulled whole unless overridden to push
-# (and pushed since): only the overrides are looked up, in their own small index
+# (and pushed since): only the overrides are looked up, in their own small index, joined to
+# the followees as a set (a merge of two index scans where the overrides are few) rather than
+# probed once per followee. (The push/hybrid form above keeps its probe per followee: there
+# every source has a row, and a join would read them all.)
 PULLED = f"""
   SELECT f.followee AS actor,
     CASE WHEN o.model = 'push' AND o.push_from IS NOT NULL
          THEN greatest(o.push_from, (SELECT floor FROM fl))
          ELSE {NO_BOUND} END AS cut
   FROM follows f
-  LEFT JOIN LATERAL (SELECT model, push_from FROM timeline_sources
-                     WHERE actor = f.followee AND model IS NOT NULL LIMIT 1) o ON true
+  LEFT JOIN timeline_sources o ON o.actor = f.followee AND o.model IS NOT NULL
   WHERE f.follower = :user"""
 
 
