@@ -12,11 +12,12 @@ written through to SQL's ``read_markers`` so ``tidings rebuild-hot-store`` can r
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Column, Connection, bindparam, select
 
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import TimelineEntry
@@ -34,47 +35,63 @@ T = TypeVar("T")
 IN_LIST = 1000
 
 
-# built once, so their compiled forms are cached: a page costs one indexed lookup
-PAYLOADS = select(events.c.id, events.c.payload).where(
-    events.c.id.in_(bindparam("ids", expanding=True)))
-BODIES = select(events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
-                events.c.created_at).where(events.c.id.in_(bindparam("ids", expanding=True)),
-                                           events.c.retracted_at.is_(None))
+# The reads by event id of every page, in two forms: the driver's own statement, made once
+# per number of ids and run with nothing to compile (exec_driver_sql), for the positional
+# paramstyles of our drivers (sqlite3: qmark; psycopg and PyMySQL: pyformat, which also takes
+# %s with a tuple); and the same query in SQLAlchemy's terms for any other.
+MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+PAYLOADS = (events.c.id, events.c.payload)
+BODIES = (events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
+          events.c.created_at)
+ACTORS = (events.c.id, events.c.actor)
+LIVE = "retracted_at IS NULL"
+
+
+@functools.lru_cache(maxsize=256)
+def _by_ids_sql(columns: tuple[str, ...], live: bool, mark: str, count: int) -> str:
+    return (f"SELECT {', '.join(columns)} FROM {events.name} "
+            f"WHERE id IN ({', '.join([mark] * count)}){f' AND {LIVE}' if live else ''}")
+
+
+def _by_ids(conn: Connection, columns: Sequence[Column[Any]], *, live: bool = False
+            ) -> Callable[[Sequence[int]], list[Any]]:
+    """Rows of ``columns`` (the id first) of the events of these ids (``live``: not
+    retracted), at most IN_LIST ids a statement."""
+    mark = MARKS.get(conn.dialect.paramstyle)
+    names = tuple(c.name for c in columns)
+    fallback = select(*columns).where(events.c.id.in_(bindparam("ids", expanding=True)))
+    if live:
+        fallback = fallback.where(events.c.retracted_at.is_(None))
+
+    def load(ids: Sequence[int]) -> list[Any]:  # rows, unpacked as tuples
+        found: list[Any] = []
+        for start in range(0, len(ids), IN_LIST):
+            chunk = list(ids[start:start + IN_LIST])
+            if mark is None:
+                found += conn.execute(fallback, {"ids": chunk}).all()
+            else:
+                found += conn.exec_driver_sql(_by_ids_sql(names, live, mark, len(chunk)),
+                                              tuple(chunk)).all()
+        return found
+
+    return load
 
 
 def _payloads(conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
-    def load(ids: Sequence[int]) -> dict[int, str]:
-        found: dict[int, str] = {}
-        for start in range(0, len(ids), IN_LIST):
-            found.update((r.id, r.payload) for r in conn.execute(
-                PAYLOADS, {"ids": list(ids[start:start + IN_LIST])}))
-        return found
-
-    return load
+    load = _by_ids(conn, PAYLOADS)
+    return lambda ids: {i: payload for i, payload in load(ids)}
 
 
 def _bodies(conn: Connection) -> Callable[[Sequence[int]], dict[int, TimelineEntry]]:
-    def load(ids: Sequence[int]) -> dict[int, TimelineEntry]:
-        return {r.id: TimelineEntry(id=r.id, type=r.type, actor=r.actor, object=r.object,
-                                    payload=json.loads(r.payload), created_at=r.created_at)
-                for r in conn.execute(BODIES, {"ids": list(ids)})}
-
-    return load
-
-
-ACTORS = select(events.c.id, events.c.actor).where(
-    events.c.id.in_(bindparam("ids", expanding=True)))
+    load = _by_ids(conn, BODIES, live=True)
+    return lambda ids: {i: TimelineEntry(id=i, type=t, actor=a, object=o, payload=json.loads(p),
+                                         created_at=c)
+                        for i, t, a, o, p, c in load(ids)}
 
 
 def _actors(conn: Connection) -> Callable[[Sequence[int]], dict[int, str | None]]:
-    def load(ids: Sequence[int]) -> dict[int, str | None]:
-        found: dict[int, str | None] = {}
-        for start in range(0, len(ids), IN_LIST):
-            found.update((r.id, r.actor) for r in conn.execute(
-                ACTORS, {"ids": list(ids[start:start + IN_LIST])}))
-        return found
-
-    return load
+    load = _by_ids(conn, ACTORS)
+    return lambda ids: {i: actor for i, actor in load(ids)}
 
 
 class HotTx:
