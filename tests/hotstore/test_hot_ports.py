@@ -341,3 +341,40 @@ def test_a_page_view_is_the_three_reads_it_stands_for(store: ports.Store) -> Non
     first = read(store, lambda tx: tx.inbox.page_view("ann", ALL, limit=2, before=None,
                                                       bundles=bundles)).rows[-1]
     both(ALL, 3, (first.created_at, first.event_id))
+
+
+def test_a_badge_counts_as_the_full_count_under_every_watermark(store: ports.Store) -> None:
+    """A count with no condition reads its watermarks in badge.lua on Redis, which hands any
+    but 'all' and 'seen' over to count.lua: every kind of watermark gives the count that the
+    watermarks read apart give."""
+    e = [publish(store, n) for n in range(1, 9)]
+    for n, event in enumerate(e):
+        deliver(store, delivery(event, 100 + n, bundled=False, bundle=f"s{event}",
+                                type="like" if n % 2 else "mention"), ["ann"])
+
+    def same() -> None:
+        def work(tx: ports.Tx) -> None:
+            markers = tx.inbox.load_markers("ann")
+            for filters in (ALL, Filters(unread=True)):
+                assert tx.inbox.unread_count("ann", filters) == tx.inbox.unread_count(
+                    "ann", filters, markers)
+                assert tx.inbox.unread_count("ann", filters, unseen=True) == \
+                    tx.inbox.unread_count("ann", filters, markers, unseen=True)
+                assert tx.inbox.unread_counts("ann", filters) == (
+                    tx.inbox.unread_count("ann", filters, markers),
+                    tx.inbox.unread_count("ann", filters, markers, unseen=True))
+
+        read(store, work)
+
+    same()  # no watermark
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 101))
+    same()
+    write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 104))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL, unseen=True)) == 3
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 105))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL)) == 4
+    write(store, lambda tx: tx.inbox.set_position("ann", (106, e[6]), 110))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL)) == 1

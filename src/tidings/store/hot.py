@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, Connection, bindparam, select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import TimelineEntry
@@ -40,10 +40,9 @@ IN_LIST = 1000
 # paramstyles of our drivers (sqlite3: qmark; psycopg and PyMySQL: pyformat, which also takes
 # %s with a tuple); and the same query in SQLAlchemy's terms for any other.
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
-PAYLOADS = (events.c.id, events.c.payload)
-BODIES = (events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
-          events.c.created_at)
-ACTORS = (events.c.id, events.c.actor)
+PAYLOADS = ("id", "payload")
+BODIES = ("id", "type", "actor", "object", "payload", "created_at")
+ACTORS = ("id", "actor")
 LIVE = "retracted_at IS NULL"
 
 
@@ -53,24 +52,27 @@ def _by_ids_sql(columns: tuple[str, ...], live: bool, mark: str, count: int) -> 
             f"WHERE id IN ({', '.join([mark] * count)}){f' AND {LIVE}' if live else ''}")
 
 
-def _by_ids(conn: Connection, columns: Sequence[Column[Any]], *, live: bool = False
+@functools.lru_cache(maxsize=8)
+def _by_ids_select(columns: tuple[str, ...], live: bool) -> Select[Any]:
+    query = select(*(events.c[name] for name in columns)).where(
+        events.c.id.in_(bindparam("ids", expanding=True)))
+    return query.where(events.c.retracted_at.is_(None)) if live else query
+
+
+def _by_ids(conn: Connection, columns: tuple[str, ...], *, live: bool = False
             ) -> Callable[[Sequence[int]], list[Any]]:
     """Rows of ``columns`` (the id first) of the events of these ids (``live``: not
     retracted), at most IN_LIST ids a statement."""
     mark = MARKS.get(conn.dialect.paramstyle)
-    names = tuple(c.name for c in columns)
-    fallback = select(*columns).where(events.c.id.in_(bindparam("ids", expanding=True)))
-    if live:
-        fallback = fallback.where(events.c.retracted_at.is_(None))
 
     def load(ids: Sequence[int]) -> list[Any]:  # rows, unpacked as tuples
         found: list[Any] = []
         for start in range(0, len(ids), IN_LIST):
             chunk = list(ids[start:start + IN_LIST])
             if mark is None:
-                found += conn.execute(fallback, {"ids": chunk}).all()
+                found += conn.execute(_by_ids_select(columns, live), {"ids": chunk}).all()
             else:
-                found += conn.exec_driver_sql(_by_ids_sql(names, live, mark, len(chunk)),
+                found += conn.exec_driver_sql(_by_ids_sql(columns, live, mark, len(chunk)),
                                               tuple(chunk)).all()
         return found
 
