@@ -22,11 +22,12 @@ def test_bench_inbox_on_redis_prints_ratios_and_cleans_up(redis_server: str,
                                             "0.005", "--rounds", "1", "--ops", "10",
                                             "--baseline", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    for figure in ("fan-out rows/s", "page of 20 /s", "unread count /s", "ratio"):
+    for figure in ("fan-out rows/s", "page of 20 /s", "page of 20, vs ids + bodies /s",
+                   "unread count /s", "ratio"):
         assert figure in result.output
     comparisons = json.loads(out.read_text())["comparisons"]  # as the SQL workloads write
     assert [c["figure"] for c in comparisons] == [
-        "fan-out rows/s", "page of 20 /s", "unread count /s"]
+        "fan-out rows/s", "page of 20 /s", "page of 20, vs ids + bodies /s", "unread count /s"]
     for c in comparisons:
         assert c["tidings"]["per_second"] > 0 and c["baseline"]["per_second"] > 0
         assert c["ratio"] == pytest.approx(

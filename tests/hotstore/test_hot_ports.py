@@ -17,6 +17,7 @@ from tidings.domain.bundling import UNREAD_CAP, display_hash
 from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Delivery, Filters, InboxRow, NewNotification
+from tidings.store import pageview
 
 T = TypeVar("T")
 ALL = Filters()
@@ -300,3 +301,80 @@ def test_timeline_push_page_trim(store: ports.Store) -> None:
     assert write(store, lambda tx: tx.timeline.trim("ann", 2)) == 4
     assert tl("ann", limit=10, before=None) == [e[5]]
     assert len(tl("bob", limit=10, before=None)) == 5
+
+
+def test_a_page_view_is_the_three_reads_it_stands_for(store: ports.Store) -> None:
+    """Redis answers page_view in one script (view.lua) with the group info of the types
+    it has seen bundle; it must equal the watermarks, page and group info read apart, for
+    a type met for the first time, once it is known, past rows of deleted events, under a
+    filter and a cursor."""
+    e = [publish(store, n, actor=f"a{n % 3}") for n in range(1, 13)]
+    for n, event in enumerate(e):
+        if n % 4 == 3:  # a mention of its own
+            deliver(store, delivery(event, 100 + n, type="mention", bundled=False,
+                                    bundle=f"m{event}", actor=f"a{n % 3}"), ["ann"])
+        else:  # likes bundled by object, two objects
+            deliver(store, delivery(event, 100 + n, bundle=f"o{n % 2}", actor=f"a{n % 3}"),
+                    ["ann"])
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 104))
+    write(store, lambda tx: tx.events.delete([e[10]]))
+
+    def bundles(event_type: str) -> bool:
+        return event_type == "like"
+
+    def both(filters: Filters, limit: int, before: tuple[int, int] | None) -> None:
+        def work(tx: ports.Tx) -> tuple[Any, Any]:
+            apart = pageview.page_view(tx.inbox, "ann", filters, limit=limit, before=before,
+                                       bundles=bundles)
+            return tx.inbox.page_view("ann", filters, limit=limit, before=before,
+                                      bundles=bundles), apart
+
+        one, apart = read(store, work)
+        assert one == apart
+        assert one.rows  # the case says something
+
+    for _ in range(2):  # the type unknown to the script, then known
+        both(ALL, 3, None)
+        both(ALL, 20, None)
+        both(Filters(unread=True), 5, None)
+        both(Filters(types=("mention",)), 5, None)
+    first = read(store, lambda tx: tx.inbox.page_view("ann", ALL, limit=2, before=None,
+                                                      bundles=bundles)).rows[-1]
+    both(ALL, 3, (first.created_at, first.event_id))
+
+
+def test_a_badge_counts_as_the_full_count_under_every_watermark(store: ports.Store) -> None:
+    """A count with no condition reads its watermarks in badge.lua on Redis, which hands any
+    but 'all' and 'seen' over to count.lua: every kind of watermark gives the count that the
+    watermarks read apart give."""
+    e = [publish(store, n) for n in range(1, 9)]
+    for n, event in enumerate(e):
+        deliver(store, delivery(event, 100 + n, bundled=False, bundle=f"s{event}",
+                                type="like" if n % 2 else "mention"), ["ann"])
+
+    def same() -> None:
+        def work(tx: ports.Tx) -> None:
+            markers = tx.inbox.load_markers("ann")
+            for filters in (ALL, Filters(unread=True)):
+                assert tx.inbox.unread_count("ann", filters) == tx.inbox.unread_count(
+                    "ann", filters, markers)
+                assert tx.inbox.unread_count("ann", filters, unseen=True) == \
+                    tx.inbox.unread_count("ann", filters, markers, unseen=True)
+                assert tx.inbox.unread_counts("ann", filters) == (
+                    tx.inbox.unread_count("ann", filters, markers),
+                    tx.inbox.unread_count("ann", filters, markers, unseen=True))
+
+        read(store, work)
+
+    same()  # no watermark
+    write(store, lambda tx: tx.inbox.set_marker("ann", "all", 101))
+    same()
+    write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 104))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL, unseen=True)) == 3
+    write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 105))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL)) == 4
+    write(store, lambda tx: tx.inbox.set_position("ann", (106, e[6]), 110))
+    same()
+    assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL)) == 1

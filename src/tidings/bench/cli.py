@@ -49,6 +49,8 @@ HOT_BASELINES = {
     "fan-out rows/s": ("rows/s", "server-side Lua fan-out: ZADD + trim per follower, 43 "
                                  "followers a message, one message a round trip"),
     "page of 20 /s": ("pages/s", "ZREVRANGEBYSCORE id page below a score cursor"),
+    "page of 20, vs ids + bodies /s": ("pages/s", "ZREVRANGE of 20 ids, then HGETALL of "
+                                                  "each message in one pipeline (2 RTT)"),
     "unread count /s": ("counts/s", "ZCOUNT of the unread index"),
 }
 

@@ -2,20 +2,29 @@
 ``redis+cluster://…``), beside ``../shared/bench-anchors/raw_redis.py`` run in the same command.
 
 The events live in a temporary SQLite file; the inboxes under a fresh key prefix on the named
-server, deleted at the end (no other key is touched). Figures, each timed in the same run:
+server, deleted at the end (no other key is touched). Figures, each timed in the same run, the
+two sides in alternating blocks of :data:`BLOCK` items (:func:`_paired`) so that both meet the
+same load:
 
-========================  ================================================================
-tidings                   baseline (raw_redis.py, re-implemented on the same server)
-========================  ================================================================
-fan-out: rows/s through   server-side Lua fan-out: ZADD + ZCARD/trim per follower, 43
-``InboxStore.deliver`` (one  followers a message, one message a round trip (rows/s): the
-unit per event, 43 users)  anchor's 3,364 msg/s figure, like for like with one unit of
-                          work per event; the same with 100 messages a pipeline is reported
-                          beside it (``raw_batched``)
-page of 20 (``page``)     ZREVRANGEBYSCORE id page below a score cursor (pages/s)
-unread count (capped, as  ZCOUNT of the unread index (counts/s)
+=========================  ===============================================================
+tidings                    baseline (raw_redis.py, re-implemented on the same server)
+=========================  ===============================================================
+fan-out: rows/s through    server-side Lua fan-out: ZADD + ZCARD/trim per follower, 43
+``InboxStore.deliver``     followers a message, one message a round trip (rows/s): the
+(one unit per event, 43    anchor's 3,364 msg/s figure, like for like with one unit of
+users)                     work per event; the same with 100 messages a pipeline is reported
+                           beside it (``raw_batched``)
+page of 20: ``page_view``  ZREVRANGEBYSCORE id page below a score cursor (pages/s): ids only
+(watermarks, 21 rows with
+their payloads, group
+info), as the service
+reads a page
+the same page              raw_redis.py's other read: ZREVRANGE of 20 ids, then HGETALL of
+                           each message in one pipeline (2 RTT): ids and bodies, the job
+                           tidings' page does (without its bundling and read state)
+unread count (capped, as   ZCOUNT of the unread index (counts/s)
 the service asks it)
-========================  ================================================================
+=========================  ===============================================================
 """
 
 from __future__ import annotations
@@ -24,8 +33,8 @@ import json
 import random
 import secrets
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from rich.progress import Progress
 
@@ -38,6 +47,13 @@ from tidings.store.sql.store import SqlStore
 
 FOLLOWERS = 43
 CAP = 800
+PAGE = 20
+# the page beside raw_redis.py's other read: ZREVRANGE of 20 ids, then their message hashes
+# (HGETALL, one pipeline): ids and bodies, as tidings' page returns rows with their payloads
+BODIES = "page of 20, vs ids + bodies /s"
+BODY = "x" * 100  # raw_redis.py's message body
+BLOCK = 20  # items (messages, users) a side runs before the other: _paired
+T = TypeVar("T")
 RAW_LUA = """
 local m = ARGV[1]
 local fs = redis.call('SMEMBERS', KEYS[1])
@@ -82,14 +98,17 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
         progress.remove_task(task)
         audiences = [rng.sample(users, FOLLOWERS) for _ in ids]
         figures: dict[str, list[tuple[float, float]]] = {
-            "fan-out rows/s": [], "page of 20 /s": [], "unread count /s": []}
+            "fan-out rows/s": [], "page of 20 /s": [], BODIES: [], "unread count /s": []}
         per_round = max(1, len(ids) // rounds)
         batched: list[float] = []
+        tag = "{raw}" if store.redis.cluster else ""  # one slot for the raw keys on a cluster
+        script = client.register_script(RAW_LUA)
         for r in range(rounds):
             part = list(range(r * per_round, (r + 1) * per_round))
+            _raw_setup(client, prefix, tag, audiences, part)
 
-            def fan_tidings(part: list[int] = part) -> None:
-                for i in part:
+            def fan_tidings(chunk: list[int]) -> None:
+                for i in chunk:
                     d = Delivery(event_id=ids[i], created_at=1_000_000 + ids[i], type="mention",
                                  category="mention", section="alert", actor="a", object="o",
                                  bundle_hash=f"b{ids[i]}", bundled=False)
@@ -100,39 +119,48 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
 
                     store.transact(work)
 
-            rows = len(part) * FOLLOWERS
-            tidings_fan = _rate(rows, fan_tidings)
-            raw_fan, raw_batched = _raw_fanout(client, store.redis.cluster, prefix, users,
-                                               audiences, part)
+            def fan_raw(chunk: list[int], tag: str = tag) -> None:
+                for i in chunk:  # one message a round trip
+                    script(keys=[f"{prefix}{tag}raw:f:{i}"],
+                           args=[i, CAP, f"{prefix}{tag}raw:tl:"])
+
+            tidings_fan, raw_fan = _paired(part, fan_tidings, fan_raw, FOLLOWERS)
             figures["fan-out rows/s"].append((tidings_fan, raw_fan))
-            batched.append(raw_batched)
+            batched.append(_raw_batched(client, script, store.redis.cluster, prefix, part))
             sample = [rng.choice(users) for _ in range(ops)]
 
-            def page(sample: list[str] = sample) -> None:
-                with store.read() as tx:
-                    for user in sample:
-                        tx.inbox.page(user, Filters(), tx.inbox.load_markers(user), limit=20,
-                                      before=None)
+            def page(chunk: list[str]) -> None:
+                with store.read() as tx:  # as InboxService.notifications reads a page
+                    for user in chunk:
+                        tx.inbox.page_view(user, Filters(), limit=PAGE + 1, before=None,
+                                           bundles=_no_bundles)
 
-            tag = "{raw}" if store.redis.cluster else ""
-
-            def raw_page(sample: list[str] = sample, tag: str = tag) -> None:
-                for user in sample:
+            def raw_page(chunk: list[str], tag: str = tag) -> None:
+                for user in chunk:
                     client.zrevrangebyscore(f"{prefix}{tag}raw:tl:{user}", "+inf", "-inf",
-                                            start=0, num=20)
+                                            start=0, num=PAGE)
 
-            figures["page of 20 /s"].append((_rate(ops, page), _rate(ops, raw_page)))
+            def raw_bodies(chunk: list[str], tag: str = tag) -> None:
+                for user in chunk:
+                    found = client.zrevrange(f"{prefix}{tag}raw:tl:{user}", 0, PAGE - 1)
+                    pipe = client.pipeline(transaction=False)
+                    for i in found:
+                        pipe.hgetall(f"{prefix}{tag}raw:msg:{i}")
+                    pipe.execute()
 
-            def count(sample: list[str] = sample) -> None:
+            figures["page of 20 /s"].append(_paired(sample, page, raw_page))
+            figures[BODIES].append(_paired(sample, page, raw_bodies))
+
+            def count(chunk: list[str]) -> None:
                 with store.read() as tx:
-                    for user in sample:
+                    for user in chunk:
                         tx.inbox.unread_count(user, Filters())  # as InboxService asks
 
-            def raw_count(sample: list[str] = sample) -> None:
-                for user in sample:
+            def raw_count(chunk: list[str]) -> None:
+                for user in chunk:
                     client.zcount(f"{prefix}{{u:{user}}}:unread", "(0", "+inf")
 
-            figures["unread count /s"].append((_rate(ops, count), _rate(ops, raw_count)))
+            figures["unread count /s"].append(_paired(sample, count, raw_count))
         return {"users": len(users), "events": len(ids), "raw_batched": _median(batched),
                 "figures": {
             name: {"tidings": _median([t for t, _ in values]),
@@ -143,24 +171,41 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
         store.close()
 
 
-def _raw_fanout(client: Any, cluster: bool, prefix: str, users: list[str],
-                audiences: list[list[str]], part: list[int]) -> tuple[float, float]:
-    """raw_redis.py's server-side Lua fan-out over the same audiences (the follower set of
-    each message's author): rows/s with one message a round trip, and with 100 messages a
-    pipeline (into timelines of their own, so both write the same rows)."""
-    script = client.register_script(RAW_LUA)
-    tag = "" if not cluster else "{raw}"  # one slot for the raw keys on a cluster
+def _paired(items: Sequence[T], tidings: Callable[[list[T]], None],
+            raw: Callable[[list[T]], None], weight: int = 1) -> tuple[float, float]:
+    """Both sides' rates (``weight`` per item) over the same items, timed in alternating
+    blocks of :data:`BLOCK` items (which side goes first alternates too), so that both meet
+    the same load on a busy machine: a side timed whole after the other may meet another."""
+    spent = [0.0, 0.0]
+    for n, start in enumerate(range(0, len(items), BLOCK)):
+        chunk = list(items[start:start + BLOCK])
+        sides = [(0, tidings), (1, raw)]
+        for side, work in sides if n % 2 == 0 else sides[::-1]:
+            started = time.perf_counter()
+            work(chunk)
+            spent[side] += time.perf_counter() - started
+    done = len(items) * weight
+    return done / spent[0], done / spent[1]
+
+
+def _raw_setup(client: Any, prefix: str, tag: str, audiences: list[list[str]],
+               part: list[int]) -> None:
+    """raw_redis.py's follower sets of the round's messages (their audiences) and the
+    messages as hashes; untimed, as tidings' events are in SQL before its fan-out."""
     for i in part:
         client.sadd(f"{prefix}{tag}raw:f:{i}", *audiences[i])
+        client.hset(f"{prefix}{tag}raw:msg:{i}", mapping={"u": "a", "b": BODY})
 
-    def one_by_one() -> None:
-        for i in part:
-            script(keys=[f"{prefix}{tag}raw:f:{i}"], args=[i, CAP, f"{prefix}{tag}raw:tl:"])
 
+def _raw_batched(client: Any, script: Any, cluster: bool, prefix: str,
+                 part: list[int]) -> float:
+    """raw_redis.py's Lua fan-out with 100 messages a pipeline (into timelines of their own,
+    so both raw runs write the same rows), rows/s; printed beside the table."""
     def batched() -> None:
         if cluster:  # a cluster pipeline refuses scripts: one call each, as tidings' own
             for i in part:
-                script(keys=[f"{prefix}{tag}raw:f:{i}"], args=[i, CAP, f"{prefix}{tag}raw:b:"])
+                script(keys=[f"{prefix}{{raw}}raw:f:{i}"],
+                       args=[i, CAP, f"{prefix}{{raw}}raw:b:"])
             return
         pipe = client.pipeline(transaction=False)
         for n, i in enumerate(part):
@@ -169,8 +214,11 @@ def _raw_fanout(client: Any, cluster: bool, prefix: str, users: list[str],
                 pipe.execute()
         pipe.execute()
 
-    rows = len(part) * FOLLOWERS
-    return _rate(rows, one_by_one), _rate(rows, batched)
+    return _rate(len(part) * FOLLOWERS, batched)
+
+
+def _no_bundles(event_type: str) -> bool:
+    return False  # the bench's notifications are mentions, delivered unbundled
 
 
 def _median(values: list[float]) -> float:

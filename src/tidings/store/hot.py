@@ -12,11 +12,12 @@ written through to SQL's ``read_markers`` so ``tidings rebuild-hot-store`` can r
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import TimelineEntry
@@ -26,6 +27,7 @@ from tidings.store.redis.notifier import RedisNotifier
 from tidings.store.redis.timeline import RedisTimeline
 from tidings.store.redis.writes import WriteBuffer
 from tidings.store.sql import inboxcap
+from tidings.store.sql.database import Database
 from tidings.store.sql.queue import SqlJobAdmin
 from tidings.store.sql.schema import events, read_markers
 from tidings.store.sql.store import SqlStore, SqlTx
@@ -34,47 +36,59 @@ T = TypeVar("T")
 IN_LIST = 1000
 
 
-# built once, so their compiled forms are cached: a page costs one indexed lookup
-PAYLOADS = select(events.c.id, events.c.payload).where(
-    events.c.id.in_(bindparam("ids", expanding=True)))
-BODIES = select(events.c.id, events.c.type, events.c.actor, events.c.object, events.c.payload,
-                events.c.created_at).where(events.c.id.in_(bindparam("ids", expanding=True)),
-                                           events.c.retracted_at.is_(None))
+# The reads by event id of every page: up to FETCHED ids (a page's), a statement of their
+# own per number of ids, built and compiled once and run straight on the driver
+# (Database.fetch: nothing compiled or wrapped per call); more ids (a rebuild, an unfollow)
+# go through SQLAlchemy's expanding IN.
+FETCHED = 64
+PAYLOADS = ("id", "payload")
+BODIES = ("id", "type", "actor", "object", "payload", "created_at")
+ACTORS = ("id", "actor")
 
 
-def _payloads(conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
-    def load(ids: Sequence[int]) -> dict[int, str]:
-        found: dict[int, str] = {}
+@functools.lru_cache(maxsize=4 * (FETCHED + 1))  # every (columns, count): none is dropped
+def _by_ids_select(columns: tuple[str, ...], live: bool, count: int | None) -> Select[Any]:
+    """The read of ``count`` ids (``i0``, ``i1``, …), or of any number (``ids``, expanding)."""
+    ids = (events.c.id.in_(bindparam("ids", expanding=True)) if count is None
+           else events.c.id.in_([bindparam(f"i{k}") for k in range(count)]))
+    query = select(*(events.c[name] for name in columns)).where(ids)
+    return query.where(events.c.retracted_at.is_(None)) if live else query
+
+
+def _by_ids(db: Database, conn: Connection, columns: tuple[str, ...], *, live: bool = False
+            ) -> Callable[[Sequence[int]], list[Any]]:
+    """Rows of ``columns`` (the id first) of the events of these ids (``live``: not
+    retracted), at most IN_LIST ids a statement."""
+    def load(ids: Sequence[int]) -> list[Any]:  # rows, unpacked as tuples
+        if 0 < len(ids) <= FETCHED:
+            return db.fetch(conn, _by_ids_select(columns, live, len(ids)),
+                            {f"i{k}": i for k, i in enumerate(ids)})
+        found: list[Any] = []
         for start in range(0, len(ids), IN_LIST):
-            found.update((r.id, r.payload) for r in conn.execute(
-                PAYLOADS, {"ids": list(ids[start:start + IN_LIST])}))
+            found += conn.execute(_by_ids_select(columns, live, None),
+                                  {"ids": list(ids[start:start + IN_LIST])}).all()
         return found
 
     return load
 
 
-def _bodies(conn: Connection) -> Callable[[Sequence[int]], dict[int, TimelineEntry]]:
-    def load(ids: Sequence[int]) -> dict[int, TimelineEntry]:
-        return {r.id: TimelineEntry(id=r.id, type=r.type, actor=r.actor, object=r.object,
-                                    payload=json.loads(r.payload), created_at=r.created_at)
-                for r in conn.execute(BODIES, {"ids": list(ids)})}
-
-    return load
+def _payloads(db: Database, conn: Connection) -> Callable[[Sequence[int]], dict[int, str]]:
+    load = _by_ids(db, conn, PAYLOADS)
+    return lambda ids: {i: payload for i, payload in load(ids)}
 
 
-ACTORS = select(events.c.id, events.c.actor).where(
-    events.c.id.in_(bindparam("ids", expanding=True)))
+def _bodies(db: Database, conn: Connection
+            ) -> Callable[[Sequence[int]], dict[int, TimelineEntry]]:
+    load = _by_ids(db, conn, BODIES, live=True)
+    return lambda ids: {i: TimelineEntry(id=i, type=t, actor=a, object=o, payload=json.loads(p),
+                                         created_at=c)
+                        for i, t, a, o, p, c in load(ids)}
 
 
-def _actors(conn: Connection) -> Callable[[Sequence[int]], dict[int, str | None]]:
-    def load(ids: Sequence[int]) -> dict[int, str | None]:
-        found: dict[int, str | None] = {}
-        for start in range(0, len(ids), IN_LIST):
-            found.update((r.id, r.actor) for r in conn.execute(
-                ACTORS, {"ids": list(ids[start:start + IN_LIST])}))
-        return found
-
-    return load
+def _actors(db: Database, conn: Connection
+            ) -> Callable[[Sequence[int]], dict[int, str | None]]:
+    load = _by_ids(db, conn, ACTORS)
+    return lambda ids: {i: actor for i, actor in load(ids)}
 
 
 class HotTx:
@@ -88,11 +102,13 @@ class HotTx:
         self.settings = sql.settings
         self.mail = sql.mail
         self.jobs = sql.jobs
+        db = sql.inbox.db
         self.inbox = RedisInbox(
-            redis, buffer, _payloads(sql.conn), copy_marker=sql.inbox.set_marker,
+            redis, buffer, _payloads(db, sql.conn), copy_marker=sql.inbox.set_marker,
             copy_position=sql.inbox.set_position,
-            register=lambda written: inboxcap.register(sql.inbox.db, sql.conn, written))
-        self.timeline = RedisTimeline(redis, buffer, _bodies(sql.conn), _actors(sql.conn))
+            register=lambda written: inboxcap.register(db, sql.conn, written))
+        self.timeline = RedisTimeline(redis, buffer, _bodies(db, sql.conn),
+                                      _actors(db, sql.conn))
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self.sql.after_commit(callback)

@@ -30,12 +30,13 @@ OUTAGES: tuple[type[BaseException], ...] = (
     rex.ReadOnlyError, rex.TryAgainError, OSError)
 SCRIPT_NAMES = ("deliver", "insert", "demote", "page", "count", "groups", "rows", "match",
                 "bundle_base", "changed", "mark", "remove", "oldest", "marker", "position",
-                "writers", "tl_cap", "tl_floor")
+                "writers", "tl_cap", "tl_floor", "view", "badge")
 # Scripts that take many users' key prefixes (KEYS) in one call: the users of one node, each
 # user's keys in that user's own slot (Redis 7's allow-cross-slot-keys).
 MANY_USERS = {"deliver": "#!lua flags=allow-cross-slot-keys\n",
               "writers": "#!lua flags=no-writes,allow-cross-slot-keys\n"}
 USERS_A_CALL = 256  # users in one call of a many-user script
+BARE = {"badge"}  # scripts small enough to go without common.lua (it costs each call ~3 µs)
 
 
 # (script name, a user's key prefix or a tuple of them, args), or ("", command, args)
@@ -48,8 +49,12 @@ def guard(what: str) -> Iterator[None]:
     try:
         yield
     except OUTAGES as exc:
-        raise StoreUnavailable(f"the Redis hot store is unavailable ({what}): "
-                               f"{type(exc).__name__}: {exc}") from exc
+        raise unavailable(what, exc) from exc
+
+
+def unavailable(what: str, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"the Redis hot store is unavailable ({what}): "
+                            f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,8 @@ def _load_scripts() -> dict[str, Script]:
     prelude = (folder / "common.lua").read_text()
     scripts = {}
     for name in SCRIPT_NAMES:
-        source = MANY_USERS.get(name, "") + prelude + "\n" + (folder / f"{name}.lua").read_text()
+        own = (folder / f"{name}.lua").read_text()
+        source = own if name in BARE else MANY_USERS.get(name, "") + prelude + "\n" + own
         scripts[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
     return scripts
 
@@ -82,6 +88,8 @@ class Redis:
         self._client: Any = None
         self._lock = threading.Lock()
         self.scripts = _load_scripts()
+        # the types page views have met that bundle (a hint, RedisInbox.page_view)
+        self.bundling: set[str] = set()
 
     @property
     def client(self) -> Any:
@@ -101,13 +109,15 @@ class Redis:
 
     def run(self, name: str, prefix: str, args: Sequence[Any]) -> Any:
         """Run one script on the slot of ``prefix`` (a user's key prefix)."""
-        script = self.scripts[name]
-        with guard(name):
+        sha = self.scripts[name].sha
+        try:  # guard() inline: this is every read's path
             try:
-                return self.client.evalsha(script.sha, 1, prefix, *args)
+                return self.client.evalsha(sha, 1, prefix, *args)
             except rex.NoScriptError:
                 self.load_scripts()
-                return self.client.evalsha(script.sha, 1, prefix, *args)
+                return self.client.evalsha(sha, 1, prefix, *args)
+        except OUTAGES as exc:
+            raise unavailable(name, exc) from exc
 
     def by_node(self, prefixes: Sequence[str]) -> list[list[int]]:
         """The positions of ``prefixes`` (users' key prefixes) grouped by the node serving

@@ -24,10 +24,17 @@ from tidings.domain.views import (
     PageView,
     ReadState,
 )
-from tidings.store import pageview
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys, opt
-from tidings.store.redis.queries import PLACE, fields_arg, markers_of, place_of, query
+from tidings.store.redis.queries import (
+    PLACE,
+    fields_arg,
+    markers_of,
+    own_count_query,
+    place_of,
+    query,
+)
+from tidings.store.redis.rows import Row, groups_of, rows_of
 from tidings.store.redis.writes import CLEANUP, INDEX, WriteBuffer
 
 Payloads = Callable[[Sequence[int]], dict[int, str]]
@@ -35,30 +42,7 @@ MarkerCopy = Callable[[str, str, int], None]
 PositionCopy = Callable[[str, tuple[int, int], int], bool]
 # registers users an insert writes to, with the date of their row (the SQL graph's users)
 Register = Callable[[Sequence[tuple[str, int]]], None]
-
-
-class Row:
-    """A notification hash as a script returns it."""
-
-    __slots__ = ("actor", "base", "bundle", "category", "created", "display", "fresh", "id",
-                 "object", "read_at", "section", "type")
-
-    def __init__(self, raw: Sequence[Any]) -> None:
-        self.id = int(raw[0])
-        self.created = int(raw[1])
-        self.fresh = int(raw[2])
-        self.type: str = raw[3]
-        self.category: str = raw[4]
-        self.section: str = raw[5]
-        self.actor: str | None = raw[6]
-        self.object: str | None = raw[7]
-        self.bundle: str = raw[8]
-        self.display: str = raw[9]
-        self.read_at = int(raw[10]) if raw[10] is not None else None
-        self.base = raw[11] == "1"
-
-    def key(self, user: str) -> NotificationKey:
-        return NotificationKey(user, self.id, self.display, self.base)
+BADGE = frozenset(Filters(unread=u) for u in (None, True, False))  # counts badge.lua answers
 
 
 class RedisInbox:
@@ -323,14 +307,24 @@ class RedisInbox:
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
              before: tuple[int, int] | None) -> list[InboxRow]:
+        return self._page_from(user, filters, markers, limit=limit, before=before)
+
+    def _page_from(self, user: str, filters: Filters, markers: Markers, *, limit: int,
+                   before: tuple[int, int] | None, first: list[Row] | None = None
+                   ) -> list[InboxRow]:
+        """The page; ``first``: its first batch of rows, when already read (view.lua)."""
         out: list[InboxRow] = []
         cursor = before
         while len(out) < limit:
             want = limit - len(out)
-            extra: dict[str, Any] = {"limit": want}
-            if cursor is not None:
-                extra.update(before_c=str(cursor[0]), before_id=str(cursor[1]))
-            rows = self._rows(user, "page", [query(filters, markers, **extra)])
+            if first is not None:
+                rows, first = first, None
+            else:
+                extra: dict[str, Any] = {"limit": want}
+                if cursor is not None:
+                    extra.update(before_c=str(cursor[0]), before_id=str(cursor[1]))
+                rows = rows_of(self.redis.run("page", self.keys.user(user),
+                                              [query(filters, markers, **extra)]))
             payloads = self.payloads([r.id for r in rows]) if rows else {}
             # a row whose event is gone (deleted, not yet removed from inboxes) is not listed
             out += [InboxRow(event_id=r.id, user_id=user, created_at=r.created,
@@ -346,8 +340,23 @@ class RedisInbox:
 
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
-        return pageview.page_view(self, user, filters, limit=limit, before=before,
-                                  bundles=bundles)
+        """The watermarks, the page under them and the group info of its bundling rows in
+        one script call (view.lua), where ``pageview.page_view`` reads them in three. The
+        script is told the types this process has seen bundle (``Redis.bundling``): a hint
+        only, ``bundles`` decides, and a group the script did not read is read after."""
+        extra: dict[str, Any] = {"limit": limit, "scan": ACTOR_SCAN}
+        if before is not None:
+            extra.update(before_c=str(before[0]), before_id=str(before[1]))
+        if self.redis.bundling:
+            extra["gtypes"] = sorted(self.redis.bundling)
+        flat, raw_rows, raw_groups = self.redis.run(
+            "view", self.keys.user(user), [query(filters, Markers(), **extra)])
+        markers = markers_of(dict(zip(flat[::2], flat[1::2], strict=True)))
+        rows = self._page_from(user, filters, markers, limit=limit, before=before,
+                               first=rows_of(raw_rows))
+        groups, missing = groups_of(rows, raw_groups, bundles, self.redis.bundling)
+        groups.update(self.group_info(user, missing))
+        return PageView(markers, rows, groups)
 
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         if not groups:
@@ -369,9 +378,13 @@ class RedisInbox:
     def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
                      unseen: bool = False) -> int:
         if markers is None:  # the script reads them: one round trip
-            return int(self.redis.run("count", self.keys.user(user), [query(
-                filters, Markers(), unread=None, cap=UNREAD_CAP, own_markers=True,
-                unseen=unseen or None)]))
+            if filters in BADGE:  # no condition (a count is of unread rows whatever it says)
+                found = int(self.redis.run("badge", self.keys.user(user),
+                                           [UNREAD_CAP, "1" if unseen else "0"]))
+                if found >= 0:
+                    return found
+            return int(self.redis.run("count", self.keys.user(user),
+                                      [own_count_query(filters, unseen, UNREAD_CAP)]))
         if unseen:
             markers = markers.unseen()
         return int(self.redis.run("count", self.keys.user(user), [

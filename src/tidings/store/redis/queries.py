@@ -4,6 +4,7 @@ watermarks) as ``page.lua`` / ``count.lua`` take it, queryable fields as ``deliv
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,14 @@ def query(filters: Filters, markers: Markers, **extra: Any) -> str:
         "position": list(markers.position) if markers.position else None,
         **extra}
     return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+@functools.lru_cache(maxsize=256)
+def own_count_query(filters: Filters, unseen: bool, cap: int) -> str:
+    """``count.lua``'s query when the script reads the watermarks itself: the same text for
+    every user, so it is made once per filter (a badge asks the same one each time)."""
+    return query(filters, Markers(), unread=None, cap=cap, own_markers=True,
+                 unseen=unseen or None)
 
 
 def fields_arg(fields: Sequence[tuple[str, str]]) -> str:

@@ -45,8 +45,29 @@ local function load(id)
   return h
 end
 
+-- A base row as a list reads it (page_rows): the fields it needs, without the writer, in one
+-- table constructor; 'base' is known (a member of :base).
+local LISTED = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd'}
+local function load_listed(id)
+  local v = redis.call('HMGET', nkey(id), unpack(LISTED))
+  if not v[1] then return nil end
+  return {id = id, c = v[1], f = v[2], r = v[3], t = v[4], k = v[5], s = v[6], a = v[7],
+    o = v[8], b = v[9], d = v[10], base = '1'}
+end
+
 local function row(h)
   return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base}
+end
+
+-- Rows (hashes) as one JSON array of row()s, absent fields as null: one reply string is
+-- cheaper to send and to read than a nested reply of every field (page.lua, view.lua).
+local function json_rows(hs)
+  local N, parts = cjson.null, {}
+  for i, h in ipairs(hs) do
+    parts[i] = cjson.encode({h.id, h.c, h.f, h.t, h.k, h.s, h.a or N, h.o or N, h.b, h.d,
+      h.r or N, h.base or N})
+  end
+  return '[' .. table.concat(parts, ',') .. ']'
 end
 
 local function set_base(h, on, stored)
@@ -195,4 +216,57 @@ local function matches(q, h)
   end
   if q.unread ~= nil and is_unread(q.mk, h) ~= q.unread then return false end
   return true
+end
+
+-- Base rows newest first by (created, id), strictly before the cursor (q.before_c,
+-- q.before_id), matching the query, up to q.limit (page.lua, view.lua), as loaded hashes.
+local function page_rows(q)
+  local key = P .. ':base'
+  local start = 0
+  if q.before_c then
+    local m = enc(q.before_id)
+    local score = redis.call('ZSCORE', key, m)
+    local rank = redis.call('ZREVRANK', key, m)
+    if rank and score and tonumber(score) == tonumber(q.before_c) then
+      start = rank + 1
+    else
+      start = redis.call('ZCOUNT', key, '(' .. q.before_c, '+inf')
+      local bid = tonumber(q.before_id)
+      for _, same in ipairs(redis.call('ZRANGEBYSCORE', key, q.before_c, q.before_c)) do
+        if tonumber(dec(same)) >= bid then start = start + 1 end
+      end
+    end
+  end
+  -- the first batch is the page itself (what an unfiltered page needs), then larger ones
+  local out, found, batch = {}, 0, math.max(q.limit, 8)
+  while found < q.limit do
+    local members = redis.call('ZREVRANGE', key, start, start + batch - 1)
+    if #members == 0 then break end
+    for _, m in ipairs(members) do
+      local h = load_listed(dec(m))
+      if h and matches(q, h) then
+        table.insert(out, h)
+        found = found + 1
+        if found >= q.limit then break end
+      end
+    end
+    start = start + batch
+    batch = math.min(batch * 2, 128)
+  end
+  return out
+end
+
+-- A display group's member count (up to scan) and its newest distinct actors:
+-- {count, actor, actor, ...} (groups.lua, view.lua).
+local function group_of(d, scan)
+  local members = redis.call('ZREVRANGE', P .. ':g:' .. d, 0, scan - 1)
+  local info, seen = {#members}, {}
+  for _, m in ipairs(members) do
+    local a = redis.call('HGET', nkey(dec(m)), 'a')
+    if a and not seen[a] then
+      seen[a] = true
+      table.insert(info, a)
+    end
+  end
+  return info
 end
