@@ -1,0 +1,34 @@
+"""Listed items are drawn once and kept (``tidings.services.listing``): a page read again is
+the same page, and anything that changes an item — its read or seen state, its bundle, its
+type's templates, the language — draws it again; a caller changing an item's payload or actors
+changes only its own copy. On every store."""
+
+from __future__ import annotations
+
+from tidings.domain.types import EventType, Templates
+from tidings.engine import Tidings
+
+
+def test_a_kept_item_follows_every_change_and_stays_the_callers_own(t: Tidings) -> None:
+    t.publish({"type": "mention", "actor": "alice", "object": "page:Fog", "recipients": ["bob"],
+               "payload": {"line": 3}})
+    t.run_jobs()
+
+    (first,) = t.notifications("bob").items
+    first.payload["line"] = 99
+    first.actors.append("mallory")
+    (again,) = t.notifications("bob").items
+    assert again == t.notifications("bob").items[0]
+    assert again.payload == {"line": 3} and again.actors == ["alice"]
+    assert (again.read, again.seen) == (False, False)
+
+    t.mark_seen("bob")
+    assert t.notifications("bob").items[0].seen is True
+    t.mark_all_read("bob")
+    assert t.notifications("bob").items[0].read is True
+
+    t.define_type(EventType(name="mention", templates=Templates(
+        title="{{ actor }} named you on {{ object_title }}")))
+    (redefined,) = t.notifications("bob").items
+    assert redefined.title == "alice named you on Fog"
+    assert t.notifications("bob", locale="de").items[0].title == redefined.title
