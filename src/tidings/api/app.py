@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tidings.api import (
     errors,
+    hotpublish,
     hotreads,
     middleware,
     routes_events,
@@ -74,6 +75,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
     app.add_middleware(SecurityHeaders, docs_paths=[

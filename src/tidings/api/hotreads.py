@@ -43,7 +43,7 @@ Answer = Callable[[AppState, Scope, str], Awaitable[SafeJSONResponse]]
 Plain = Callable[[bytes], bool]  # whether a query string is one a hot read answers
 
 
-def _authorization(scope: Scope) -> str | None:
+def authorization(scope: Scope) -> str | None:
     for key, value in scope["headers"]:
         if key == b"authorization":
             text: str = value.decode("latin-1")
@@ -54,7 +54,7 @@ def _authorization(scope: Scope) -> str | None:
 def _caller_may_read(state: AppState, scope: Scope, user: str) -> None:
     """What the FastAPI route's ``principal`` and ``path_user`` dependencies check (no
     ``access_token`` here: the query is empty or ``limit`` only)."""
-    authorize_user(state.auth.authenticate(_authorization(scope), None), user)
+    authorize_user(state.auth.authenticate(authorization(scope), None), user)
 
 
 def _no_query(query: bytes) -> bool:

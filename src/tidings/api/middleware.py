@@ -99,7 +99,7 @@ class BodyChecks:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
     async def _read(self, scope: Scope, receive: Receive) -> tuple[Any, bytes]:
         length = _header(scope, b"content-length")
@@ -152,7 +152,7 @@ def _invalid(field: str, message: str) -> Any:
                    [{"field": field, "message": message}])
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that gives the body already read, then waits for the disconnect."""
     sent = False
 
