@@ -41,7 +41,7 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store import pageview, stepwise
-from tidings.store.sql import bundlelocks, inboxcap, readmarkers
+from tidings.store.sql import bundlelocks, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
@@ -298,6 +298,9 @@ class SqlInbox:
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
         if self.db.backend != "postgresql" or filters.unread is not None:
+            if filters == Filters():  # three statements built once, straight to the driver
+                return pagereads.page_view(self.db, self.conn, user, limit=limit,
+                                           before=before, bundles=bundles)
             return pageview.page_view(self, user, filters, limit=limit, before=before,
                                       bundles=bundles)
         params: dict[str, Any] = {"user": user}
