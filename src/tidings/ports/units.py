@@ -65,6 +65,11 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[Tx]:
         """A unit that only reads (writes in it are refused or undefined)."""
 
+    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        """A badge's unread and unseen counts (capped, not narrowed) awaited on the running
+        event loop without a thread — or None where the store cannot answer so now (then
+        the caller reads them in a unit, in a thread)."""
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         """Move the user's "all" watermark to ``until`` and announce it to live listeners as
         one atomic step, returning the unread count it covered (capped) — or None, having done

@@ -147,6 +147,17 @@ class InboxService:
         return UnreadCount(unread, count_display(unread)), UnreadCount(unseen,
                                                                        count_display(unseen))
 
+    async def badge_counts_now(self, user: str) -> tuple[UnreadCount, UnreadCount] | None:
+        """:meth:`unread_counts` of a badge (no narrowing) awaited on the running event loop
+        where the store can, else None (then call :meth:`unread_counts` in a thread)."""
+        check_user_id(user)
+        found = await self.store.unread_counts_now(user)
+        if found is None:
+            return None
+        unread, unseen = found
+        return UnreadCount(unread, count_display(unread)), UnreadCount(unseen,
+                                                                       count_display(unseen))
+
     # -- read state -------------------------------------------------------------------------
 
     def mark_ids(self, user: str, ids: Sequence[str | int], *, read: bool) -> int:

@@ -150,6 +150,9 @@ class HotStore:
         with self.sql.read() as tx:
             yield HotTx(tx, self.redis, WriteBuffer(writable=False))
 
+    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        return None
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # the watermark lives in Redis (and is copied to SQL): a unit of work
 

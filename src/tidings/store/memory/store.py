@@ -90,6 +90,9 @@ class MemoryStore:
         with self._lock:
             yield MemoryTx(self, self._state, Journal(writable=False))
 
+    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        return None
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # a unit of work costs no round trips here
 

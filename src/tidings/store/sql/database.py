@@ -303,6 +303,18 @@ class Database:
         for start in range(0, len(values), step):
             yield values[start:start + step]
 
+    def driver_form(self, statement: Any, params: Mapping[str, Any]) -> tuple[str, Any]:
+        """A statement built once as the driver runs it: its SQL text (compiled once, then
+        kept) and ``params`` in the driver's form."""
+        compiled = self._compiled.get(statement)
+        if compiled is None:
+            compiled = statement.compile(dialect=self.engine.dialect)
+            self._compiled[statement] = compiled
+        values = compiled.construct_params(dict(params))
+        args: Any = ([values[name] for name in compiled.positiontup]
+                     if compiled.positional else values)
+        return compiled.string, args
+
     def fetch(self, conn: Connection, statement: Any, params: Mapping[str, Any]
               ) -> list[tuple[Any, ...]]:
         """Run a statement built once (a module-level or cached one) straight on the driver's
@@ -313,28 +325,21 @@ class Database:
         parameters). Listeners of
         ``before_cursor_execute`` still hear it; driver errors are raised as SQLAlchemy's (a
         lost connection invalidated), so callers see no difference."""
-        compiled = self._compiled.get(statement)
-        if compiled is None:
-            compiled = statement.compile(dialect=self.engine.dialect)
-            self._compiled[statement] = compiled
-        values = compiled.construct_params(dict(params))
-        args: Any = ([values[name] for name in compiled.positiontup]
-                     if compiled.positional else values)
+        sql, args = self.driver_form(statement, params)
         dialect = self.engine.dialect
         driver = conn.connection.dbapi_connection
         cursor = driver.cursor()  # type: ignore[union-attr]
         try:
             if conn.dispatch.before_cursor_execute:  # listeners (statement counts, plans)
-                conn.dispatch.before_cursor_execute(conn, cursor, compiled.string, args, None,
-                                                    False)
-            cursor.execute(compiled.string, args)
+                conn.dispatch.before_cursor_execute(conn, cursor, sql, args, None, False)
+            cursor.execute(sql, args)
             return list(cursor.fetchall())
         except dialect.loaded_dbapi.Error as exc:
             lost = dialect.is_disconnect(exc, driver, cursor)
             if lost:
                 conn.invalidate(exc)
             raise sa_exc.DBAPIError.instance(
-                compiled.string, args, exc, dialect.loaded_dbapi.Error,
+                sql, args, exc, dialect.loaded_dbapi.Error,
                 connection_invalidated=lost, dialect=dialect) from exc
         finally:
             cursor.close()

@@ -13,7 +13,8 @@ from sqlalchemy import exc as sa_exc
 from tidings.clock import Clock
 from tidings.exceptions import StoreConflict
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall
+from tidings.store.sql import markall, readmarkers
+from tidings.store.sql.asyncreads import AsyncReads
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
@@ -76,6 +77,9 @@ class SqlStore:
                  pool_size: int = 5) -> None:
         self.db = Database(url, pool_size=pool_size)
         self.held = HeldReads(self.db, pool_size)  # the hot reads' per-thread connections
+        # the badge's counts awaited on an event loop (PostgreSQL)
+        self.async_reads = (AsyncReads(self.db, pool_size) if self.db.backend == "postgresql"
+                            else None)
         self.backend = self.db.backend
         self.clock = clock
         self.queue = SqlJobAdmin(self.db, clock, lease_seconds=lease_seconds,
@@ -105,6 +109,16 @@ class SqlStore:
         with self.held.read() as conn:
             yield SqlTx(self, conn)
 
+    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        if self.async_reads is None:
+            return None
+        found = await self.async_reads.fetch(readmarkers.unread_count_statement(
+            False, False, False, both=True), {"user": user})
+        if found is None:
+            return None
+        ((unread, unseen, narrower),) = found
+        return None if narrower else (int(unread), int(unseen))
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         if not isinstance(self.notifier, PgNotifier):
             return None
@@ -128,4 +142,6 @@ class SqlStore:
         if isinstance(self.notifier, PgNotifier):
             self.notifier.close()
         self.held.close()
+        if self.async_reads is not None:
+            self.async_reads.close()
         self.db.dispose()

@@ -1,0 +1,87 @@
+"""A badge's counts awaited on the event loop, without a thread (PostgreSQL,
+``tidings.store.sql.asyncreads``): the same answer as the unit read in a thread, the thread
+path where the store cannot answer so (a narrower watermark, every connection busy, another
+store), a 503 when the database drops the connection and recovery on the next read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from engines import open_tidings
+from tidings.engine import Tidings
+from tidings.exceptions import StoreUnavailable
+from tidings.store.sql.readmarkers import unread_count_statement
+
+
+@pytest.fixture
+def pg(store_url: str, backend: str) -> Iterator[Tidings]:
+    with open_tidings(store_url) as tidings:
+        yield tidings
+
+
+def mentions(t: Tidings, count: int) -> None:
+    for n in range(count):
+        t.publish({"type": "mention", "actor": "alice", "object": f"page:{n}",
+                   "recipients": ["bob"]})
+    t.run_jobs()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_the_badge_read_on_the_loop_answers_as_the_unit_does(pg: Tidings) -> None:
+    mentions(pg, 3)
+    pg.mark_seen("bob")
+    mentions(pg, 2)
+
+    assert asyncio.run(pg.inbox.badge_counts_now("bob")) == pg.unread_counts("bob")
+    assert [c.count for c in pg.unread_counts("bob")] == [5, 2]
+    assert asyncio.run(pg.inbox.badge_counts_now("nobody")) == pg.unread_counts("nobody")
+
+    pg.mark_all_read("bob", types=["mention"])  # a narrower watermark: the exact path
+    assert asyncio.run(pg.inbox.badge_counts_now("bob")) is None
+    assert pg.unread_counts("bob")[0].count == 0
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_a_busy_loop_falls_back_and_a_dropped_connection_is_a_503_then_recovers(
+        pg: Tidings) -> None:
+    mentions(pg, 2)
+    reads: Any = pg.store.async_reads  # type: ignore[attr-defined]
+    reads.size = 1
+    statement = unread_count_statement(False, False, False, both=True)
+
+    async def two_at_once() -> list[Any]:
+        return await asyncio.gather(reads.fetch(statement, {"user": "bob"}),
+                                    reads.fetch(statement, {"user": "bob"}))
+
+    first, second = asyncio.run(two_at_once())
+    assert first == [(2, 2, 0)] and second is None
+
+    async def dropped_then_again() -> tuple[BaseException | None, Any]:
+        found = await reads.fetch(statement, {"user": "bob"})  # opens this loop's connection
+        assert found == [(2, 2, 0)]
+        url = pg.store.db.engine.url  # type: ignore[attr-defined]
+        with psycopg.connect(url.render_as_string(hide_password=False).replace(
+                "+psycopg", ""), autocommit=True) as admin:  # what a restart does to it
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        failure: BaseException | None = None
+        try:
+            await reads.fetch(statement, {"user": "bob"})
+        except StoreUnavailable as exc:
+            failure = exc
+        return failure, await reads.fetch(statement, {"user": "bob"})
+
+    failure, after = asyncio.run(dropped_then_again())
+    assert isinstance(failure, StoreUnavailable)
+    assert after == [(2, 2, 0)]
+
+
+def test_other_stores_read_in_a_thread(any_store_url: str) -> None:
+    with open_tidings(any_store_url) as t:
+        found = asyncio.run(t.inbox.badge_counts_now("bob"))
+        assert (found is None) == (t.store.backend != "postgresql")
