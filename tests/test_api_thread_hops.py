@@ -49,5 +49,7 @@ def test_an_unread_count_and_a_page_take_one_thread_hop_each(
     t.set_preferences("bob", {"locale": "en"})
     page = "/v1/users/bob/notifications?limit=20"
     hops = _hops(t, monkeypatch, ["/v1/users/bob/notifications/unread-count", page, page])
-    # the count; the page (its first time also reads the user's locale, then cached)
-    assert hops == [1, 2, 1]
+    # the count (none on PostgreSQL: awaited on the event loop, store/sql/asyncreads.py); the
+    # page (its first time also reads the user's locale, then cached)
+    count = 0 if t.store.backend == "postgresql" else 1
+    assert hops == [count, 2, 1]
