@@ -57,13 +57,13 @@ class AsyncReads:
         """The rows of a statement built once, or None when every connection of this loop is
         busy (the caller then reads in a thread)."""
         loop = asyncio.get_running_loop()
-        conn = self._take(loop)
-        if conn is None:
+        allowed, conn = self._take(loop)
+        if not allowed:
             return None
         sql, args = self.db.driver_form(statement, params)
         kept = False
         try:
-            if conn.closed:
+            if conn is None:
                 conn = await self._connect()
             cursor = await conn.execute(sql, args)
             rows = await cursor.fetchall()
@@ -80,20 +80,18 @@ class AsyncReads:
         finally:
             self._give_back(loop, conn, kept)
 
-    def _take(self, loop: asyncio.AbstractEventLoop) -> psycopg.AsyncConnection[Any] | None:
-        """An idle connection of ``loop``, a closed placeholder to open, or None if full."""
+    def _take(self, loop: asyncio.AbstractEventLoop
+              ) -> tuple[bool, psycopg.AsyncConnection[Any] | None]:
+        """Whether ``loop`` may read now, and its idle connection (None: open one)."""
         with self._lock:
             if self._closed:
-                return None
+                return False, None
             idle = self._idle.setdefault(loop, [])
             busy = self._busy.get(loop, 0)
-            if idle:
-                self._busy[loop] = busy + 1
-                return idle.pop()
-            if busy + len(idle) >= self.size:
-                return None
+            if not idle and busy >= self.size:
+                return False, None
             self._busy[loop] = busy + 1
-        return _Unopened()  # type: ignore[return-value]
+            return True, idle.pop() if idle else None
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
@@ -101,9 +99,12 @@ class AsyncReads:
             self._open.append(conn)
         return conn
 
-    def _give_back(self, loop: asyncio.AbstractEventLoop, conn: Any, kept: bool) -> None:
+    def _give_back(self, loop: asyncio.AbstractEventLoop,
+                   conn: psycopg.AsyncConnection[Any] | None, kept: bool) -> None:
         with self._lock:
             self._busy[loop] = self._busy.get(loop, 1) - 1
+            if conn is None:  # it could not be opened
+                return
             if kept and not self._closed and not conn.closed:
                 self._idle.setdefault(loop, []).append(conn)
                 return
@@ -121,12 +122,6 @@ class AsyncReads:
             _finish(conn)
 
 
-class _Unopened:
-    """Stands for a connection this loop may still open."""
-
-    closed = True
-
-
-def _finish(conn: Any) -> None:
-    if isinstance(conn, psycopg.AsyncConnection) and not conn.closed:
+def _finish(conn: psycopg.AsyncConnection[Any]) -> None:
+    if not conn.closed:
         conn.pgconn.finish()

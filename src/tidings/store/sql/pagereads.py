@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, true
+from sqlalchemy import bindparam, func, select
 
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql.database import Database
-from tidings.store.sql.pageview import ROW_COLUMNS, group_of
+from tidings.store.sql.pageview import ROW_COLUMNS, group_of, unfiltered_conditions
 from tidings.store.sql.schema import events, notifications, read_markers
 
 n = notifications.c
@@ -35,15 +35,9 @@ MARKERS = select(m.scope, m.until_at, m.position_at, m.position_id).where(
 def rows_statement(keyset: bool, limit: int) -> Any:
     """The unfiltered page's base rows with their payloads, newest first; ``:user``, and with
     ``keyset`` ``:before_at`` / ``:before_id`` (strictly before that place)."""
-    conditions: list[ColumnElement[bool]] = [n.user_id == bindparam("user"),
-                                             n.bundle_base == true()]
-    if keyset:
-        created: Any = bindparam("before_at")
-        event_id: Any = bindparam("before_id")
-        conditions.append(or_(n.created_at < created,
-                              and_(n.created_at == created, n.event_id < event_id)))
     return (select(*ROW_COLUMNS).join_from(notifications, events, events.c.id == n.event_id)
-            .where(*conditions).order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))
+            .where(*unfiltered_conditions(keyset))
+            .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))
 
 
 @lru_cache(maxsize=128)

@@ -60,10 +60,8 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
             .limit(limit))
 
 
-@cache
-def unfiltered(keyset: bool, limit: int) -> Any:
-    """The statement of an unfiltered page (the common one), built once per shape so neither
-    its construction nor its compilation is paid per request: ``:user``, and with ``keyset``
+def unfiltered_conditions(keyset: bool) -> list[ColumnElement[bool]]:
+    """An unfiltered page's conditions as bound parameters: ``:user``, and with ``keyset``
     ``:before_at`` and ``:before_id`` (strictly before that place)."""
     conditions: list[ColumnElement[bool]] = [n.user_id == bindparam("user"),
                                              n.bundle_base == true()]
@@ -72,7 +70,14 @@ def unfiltered(keyset: bool, limit: int) -> Any:
         event_id: Any = bindparam("before_id")
         conditions.append(or_(n.created_at < created,
                               and_(n.created_at == created, n.event_id < event_id)))
-    return statement(conditions, limit)
+    return conditions
+
+
+@cache
+def unfiltered(keyset: bool, limit: int) -> Any:
+    """The statement of an unfiltered page (the common one), built once per shape so neither
+    its construction nor its compilation is paid per request (:func:`unfiltered_conditions`)."""
+    return statement(unfiltered_conditions(keyset), limit)
 
 
 def markers_of(text: str | None) -> Markers:
