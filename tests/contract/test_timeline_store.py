@@ -202,3 +202,46 @@ def test_push_many_is_every_push_at_once(store: ports.Store, clock: FrozenClock)
     # remove one more (the floor covers it)
     assert _page(store, "ann") in ([third, first], [third])
     assert _page(store, "cat") == [third]
+
+
+def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
+                                                          clock: FrozenClock) -> None:
+    """The fan-out's write: whatever the entries (newer than all held, older than the
+    boundary, more than the cap at once, repeated), each mailbox written keeps its newest
+    ``cap`` and its floor rises past what went; mailboxes not written are left alone."""
+    events = [publish(store, clock.now_us()) for _ in range(12)]
+    floor = lambda user: read(store, lambda tx: tx.timeline.floor(user))  # noqa: E731
+    write(store, lambda tx: tx.timeline.push_many([(e, ["ann", "bob", "dan"], clock.now_us())
+                                                   for e in events[2:5]]))
+    # newer than every entry held: ann and bob lose their oldest; dan is not written
+    write(store, lambda tx: tx.timeline.push_capped(
+        [(events[5], ["ann", "bob"], clock.now_us()), (events[6], ["ann"], clock.now_us())], 3))
+    assert _page(store, "ann") == [events[6], events[5], events[4]]
+    assert _page(store, "bob") == [events[5], events[4], events[3]]
+    assert _page(store, "dan") == [events[4], events[3], events[2]]
+    assert (floor("ann"), floor("bob"), floor("dan")) == (events[3], events[2], 0)
+    # older than the boundary: the old entry goes again at once, the floor stays above it
+    write(store, lambda tx: tx.timeline.push_capped([(events[0], ["ann"], clock.now_us())], 3))
+    assert _page(store, "ann") == [events[6], events[5], events[4]]
+    assert floor("ann") == events[3]
+    # once more, one new entry: the oldest held goes
+    write(store, lambda tx: tx.timeline.push_capped([(events[7], ["bob"], clock.now_us())], 3))
+    assert _page(store, "bob") == [events[7], events[5], events[4]]
+    # more new entries than the cap at once, into an empty mailbox and a full one
+    write(store, lambda tx: tx.timeline.push_capped(
+        [(e, ["cat", "bob"], clock.now_us()) for e in events[8:12]], 3))
+    assert _page(store, "cat") == [events[11], events[10], events[9]]
+    assert _page(store, "bob") == [events[11], events[10], events[9]]
+    assert floor("cat") == events[8]
+    assert floor("bob") == events[8]
+    # and later writes count from there: one more entry, one more goes
+    extra = publish(store, clock.now_us())
+    write(store, lambda tx: tx.timeline.push_capped([(extra, ["cat"], clock.now_us())], 3))
+    assert _page(store, "cat") == [extra, events[11], events[10]]
+    assert floor("cat") == events[9]
+    # a repeated entry beside a new one: a store that keeps only a bound of the size, counting
+    # the repeat, may remove one more (the floor covers it)
+    last = publish(store, clock.now_us())
+    write(store, lambda tx: tx.timeline.push_capped(
+        [(extra, ["cat"], clock.now_us()), (last, ["cat"], clock.now_us())], 3))
+    assert _page(store, "cat") in ([last, extra, events[11]], [last, extra])

@@ -5,8 +5,9 @@ priority, then by when they were queued: event-id order for events of one priori
 Per batch, not per event: the events (one read, locked as :meth:`EventStore.get` locks), the
 first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
 preferences and bounces of everyone reached, the timeline sources of every actor, the
-timeline entries (one :meth:`TimelineStore.push_many`), the timeline cap over the union of the
-followers reached, and one live notification after the commit.
+timeline entries with the timeline cap over every mailbox they grow (one
+:meth:`TimelineStore.push_capped`: one statement on PostgreSQL), and one live notification after
+the commit.
 
 Per event, as before, inside the unit: the exclusions, the type's privacy rule, the inbox
 write (bundling decides per (user, bundle) against what the previous events of the batch
@@ -97,7 +98,6 @@ class Batch:
         actors = sorted({i.event.actor for i, _ in chosen if i.timeline and i.event.actor})
         sources = tx.graph.timeline_sources(actors) if actors else {}
         pushes: list[tuple[int, Sequence[str], int]] = []
-        capped: set[str] = set()
         for item, candidates in chosen:
             event = item.event
             now = item.at if item.at is not None else ctx.clock.now_us()
@@ -117,12 +117,10 @@ class Batch:
                 reached = [u for u in item.timeline if u in allowed]
                 if pushed(ctx, tx, event, sources):
                     pushes.append((event.id, reached, now))
-                    capped.update(reached)
                 self.touched.update(reached)
             ctx.observer.delivered(len(delivered))
-        if pushes:
-            tx.timeline.push_many(pushes)
-            tx.timeline.cap(sorted(capped), ctx.config.timeline_cap)  # newest kept
+        if pushes:  # the cap held over every mailbox written: the newest kept
+            tx.timeline.push_capped(pushes, ctx.config.timeline_cap)
 
     def announce(self) -> None:
         """One live notification, after the commit, for every user the batch touched."""

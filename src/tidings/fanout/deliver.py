@@ -69,8 +69,8 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         allowed = set(candidates)
         reached = [u for u in timeline if u in allowed]
         if pushed(ctx, tx, event):
-            tx.timeline.push(event.id, reached, now)
-            tx.timeline.cap(reached, ctx.config.timeline_cap)  # newest kept, on every push
+            # newest kept, on every push
+            tx.timeline.push_capped([(event.id, reached, now)], ctx.config.timeline_cap)
     # Live streams hear of new inbox rows, and the followers of the post on their timelines:
     # pushed into their mailboxes or merged in at read time (pull), they are told either way.
     touched = sorted(set(delivered).union(reached)) if reached else delivered

@@ -156,6 +156,10 @@ class TimelineStore(Protocol):
         """:meth:`push` of several (event id, users, now) entries, in one write where the
         store can; idempotent."""
 
+    def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
+        """:meth:`push_many`, then :meth:`cap` over the mailboxes written: the fan-out's write,
+        in one step where the store can; idempotent."""
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         """Write (event id, created_at) entries into one mailbox (a follow's back-fill);
         idempotent."""

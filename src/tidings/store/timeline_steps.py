@@ -1,8 +1,10 @@
 """``TimelineStore.head`` and ``merged`` for stores that read a timeline step by step (memory,
 Redis): the head is the floor and the page above it, and there is no one-read merge, so the
-reader takes the steps one by one."""
+reader takes the steps one by one. Their ``push_capped`` is the two steps too."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from tidings.domain.timeline import Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
@@ -13,6 +15,16 @@ class StepwiseTimeline:
 
     def floor(self, user: str) -> int:
         raise NotImplementedError
+
+    def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
+        raise NotImplementedError
+
+    def cap(self, users: Sequence[str], cap: int) -> int:
+        raise NotImplementedError
+
+    def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
+        self.push_many(entries)
+        self.cap(sorted({user for _, users, _ in entries for user in users}), cap)
 
     def page(self, user: str, *, limit: int, before: int | None,
              after: int | None = None) -> list[TimelineEntry]:

@@ -325,6 +325,17 @@ class Database:
         parameters). Listeners of
         ``before_cursor_execute`` still hear it; driver errors are raised as SQLAlchemy's (a
         lost connection invalidated), so callers see no difference."""
+        found: list[tuple[Any, ...]] = self._on_driver(conn, statement, params, True)
+        return found
+
+    def run(self, conn: Connection, statement: Any, params: Mapping[str, Any]) -> int:
+        """:meth:`fetch` for a statement that returns no rows (a hot write): the rows it
+        changed, as the driver counts them."""
+        changed: int = self._on_driver(conn, statement, params, False)
+        return changed
+
+    def _on_driver(self, conn: Connection, statement: Any, params: Mapping[str, Any],
+                   rows: bool) -> Any:
         sql, args = self.driver_form(statement, params)
         dialect = self.engine.dialect
         driver = conn.connection.dbapi_connection
@@ -333,7 +344,7 @@ class Database:
             if conn.dispatch.before_cursor_execute:  # listeners (statement counts, plans)
                 conn.dispatch.before_cursor_execute(conn, cursor, sql, args, None, False)
             cursor.execute(sql, args)
-            return list(cursor.fetchall())
+            return list(cursor.fetchall()) if rows else cursor.rowcount
         except dialect.loaded_dbapi.Error as exc:
             lost = dialect.is_disconnect(exc, driver, cursor)
             if lost:

@@ -206,8 +206,8 @@ class SqlGraph:
         if not wanted:
             return found
         if self.db.backend == "postgresql":
-            rows: Any = self.conn.execute(_PG_FOLLOWERS, {"actors": wanted, "n": limit})
-            for actor, follower in rows:
+            for actor, follower in self.db.fetch(self.conn, _PG_FOLLOWERS,
+                                                 {"actors": wanted, "n": limit}):
                 found.setdefault(actor, []).append(follower)
             return found
         f = follows.c

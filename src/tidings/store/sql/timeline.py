@@ -26,10 +26,15 @@ from tidings.store.sql.schema import events, timeline_state, timelines
 
 t = timelines.c
 st = timeline_state.c
+# the entries arrive as three JSON arrays, one text parameter each: json.dumps writes thousands
+# of values at C speed where the driver would adapt a list element by element in Python
 _PG_WRITE = text("""
 WITH new AS (
   INSERT INTO timelines (user_id, event_id, created_at)
-  SELECT * FROM unnest(CAST(:users AS VARCHAR[]), CAST(:ids AS BIGINT[]), CAST(:ats AS BIGINT[]))
+  SELECT u, CAST(i AS BIGINT), CAST(a AS BIGINT)
+  FROM ROWS FROM (json_array_elements_text(CAST(:users AS JSON)),
+                  json_array_elements_text(CAST(:ids AS JSON)),
+                  json_array_elements_text(CAST(:ats AS JSON))) AS r(u, i, a)
   ON CONFLICT DO NOTHING
   RETURNING user_id
 )
@@ -57,6 +62,14 @@ class SqlTimeline:
         self._write([(user, event_id, now) for event_id, users, now in entries
                      for user in users])
 
+    def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
+        rows = [(user, event_id, now) for event_id, users, now in entries for user in users]
+        if self.db.backend == "postgresql":
+            timelinecap.push_capped_pg(self.db, self.conn, rows, cap)
+            return
+        self._write(rows)
+        self.cap(sorted({user for user, _, _ in rows}), cap)
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         """(event id, created_at) entries into one mailbox (a back-fill)."""
         self._write([(user, i, at) for i, at in entries])
@@ -66,9 +79,9 @@ class SqlTimeline:
         if not rows:
             return
         if self.db.backend == "postgresql":  # one statement, the bounds grown by what was new
-            self.conn.execute(_PG_WRITE, {"users": [r[0] for r in rows],
-                                          "ids": [r[1] for r in rows],
-                                          "ats": [r[2] for r in rows]})
+            users, ids, ats = zip(*rows, strict=True)
+            self.db.run(self.conn, _PG_WRITE, {"users": json.dumps(users),
+                                               "ids": json.dumps(ids), "ats": json.dumps(ats)})
             return
         self.db.insert_many(self.conn, timelines, [
             {"user_id": u, "event_id": i, "created_at": at} for u, i, at in rows], ignore=True)

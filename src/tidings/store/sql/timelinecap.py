@@ -20,6 +20,7 @@ the removed ones, so reads pull what is below it.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -41,6 +42,7 @@ from sqlalchemy import (
     update,
 )
 
+from tidings.store.sql.database import Database
 from tidings.store.sql.schema import timeline_state, timelines
 
 IN_LIST = 5000  # users per IN list
@@ -57,7 +59,8 @@ WITH over AS (
          (SELECT o.event_id FROM timelines o WHERE o.user_id = s.user_id
           ORDER BY o.event_id LIMIT 1 OFFSET s.entries - :cap - 1) AS bound
   FROM timeline_state s
-  WHERE s.user_id = ANY(CAST(:users AS VARCHAR[])) AND s.entries > :cap
+  WHERE s.user_id = ANY(ARRAY(SELECT json_array_elements_text(CAST(:users AS JSON))))
+    AND s.entries > :cap
 ), gone AS (
   DELETE FROM timelines t USING over
   WHERE t.user_id = over.user_id AND t.event_id <= over.bound
@@ -75,12 +78,73 @@ WHERE s.user_id = over.user_id
 RETURNING COALESCE(counted.n, 0) AS n
 """)
 
+# PostgreSQL: a fan-out's write and its cap in one statement (``push_capped``). The entries go
+# in; each mailbox they grew past the cap loses its oldest entries, found among the rows it
+# held before (all a statement's own snapshot shows: the rows it inserts are not visible to
+# it), which is the cap's result whenever every new entry is newer than the boundary, as a
+# fan-out's are. The mailboxes where that does not hold (a write older than the boundary,
+# more new entries than the cap, a bound over the true count) are the statement's rows, left
+# for the cap above, exact whatever the state.
+_PG_PUSH_CAPPED = text("""
+WITH new AS (
+  INSERT INTO timelines (user_id, event_id, created_at)
+  SELECT u, CAST(i AS BIGINT), CAST(a AS BIGINT)
+  FROM ROWS FROM (json_array_elements_text(CAST(:users AS JSON)),
+                  json_array_elements_text(CAST(:ids AS JSON)),
+                  json_array_elements_text(CAST(:ats AS JSON))) AS r(u, i, a)
+  ON CONFLICT DO NOTHING
+  RETURNING user_id, event_id
+), added AS (
+  SELECT n.user_id, count(*) AS n, min(n.event_id) AS low,
+         coalesce(max(s.entries), 0) AS entries
+  FROM new n LEFT JOIN timeline_state s ON s.user_id = n.user_id
+  GROUP BY n.user_id
+), over AS MATERIALIZED (
+  SELECT a.user_id, a.low,
+         (SELECT o.event_id FROM timelines o WHERE o.user_id = a.user_id
+          ORDER BY o.event_id LIMIT 1 OFFSET a.entries + a.n - :cap - 1) AS bound
+  FROM added a WHERE a.entries + a.n > :cap AND a.n <= :cap
+), fits AS (
+  SELECT user_id, bound FROM over WHERE bound < low
+), gone AS (
+  DELETE FROM timelines t USING fits
+  WHERE t.user_id = fits.user_id AND t.event_id <= fits.bound
+  RETURNING t.user_id
+), counted AS (
+  SELECT user_id, count(*) AS n FROM gone GROUP BY user_id
+), kept AS (
+  INSERT INTO timeline_state (user_id, entries, floor_id)
+  SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(f.bound, 0)
+  FROM added a LEFT JOIN fits f ON f.user_id = a.user_id
+  LEFT JOIN counted c ON c.user_id = a.user_id
+  ORDER BY a.user_id
+  ON CONFLICT (user_id) DO UPDATE
+  SET entries = GREATEST(timeline_state.entries + EXCLUDED.entries, 0),
+      floor_id = GREATEST(timeline_state.floor_id, EXCLUDED.floor_id)
+)
+SELECT a.user_id FROM added a
+WHERE a.entries + a.n > :cap AND NOT EXISTS (SELECT 1 FROM fits f WHERE f.user_id = a.user_id)
+""")
+
+
+def push_capped_pg(db: Database, conn: Connection, rows: Sequence[tuple[str, int, int]],
+                   cap_to: int) -> None:
+    """(user, event id, created_at) entries written and the cap held, on PostgreSQL."""
+    if not rows:
+        return
+    users, ids, ats = zip(*rows, strict=True)
+    left = db.fetch(conn, _PG_PUSH_CAPPED, {"users": json.dumps(users), "ids": json.dumps(ids),
+                                            "ats": json.dumps(ats), "cap": cap_to})
+    if left:
+        cap(conn, [r[0] for r in left], cap_to)
+
 
 def cap(conn: Connection, users: Sequence[str], cap: int) -> int:
     """Trims every mailbox of ``users`` whose bound passes ``cap``; the entries removed."""
     wanted = sorted(set(users))
     if conn.dialect.name == "postgresql":
-        return sum(int(r.n) for r in conn.execute(_PG_CAP, {"users": wanted, "cap": cap}))
+        return sum(int(r.n) for r in conn.execute(_PG_CAP, {"users": json.dumps(wanted),
+                                                             "cap": cap}))
     by_excess: dict[int, list[str]] = defaultdict(list)
     for start in range(0, len(wanted), IN_LIST):
         for row in conn.execute(select(st.user_id, st.entries).where(
