@@ -51,7 +51,8 @@ def _plans(t: Tidings, call: Any) -> list[str]:
     captured: list[tuple[str, Any]] = []
 
     def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if "FROM notifications" in statement and statement.lstrip().upper().startswith("SELECT"):
+        if "FROM notifications" in statement and statement.lstrip().upper().startswith(
+                ("SELECT", "WITH")):
             captured.append((statement, parameters))
 
     event.listen(t.store.db.engine, "before_cursor_execute", capture)

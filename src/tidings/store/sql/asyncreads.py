@@ -3,7 +3,7 @@
 Served over HTTP, an unread count cost more in its trip to Starlette's thread pool and back
 (about 190 µs on a 2-core box, for a function that returns at once) than in the database. On
 PostgreSQL the plain count (no narrowing) is the one statement of
-:func:`tidings.store.sql.readmarkers.unread_count_statement`, so the API can await it on an
+:func:`tidings.store.sql.readmarkers.count_statement`, so the API can await it on an
 asyncio connection of psycopg instead (:meth:`SqlStore.unread_counts_now`).
 
 Connections belong to the event loop that opened them: each loop has its own, at most

@@ -322,8 +322,8 @@ class SqlInbox:
         if markers is None and readmarkers.watermarks_only(filters):
             # One statement: the count under the user's "all" watermark, and whether any
             # narrower watermark says more; only then (rare) is the exact count needed.
-            unread, narrower = self._count_row(readmarkers.unread_count_statement(
-                bool(filters.types), filters.category is not None,
+            unread, narrower = self._count_row(readmarkers.count_statement(
+                self.db.backend, bool(filters.types), filters.category is not None,
                 filters.section is not None, unseen), readmarkers.count_params(user, filters))
             if not narrower:
                 return int(unread)
@@ -332,8 +332,8 @@ class SqlInbox:
     def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
         if readmarkers.watermarks_only(filters):  # both counts in one statement (see unread_count)
             unread, unseen, narrower = self._count_row(
-                readmarkers.unread_count_statement(
-                    bool(filters.types), filters.category is not None,
+                readmarkers.count_statement(
+                    self.db.backend, bool(filters.types), filters.category is not None,
                     filters.section is not None, both=True),
                 readmarkers.count_params(user, filters))
             if not narrower:

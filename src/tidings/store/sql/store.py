@@ -112,8 +112,8 @@ class SqlStore:
     async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
         if self.async_reads is None:
             return None
-        found = await self.async_reads.fetch(readmarkers.unread_count_statement(
-            False, False, False, both=True), {"user": user})
+        found = await self.async_reads.fetch(readmarkers.count_statement(
+            self.db.backend, False, False, False, both=True), {"user": user})
         if found is None:
             return None
         ((unread, unseen, narrower),) = found
