@@ -1,7 +1,8 @@
-"""A badge's counts awaited on the event loop, without a thread (PostgreSQL,
-``tidings.store.sql.asyncreads``): the same answer as the unit read in a thread, the thread
-path where the store cannot answer so (a narrower watermark, every connection busy, another
-store), a 503 when the database drops the connection and recovery on the next read."""
+"""A badge's counts and an inbox's first page awaited on the event loop, without a thread
+(PostgreSQL, ``tidings.store.sql.asyncreads``): the same answer as the unit read in a thread,
+the thread path where the store cannot answer so (a narrower watermark, an empty page, every
+connection busy, another store), a 503 when the database drops the connection and recovery
+on the next read."""
 
 from __future__ import annotations
 
@@ -81,7 +82,28 @@ def test_a_busy_loop_falls_back_and_a_dropped_connection_is_a_503_then_recovers(
     assert after == [(2, 2, 0)]
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])
+def test_the_first_page_read_on_the_loop_is_the_units(pg: Tidings) -> None:
+    mentions(pg, 3)
+    for n in range(4):  # one bundle of four links, its members' actors and count drawn
+        pg.publish({"type": "page-linked", "actor": f"user{n}", "object": "page:SF",
+                    "recipients": ["bob"]})
+    pg.run_jobs()
+    pg.mark_read("bob", [pg.notifications("bob", limit=1).items[0].id])
+    for limit in (2, 20):
+        for locale in (None, "de"):
+            found = asyncio.run(pg.inbox.first_page_now("bob", limit=limit, locale=locale))
+            assert found == pg.notifications("bob", limit=limit, locale=locale)
+    assert pg.notifications("bob").items[0].count == 4
+    # nothing to list: the thread path reads the watermarks the empty page has no row for
+    assert asyncio.run(pg.inbox.first_page_now("nobody")) is None
+
+
 def test_other_stores_read_in_a_thread(any_store_url: str) -> None:
     with open_tidings(any_store_url) as t:
+        t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
+        t.run_jobs()
         found = asyncio.run(t.inbox.badge_counts_now("bob"))
         assert (found is None) == (t.store.backend != "postgresql")
+        page = asyncio.run(t.inbox.first_page_now("bob"))
+        assert (page is None) == (t.store.backend != "postgresql")

@@ -81,8 +81,10 @@ async def first_page(state: AppState, scope: Scope, user: str) -> SafeJSONRespon
     limit = int(query[len(b"limit="):]) if query else DEFAULT_LIMIT
     _caller_may_read(state, scope, user)
     locale = await state.locale_of(user)
-    page = await run_in_threadpool(
-        lambda: state.tidings.notifications(user, limit=limit, locale=locale))
+    page = await state.tidings.inbox.first_page_now(user, limit=limit, locale=locale)
+    if page is None:  # no thread where the store can read it on the loop
+        page = await run_in_threadpool(
+            lambda: state.tidings.notifications(user, limit=limit, locale=locale))
     return SafeJSONResponse({
         "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
         "next_cursor": page.next_cursor})

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
+from tidings.domain.views import PageView
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
@@ -69,6 +70,12 @@ class Store(Protocol):
         """A badge's unread and unseen counts (capped, not narrowed) awaited on the running
         event loop without a thread — or None where the store cannot answer so now (then
         the caller reads them in a unit, in a thread)."""
+
+    async def page_view_now(self, user: str, *, limit: int,
+                            bundles: Callable[[str], bool]) -> PageView | None:
+        """:meth:`InboxStore.page_view` of an inbox's first page, not filtered, awaited on the
+        running event loop without a thread — or None where the store cannot read it so now
+        (then the caller reads it in a unit, in a thread)."""
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         """Move the user's "all" watermark to ``until`` and announce it to live listeners as

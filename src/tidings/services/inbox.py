@@ -11,7 +11,7 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
 from tidings.domain.readstate import scope_name
-from tidings.domain.views import Filters, Notification, Page, UnreadCount
+from tidings.domain.views import Filters, Notification, Page, PageView, UnreadCount
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
@@ -104,6 +104,23 @@ class InboxService:
         with self.store.read() as tx:
             view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
                                       bundles=self.catalog.bundles)
+        return self._page(view, limit, language)
+
+    async def first_page_now(self, user: str, *, limit: int = 20,
+                             locale: str | None = None) -> Page[Notification] | None:
+        """:meth:`notifications`' first page, not filtered, with its read awaited on the
+        running event loop where the store can, else None (then call :meth:`notifications`
+        in a thread)."""
+        check_user_id(user)
+        language = normalise_locale(locale)
+        limit = check_limit(limit)
+        view = await self.store.page_view_now(user, limit=limit + 1,
+                                              bundles=self.catalog.bundles)
+        return None if view is None else self._page(view, limit, language)
+
+    def _page(self, view: PageView, limit: int, language: str) -> Page[Notification]:
+        """The page's items drawn from ``view``'s first ``limit`` rows, and the cursor past
+        them when there are more."""
         rows, groups, markers = view.rows, view.groups, view.markers
         page = rows[:limit]
         draw = self.drawer.item

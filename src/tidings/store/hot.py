@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Select, bindparam, select
 
 from tidings.domain.readstate import POSITION
-from tidings.domain.views import TimelineEntry
+from tidings.domain.views import PageView, TimelineEntry
 from tidings.store.redis.client import Redis
 from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
@@ -151,6 +151,10 @@ class HotStore:
             yield HotTx(tx, self.redis, WriteBuffer(writable=False))
 
     async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        return None
+
+    async def page_view_now(self, user: str, *, limit: int,
+                            bundles: Callable[[str], bool]) -> PageView | None:
         return None
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:

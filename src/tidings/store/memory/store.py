@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from tidings import ports
 from tidings.clock import Clock
+from tidings.domain.views import PageView
 from tidings.jobs.model import SECOND
 from tidings.store.memory.events import MemoryEvents
 from tidings.store.memory.graph import MemoryGraph
@@ -91,6 +92,10 @@ class MemoryStore:
             yield MemoryTx(self, self._state, Journal(writable=False))
 
     async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
+        return None
+
+    async def page_view_now(self, user: str, *, limit: int,
+                            bundles: Callable[[str], bool]) -> PageView | None:
         return None
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:

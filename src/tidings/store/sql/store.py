@@ -11,9 +11,12 @@ from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
 from tidings.clock import Clock
+from tidings.domain.readstate import Markers
+from tidings.domain.views import PageView
 from tidings.exceptions import StoreConflict
 from tidings.store.notifier import AfterCommit, LocalNotifier
 from tidings.store.sql import markall, readmarkers
+from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.asyncreads import AsyncReads
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
@@ -118,6 +121,16 @@ class SqlStore:
             return None
         ((unread, unseen, narrower),) = found
         return None if narrower else (int(unread), int(unseen))
+
+    async def page_view_now(self, user: str, *, limit: int,
+                            bundles: Callable[[str], bool]) -> PageView | None:
+        if self.async_reads is None:
+            return None
+        found = await self.async_reads.fetch(sql_pageview.unfiltered(False, limit),
+                                             {"user": user})
+        if not found:  # busy, or an empty page: its watermarks are read in a unit
+            return None
+        return sql_pageview.view(found, bundles, Markers)
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         if not isinstance(self.notifier, PgNotifier):
