@@ -26,16 +26,9 @@ from tidings.store.sql.schema import events, timeline_state, timelines
 
 t = timelines.c
 st = timeline_state.c
-# the entries arrive as three JSON arrays, one text parameter each: json.dumps writes thousands
-# of values at C speed where the driver would adapt a list element by element in Python
-_PG_WRITE = text("""
-WITH new AS (
-  INSERT INTO timelines (user_id, event_id, created_at)
-  SELECT u, CAST(i AS BIGINT), CAST(a AS BIGINT)
-  FROM ROWS FROM (json_array_elements_text(CAST(:users AS JSON)),
-                  json_array_elements_text(CAST(:ids AS JSON)),
-                  json_array_elements_text(CAST(:ats AS JSON))) AS r(u, i, a)
-  ON CONFLICT DO NOTHING
+# the entries arrive as three JSON arrays, one text parameter each (timelinecap.entry_columns)
+_PG_WRITE = text(f"""
+WITH new AS ({timelinecap.ENTRIES_INSERT}
   RETURNING user_id
 )
 INSERT INTO timeline_state (user_id, entries, floor_id)
@@ -79,9 +72,7 @@ class SqlTimeline:
         if not rows:
             return
         if self.db.backend == "postgresql":  # one statement, the bounds grown by what was new
-            users, ids, ats = zip(*rows, strict=True)
-            self.db.run(self.conn, _PG_WRITE, {"users": json.dumps(users),
-                                               "ids": json.dumps(ids), "ats": json.dumps(ats)})
+            self.db.run(self.conn, _PG_WRITE, timelinecap.entry_columns(rows))
             return
         self.db.insert_many(self.conn, timelines, [
             {"user_id": u, "event_id": i, "created_at": at} for u, i, at in rows], ignore=True)

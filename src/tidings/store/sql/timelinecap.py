@@ -85,14 +85,15 @@ RETURNING COALESCE(counted.n, 0) AS n
 # fan-out's are. The mailboxes where that does not hold (a write older than the boundary,
 # more new entries than the cap, a bound over the true count) are the statement's rows, left
 # for the cap above, exact whatever the state.
-_PG_PUSH_CAPPED = text("""
-WITH new AS (
+ENTRIES_INSERT = """
   INSERT INTO timelines (user_id, event_id, created_at)
   SELECT u, CAST(i AS BIGINT), CAST(a AS BIGINT)
   FROM ROWS FROM (json_array_elements_text(CAST(:users AS JSON)),
                   json_array_elements_text(CAST(:ids AS JSON)),
                   json_array_elements_text(CAST(:ats AS JSON))) AS r(u, i, a)
-  ON CONFLICT DO NOTHING
+  ON CONFLICT DO NOTHING"""  # the entries of entry_columns(), each once
+_PG_PUSH_CAPPED = text(f"""
+WITH new AS ({ENTRIES_INSERT}
   RETURNING user_id, event_id
 ), added AS (
   SELECT n.user_id, count(*) AS n, min(n.event_id) AS low,
@@ -127,14 +128,20 @@ WHERE a.entries + a.n > :cap AND NOT EXISTS (SELECT 1 FROM fits f WHERE f.user_i
 """)
 
 
+def entry_columns(rows: Sequence[tuple[str, int, int]]) -> dict[str, str]:
+    """(user, event id, created_at) entries as the ``:users``, ``:ids`` and ``:ats`` JSON
+    arrays the PostgreSQL writes read: json.dumps writes thousands of values at C speed where
+    the driver would adapt a list element by element in Python."""
+    users, ids, ats = zip(*rows, strict=True)
+    return {"users": json.dumps(users), "ids": json.dumps(ids), "ats": json.dumps(ats)}
+
+
 def push_capped_pg(db: Database, conn: Connection, rows: Sequence[tuple[str, int, int]],
                    cap_to: int) -> None:
     """(user, event id, created_at) entries written and the cap held, on PostgreSQL."""
     if not rows:
         return
-    users, ids, ats = zip(*rows, strict=True)
-    left = db.fetch(conn, _PG_PUSH_CAPPED, {"users": json.dumps(users), "ids": json.dumps(ids),
-                                            "ats": json.dumps(ats), "cap": cap_to})
+    left = db.fetch(conn, _PG_PUSH_CAPPED, {**entry_columns(rows), "cap": cap_to})
     if left:
         cap(conn, [r[0] for r in left], cap_to)
 
