@@ -1,8 +1,18 @@
-"""PostgreSQL bulk writes: every column of any number of rows sent as one array."""
+"""PostgreSQL bulk writes: every column of any number of rows sent as one JSON array.
+
+A column goes as the text of a JSON array (:func:`column_arrays`), which ``json.dumps`` writes
+at C speed, where the driver adapts a list parameter element by element in Python (for text,
+a pattern search per element to decide its quoting): in a profile of a 20,000-row fan-out that
+adaptation took a quarter of the worker's time. The server splits each array with
+``json_array_elements_text`` and casts the elements to the column's type.
+"""
 
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import Table, TextClause, text
 from sqlalchemy.dialects import postgresql as pg_dialect
@@ -14,15 +24,19 @@ _PG = pg_dialect.dialect()  # type: ignore[no-untyped-call]
 def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
                    keys: tuple[str, ...] = (), add: str = "",
                    returning: tuple[str, ...] = ()) -> TextClause:
-    """PostgreSQL: one INSERT of any number of rows, each column sent as one array
-    (``INSERT … SELECT * FROM unnest(…)``). Its text is the same whatever the row count, so it
-    is parsed once (and prepared by psycopg once it recurs), where a multi-row VALUES list is a
-    new, long statement to build, send and plan for every batch."""
+    """PostgreSQL: one INSERT of any number of rows, each column sent as one JSON array
+    (:func:`column_arrays`; ``INSERT … SELECT … FROM ROWS FROM (json_array_elements_text(…),
+    …)``). Its text is the same whatever the row count, so it is parsed once (and prepared by
+    psycopg once it recurs), where a multi-row VALUES list is a new, long statement to build,
+    send and plan for every batch."""
     quote = _PG.identifier_preparer.quote
-    arrays = ", ".join(f"CAST(:c{i} AS {table.c[c].type.compile(dialect=_PG)}[])"
+    values = ", ".join(f"CAST(x{i} AS {table.c[c].type.compile(dialect=_PG)})"
                        for i, c in enumerate(columns))
+    arrays = ", ".join(f"json_array_elements_text(CAST(:c{i} AS JSON))"
+                       for i in range(len(columns)))
+    names = ", ".join(f"x{i}" for i in range(len(columns)))
     sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
-           f"SELECT * FROM unnest({arrays})")
+           f"SELECT {values} FROM ROWS FROM ({arrays}) AS r({names})")
     if ignore:
         sql += " ON CONFLICT DO NOTHING"
     elif add:  # an existing key adds the row's value to the stored one (NULL counting 0)
@@ -32,3 +46,8 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     if returning:
         sql += " RETURNING " + ", ".join(quote(c) for c in returning)
     return text(sql)
+
+
+def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> dict[str, str]:
+    """The parameters of :func:`unnest_insert`: each column's values as a JSON array."""
+    return {f"c{i}": json.dumps([row[c] for row in rows]) for i, c in enumerate(columns)}

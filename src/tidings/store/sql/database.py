@@ -40,7 +40,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from tidings.exceptions import ConfigError, StoreUnavailable
-from tidings.store.sql.bulk import unnest_insert
+from tidings.store.sql.bulk import column_arrays, unnest_insert
 from tidings.store.sql.driver_errors import classify, is_retryable
 
 T = TypeVar("T")
@@ -258,8 +258,7 @@ class Database:
         if self.backend == "postgresql":
             columns = tuple(rows[0])
             stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning))
-            result = conn.execute(stmt, {f"c{i}": [row[c] for row in rows]
-                                         for i, c in enumerate(columns)})
+            result = conn.execute(stmt, column_arrays(rows, columns))
             return list(result) if returning else []
         upsert = self.upsert_add(table, keys, column)
         if returning and self.backend == "sqlite":
@@ -280,8 +279,8 @@ class Database:
             columns = tuple(rows[0])
             if all(len(row) == len(columns) and all(c in row for c in columns)
                    for row in rows):
-                conn.execute(unnest_insert(table, columns, ignore), {
-                    f"c{i}": [row[c] for row in rows] for i, c in enumerate(columns)})
+                conn.execute(unnest_insert(table, columns, ignore),
+                             column_arrays(rows, columns))
                 return
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):
