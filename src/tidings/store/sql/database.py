@@ -12,6 +12,7 @@ stays the driver's error. Deadlocks and serialisation failures are retried a few
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,14 +23,17 @@ from sqlalchemy import (
     Connection,
     Engine,
     Insert,
+    String,
     Table,
     any_,
     bindparam,
+    cast,
     create_engine,
     event,
     func,
     insert,
     literal_column,
+    select,
     text,
 )
 from sqlalchemy import exc as sa_exc
@@ -60,6 +64,7 @@ def normalise_url(url: str) -> str:
     return url
 
 
+JSON_LIST = 256  # values from which among() sends a JSON array
 IDLE_PING_SECONDS = 1.0  # a pooled connection idle longer is pinged before use
 
 
@@ -289,11 +294,18 @@ class Database:
     def among(self, column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[bool]:
         """``column IN (values)``; on PostgreSQL ``column = ANY(array)``: one parameter, so
         the statement's text stays short and the same for any number of values. For lookups
-        by a leading index column (an index condition, not a filter)."""
-        if self.backend == "postgresql":
+        by a leading index column (an index condition, not a filter). A long list goes as
+        the text of a JSON array, made into the array in the server (``ARRAY(SELECT …)``, an
+        init plan: still an index condition): the driver would adapt a list element by element
+        in Python (:mod:`.bulk`)."""
+        if self.backend != "postgresql":
+            return column.in_(list(values))
+        if len(values) < JSON_LIST:
             return column == any_(bindparam(None, list(values),
                                             type_=pg_dialect.ARRAY(column.type)))
-        return column.in_(list(values))
+        text_of = cast(bindparam(None, json.dumps(list(values)), type_=String), pg_dialect.JSON)
+        elements = select(cast(func.json_array_elements_text(text_of), column.type))
+        return column == any_(func.array(elements.scalar_subquery()))
 
     def parts(self, values: Sequence[T], size: int = IN_LIST) -> Iterator[Sequence[T]]:
         """``values`` in parts for :meth:`among`: all at once on PostgreSQL, else at most
