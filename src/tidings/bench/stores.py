@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -136,7 +136,8 @@ class BenchStore:
                  if t.name in present and t.name not in keep]
         if not names:
             return
-        with db.write() as conn:
+
+        def empty(conn: Connection) -> None:
             if self.backend == "postgresql":
                 conn.execute(text("TRUNCATE " + ", ".join(f'"{n}"' for n in names)))
             elif self.backend == "mysql":
@@ -145,6 +146,10 @@ class BenchStore:
             else:
                 for name in names:
                     conn.execute(text(f'DELETE FROM "{name}"'))
+
+        # retried on a deadlock: a worker process left running between rounds may start a
+        # unit of its own (its periodic jobs) just as the tables are emptied
+        db.transact(empty)
 
     def analyze(self, db: Database) -> None:
         """Refresh the planner's statistics after a bulk load, as a deployment's background
