@@ -93,6 +93,8 @@ class Batch:
                                        ctx.catalog.types.get(item.event.type), candidates)
             chosen.append((item, candidates))
             reached_all.update(candidates)
+        if len(chosen) > 1:  # several events' writes per user: their locks taken in one order
+            tx.inbox.hold(sorted(reached_all))
         prefs = tx.settings.preferences_many(sorted(reached_all)) if reached_all else {}
         known = (prefs, tx.settings.bounced(addresses_of(prefs)))
         actors = sorted({i.event.actor for i, _ in chosen if i.timeline and i.event.actor})

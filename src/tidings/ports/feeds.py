@@ -63,6 +63,12 @@ class InboxStore(Protocol):
         keeps per user a bound of the rows stored, never below the true count (see
         :meth:`over_cap`)."""
 
+    def hold(self, users: Sequence[str]) -> None:
+        """Before a unit writes to these users' inboxes in several steps (a batch of events),
+        take what keeps units that do so for overlapping users from deadlocking: each step
+        locks its users in order, but two units' steps interleave in different orders. A
+        store without row locks does nothing."""
+
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         """Those of ``users`` who may hold more than ``cap`` notifications (by the bound
         :meth:`insert` keeps; exact after a :meth:`trim`), sorted."""

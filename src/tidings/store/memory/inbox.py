@@ -116,6 +116,9 @@ class MemoryInbox:
             if new.user_id not in self._s.users:  # known from now on (no watermark)
                 self._j.put(self._s.users, new.user_id, new.created_at)
 
+    def hold(self, users: Sequence[str]) -> None:
+        return None  # one unit at a time: nothing to lock
+
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         # the bound is the true count here
         return sorted(u for u in set(users) if len(self._s.notes.get(u, {})) > cap)

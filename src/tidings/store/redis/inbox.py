@@ -231,6 +231,9 @@ class RedisInbox:
         return [int(n) + len(self.pending.get(u, ())) for u, n in zip(users, stored,
                                                                          strict=True)]
 
+    def hold(self, users: Sequence[str]) -> None:
+        return None  # each user's writes are one atomic script: no lock is held across them
+
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         wanted = sorted(set(users))
         return [u for u, n in zip(wanted, self._sizes(wanted), strict=True) if n > cap]

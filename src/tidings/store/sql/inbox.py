@@ -160,6 +160,9 @@ class SqlInbox:
         self.sizes.update(inboxcap.grow(self.db, self.conn,
                                         [(r.user_id, r.created_at) for r in rows]))
 
+    def hold(self, users: Sequence[str]) -> None:
+        inboxcap.hold(self.db, self.conn, users)
+
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         return inboxcap.over_cap(self.conn, users, cap, self.sizes)
 
