@@ -93,7 +93,7 @@ class Batch:
                                        ctx.catalog.types.get(item.event.type), candidates)
             chosen.append((item, candidates))
             reached_all.update(candidates)
-        if len(chosen) > 1:  # several events' writes per user: their locks taken in one order
+        if len(chosen) > 1:  # several events written per user: kept apart from other such units
             tx.inbox.hold(sorted(reached_all))
         prefs = tx.settings.preferences_many(sorted(reached_all)) if reached_all else {}
         known = (prefs, tx.settings.bounced(addresses_of(prefs)))
