@@ -80,8 +80,10 @@ class SqlStore:
                  pool_size: int = 5) -> None:
         self.db = Database(url, pool_size=pool_size)
         self.held = HeldReads(self.db, pool_size)  # the hot reads' per-thread connections
-        # the badge's counts awaited on an event loop (PostgreSQL)
-        self.async_reads = (AsyncReads(self.db, pool_size) if self.db.backend == "postgresql"
+        # the badge's counts and the first page awaited on an event loop (PostgreSQL): as many
+        # connections per loop as the pool may open (its size and its overflow), so that a
+        # load of concurrent requests is not sent to threads
+        self.async_reads = (AsyncReads(self.db, pool_size * 3) if self.db.backend == "postgresql"
                             else None)
         self.backend = self.db.backend
         self.clock = clock
