@@ -51,23 +51,36 @@ t = timelines.c
 st = timeline_state.c
 
 
-# PostgreSQL: all of it in one statement, the users sent as one array and each mailbox's
-# excess (its OFFSET) read from its own row
-_PG_CAP = text("""
-WITH over AS (
-  SELECT s.user_id,
-         (SELECT o.event_id FROM timelines o WHERE o.user_id = s.user_id
-          ORDER BY o.event_id LIMIT 1 OFFSET s.entries - :cap - 1) AS bound
-  FROM timeline_state s
-  WHERE s.user_id = ANY(ARRAY(SELECT json_array_elements_text(CAST(:users AS JSON))))
-    AND s.entries > :cap
-), gone AS (
-  DELETE FROM timelines t USING over
-  WHERE t.user_id = over.user_id AND t.event_id <= over.bound
+
+
+def _boundary(user: str, excess: str) -> str:
+    """SQL of a mailbox's boundary: its ``excess``-th oldest entry, read from the oldest end."""
+    return (f"(SELECT o.event_id FROM timelines o WHERE o.user_id = {user}\n"
+            f"          ORDER BY o.event_id LIMIT 1 OFFSET {excess} - 1)")
+
+
+def _trimmed(bounds: str) -> str:
+    """SQL of the CTEs ``gone`` (each mailbox's entries up to its boundary in ``bounds``,
+    deleted) and ``counted`` (how many went per mailbox)."""
+    return f"""gone AS (
+  DELETE FROM timelines t USING {bounds}
+  WHERE t.user_id = {bounds}.user_id AND t.event_id <= {bounds}.bound
   RETURNING t.user_id
 ), counted AS (
   SELECT user_id, count(*) AS n FROM gone GROUP BY user_id
-)
+)"""
+
+
+# PostgreSQL: all of it in one statement, the users sent as one array and each mailbox's
+# excess (its OFFSET) read from its own row
+_PG_CAP = text(f"""
+WITH over AS (
+  SELECT s.user_id,
+         {_boundary("s.user_id", "s.entries - :cap")} AS bound
+  FROM timeline_state s
+  WHERE s.user_id = ANY(ARRAY(SELECT json_array_elements_text(CAST(:users AS JSON))))
+    AND s.entries > :cap
+), {_trimmed("over")}
 UPDATE timeline_state s
 SET floor_id = GREATEST(s.floor_id, COALESCE(over.bound, 0)),
     entries = CASE WHEN over.bound IS NULL
@@ -102,18 +115,11 @@ WITH new AS ({ENTRIES_INSERT}
   GROUP BY n.user_id
 ), over AS MATERIALIZED (
   SELECT a.user_id, a.low,
-         (SELECT o.event_id FROM timelines o WHERE o.user_id = a.user_id
-          ORDER BY o.event_id LIMIT 1 OFFSET a.entries + a.n - :cap - 1) AS bound
+         {_boundary("a.user_id", "a.entries + a.n - :cap")} AS bound
   FROM added a WHERE a.entries + a.n > :cap AND a.n <= :cap
 ), fits AS (
   SELECT user_id, bound FROM over WHERE bound < low
-), gone AS (
-  DELETE FROM timelines t USING fits
-  WHERE t.user_id = fits.user_id AND t.event_id <= fits.bound
-  RETURNING t.user_id
-), counted AS (
-  SELECT user_id, count(*) AS n FROM gone GROUP BY user_id
-), kept AS (
+), {_trimmed("fits")}, kept AS (
   INSERT INTO timeline_state (user_id, entries, floor_id)
   SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(f.bound, 0)
   FROM added a LEFT JOIN fits f ON f.user_id = a.user_id
