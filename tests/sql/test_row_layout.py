@@ -69,3 +69,30 @@ def test_a_failed_job_row_is_unleased_and_waits_for_its_backoff(t: Tidings) -> N
     assert row["run_after"] - failure.failed_at == int(BACKOFF * SECOND)
     (logged,) = table_rows(t, "job_failures")
     assert json.loads(logged["args"]) == {"n": 1}
+
+
+def test_a_row_that_starts_its_group_is_stored_as_not_joined(t: Tidings) -> None:
+    # a page reads the members of joined groups only: a row stored as joined=False must be
+    # its group alone, and one that joined another's group must say so
+    def link(actor: str) -> int:
+        event = t.publish({"type": "page-linked", "actor": actor, "object": "page:Rome",
+                           "recipients": ["bob"]})
+        t.run_jobs()
+        return int(event.id)
+
+    def flags() -> dict[int, tuple[bool, bool]]:
+        return {r["event_id"]: (bool(r["bundle_base"]), bool(r["joined"]))
+                for r in table_rows(t, "notifications")}
+
+    first = link("alice")
+    second = link("carol")
+    mention = int(t.publish({"type": "mention", "actor": "dave", "recipients": ["bob"]}).id)
+    t.run_jobs()
+    assert flags() == {first: (False, False), second: (True, True), mention: (True, False)}
+    (_, linked) = t.notifications("bob").items  # the mention is newer
+    assert linked.count == 2
+
+    t.mark_all_read("bob")
+    third = link("erin")  # the group was read: a new one starts
+    assert flags()[third] == (True, False)
+    assert t.notifications("bob").items[0].count == 1

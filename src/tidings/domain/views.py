@@ -138,6 +138,8 @@ class NewNotification:
     bundle_hash: str
     display_hash: str
     fields: tuple[tuple[str, str], ...] = ()  # its event's queryable payload fields
+    # False when it starts its display group: until another joins, the group is this row alone
+    joined: bool = True
 
 
 @dataclass(frozen=True)
@@ -165,15 +167,17 @@ class Delivery:
     backfill: bool = False
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
 
-    def row(self, user: str, display_hash: str, created_at: int | None = None
-            ) -> NewNotification:
+    def row(self, user: str, display_hash: str, created_at: int | None = None, *,
+            joined: bool = True) -> NewNotification:
         """The notification row of this delivery for ``user`` in display group
-        ``display_hash`` (dated ``created_at`` when the bundling rule moved its date)."""
+        ``display_hash`` (dated ``created_at`` when the bundling rule moved its date);
+        ``joined`` False when the row starts that group."""
         return NewNotification(
             user_id=user, event_id=self.event_id,
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
-            bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields)
+            bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
+            joined=joined)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
                               backfill=delivery.backfill)
         if place.joins:
             demote.append((user, place.group))
-        rows.append(delivery.row(user, place.group, place.created_at))
+        rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))
     inbox.demote(demote)
     inbox.insert(rows)
     return [r.user_id for r in rows]

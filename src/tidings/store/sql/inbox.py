@@ -150,7 +150,7 @@ class SqlInbox:
              "fresh_at": r.created_at, "type": r.type, "category": r.category,
              "section": r.section, "actor": r.actor, "object": r.object,
              "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
-             "bundle_base": True, "read_at": None} for r in rows
+             "bundle_base": True, "read_at": None, "joined": r.joined} for r in rows
         ], ignore=True)
         fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
         if fields:  # every chunk of an event carries the same rows: the first one stays

@@ -1,7 +1,7 @@
 """The first page of an unfiltered inbox on SQLite and MariaDB/MySQL: the three reads of
 :mod:`tidings.store.pageview` (watermarks, base rows with payloads, the listed groups' newest
-members), each a statement built once per shape and run straight on the driver
-(:meth:`Database.fetch`).
+members, for the rows that were joined: ``notifications.joined``), each a statement built once
+per shape and run straight on the driver (:meth:`Database.fetch`).
 
 Built per call through SQLAlchemy's execution, the three cost more in statement construction,
 cache-key generation and result rows than in the database: on SQLite a page took about 2 ms
@@ -22,7 +22,7 @@ from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql.database import Database
-from tidings.store.sql.pageview import ROW_COLUMNS, group_of, unfiltered_conditions
+from tidings.store.sql.pageview import ROW_COLUMNS, WIDTH, group_of, unfiltered_conditions
 from tidings.store.sql.schema import events, notifications, read_markers
 
 n = notifications.c
@@ -35,7 +35,8 @@ MARKERS = select(m.scope, m.until_at, m.position_at, m.position_id).where(
 def rows_statement(keyset: bool, limit: int) -> Any:
     """The unfiltered page's base rows with their payloads, newest first; ``:user``, and with
     ``keyset`` ``:before_at`` / ``:before_id`` (strictly before that place)."""
-    return (select(*ROW_COLUMNS).join_from(notifications, events, events.c.id == n.event_id)
+    return (select(*ROW_COLUMNS, n.joined)
+            .join_from(notifications, events, events.c.id == n.event_id)
             .where(*unfiltered_conditions(keyset))
             .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))
 
@@ -64,10 +65,14 @@ def page_view(db: Database, conn: Any, user: str, *, limit: int,
     params: dict[str, Any] = {"user": user}
     if before is not None:
         params["before_at"], params["before_id"] = before
-    rows = [InboxRow(*r) for r in db.fetch(conn, rows_statement(before is not None, limit),
-                                           params)]
-    wanted = list(dict.fromkeys(r.display_hash for r in rows if bundles(r.type)))
-    return PageView(markers, rows, _groups(db, conn, user, wanted))
+    found = db.fetch(conn, rows_statement(before is not None, limit), params)
+    rows = [InboxRow(*r[:WIDTH]) for r in found]
+    # a row that started its group and was never joined is the group: no members to read
+    alone = {row.display_hash: group_of([row.actor])
+             for row, r in zip(rows, found, strict=True) if not r[WIDTH] and bundles(row.type)}
+    wanted = list(dict.fromkeys(r.display_hash for r in rows
+                                if bundles(r.type) and r.display_hash not in alone))
+    return PageView(markers, rows, {**alone, **_groups(db, conn, user, wanted)})
 
 
 def _groups(db: Database, conn: Any, user: str, wanted: Sequence[str]

@@ -4,8 +4,10 @@ group — what the three reads of :mod:`tidings.store.pageview` fetch in three r
 
 The watermarks come in an uncorrelated subquery (evaluated once, as JSON text on every row);
 each row's group members come from a correlated subquery on the (user, display hash, created)
-index, evaluated for the listed rows only. Only pages that do not filter on read state take
-this path: that filter needs the watermarks before the page's condition can be written.
+index, evaluated for the listed rows that were joined (``notifications.joined``): a row that
+started its group and was never joined is its group's only member. Only pages that do not
+filter on read state take this path: that filter needs the watermarks before the page's
+condition can be written.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
     cast,
     func,
     or_,
     select,
     true,
 )
+from sqlalchemy.dialects.postgresql import array as pg_array
 
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.readstate import POSITION, Markers
@@ -44,12 +48,14 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
     """The page under ``conditions`` (which must not depend on the watermarks) with a
     ``members`` array and a ``markers`` JSON text column; ``:user`` names the user."""
     member = notifications.alias("member")
-    # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row
-    members = func.array(
+    # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row; a
+    # row that started its group and was never joined is the group, and skips the subquery
+    members = case((n.joined, func.array(
         select(member.c.actor)
         .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
         .order_by(member.c.created_at.desc(), member.c.event_id.desc())
-        .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())
+        .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())),
+        else_=pg_array([n.actor]))
     marks = select(cast(func.json_agg(func.json_build_array(
         m.scope, m.until_at, m.position_at, m.position_id)), String)).where(
         m.user_id == bindparam("user")).scalar_subquery()

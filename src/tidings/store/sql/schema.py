@@ -161,7 +161,10 @@ preferences = Table(
 # One row per (user, event). ``bundle_base`` marks the newest member of each display group:
 # lists and unread counts read base rows only, through an index, with no GROUP BY.
 # ``fresh_at`` is what read watermarks compare against: the delivery time, or the time the
-# user marked the notification unread again.
+# user marked the notification unread again. ``joined`` is False on a row that started its
+# display group and True on one that joined a group someone else started (and on rows from
+# before it existed): a base row with False is its group's only member, so a page need not read
+# its members. It errs only towards True (a group that lost members since), never towards False.
 notifications = Table(
     "notifications",
     metadata,
@@ -178,6 +181,7 @@ notifications = Table(
     Column("display_hash", String(HASH), nullable=False),
     Column("bundle_base", Boolean, nullable=False),
     Column("read_at", BigInteger),
+    Column("joined", Boolean, nullable=False, server_default="1"),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at"),
