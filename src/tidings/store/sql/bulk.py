@@ -18,23 +18,28 @@ from sqlalchemy import Table, TextClause, text
 from sqlalchemy.dialects import postgresql as pg_dialect
 
 _PG = pg_dialect.dialect()  # type: ignore[no-untyped-call]
+SCALARS = (str, int, float, type(None))  # what a column sends as one value (bool is an int)
 
 
 @functools.lru_cache(maxsize=256)
 def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
-                   keys: tuple[str, ...] = (), add: str = "",
-                   returning: tuple[str, ...] = ()) -> TextClause:
+                  keys: tuple[str, ...] = (), add: str = "",
+                  returning: tuple[str, ...] = (), single: tuple[bool, ...] = ()
+                  ) -> TextClause:
     """PostgreSQL: one INSERT of any number of rows, each column sent as one JSON array
     (:func:`column_arrays`; ``INSERT … SELECT … FROM ROWS FROM (json_array_elements_text(…),
-    …)``). Its text is the same whatever the row count, so it is parsed once (and prepared by
+    …)``), or as one value where ``single`` marks a column every row has the same value in.
+    Its text is the same whatever the row count, so it is parsed once (and prepared by
     psycopg once it recurs), where a multi-row VALUES list is a new, long statement to build,
     send and plan for every batch."""
     quote = _PG.identifier_preparer.quote
-    values = ", ".join(f"CAST(x{i} AS {table.c[c].type.compile(dialect=_PG)})"
-                       for i, c in enumerate(columns))
-    arrays = ", ".join(f"json_array_elements_text(CAST(:c{i} AS JSON))"
-                       for i in range(len(columns)))
-    names = ", ".join(f"x{i}" for i in range(len(columns)))
+    single = single or (False,) * len(columns)
+    kinds = [table.c[c].type.compile(dialect=_PG) for c in columns]
+    values = ", ".join(f"CAST(:c{i} AS {kind})" if one else f"CAST(x{i} AS {kind})"
+                       for i, (kind, one) in enumerate(zip(kinds, single, strict=True)))
+    spread = [i for i, one in enumerate(single) if not one]
+    arrays = ", ".join(f"json_array_elements_text(CAST(:c{i} AS JSON))" for i in spread)
+    names = ", ".join(f"x{i}" for i in spread)
     sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
            f"SELECT {values} FROM ROWS FROM ({arrays}) AS r({names})")
     if ignore:
@@ -48,6 +53,18 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     return text(sql)
 
 
-def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> dict[str, str]:
-    """The parameters of :func:`unnest_insert`: each column's values as a JSON array."""
-    return {f"c{i}": json.dumps([row[c] for row in rows]) for i, c in enumerate(columns)}
+def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
+                  ) -> tuple[tuple[bool, ...], dict[str, Any]]:
+    """The parameters of :func:`unnest_insert` and its ``single`` shape: each column's values
+    as a JSON array, or the one value of a column that is the same in every row (a fan-out's
+    rows differ in their user only: the server then splits one array, not one per column;
+    the first column stays an array, so the rows are counted even when all are alike)."""
+    single: list[bool] = []
+    params: dict[str, Any] = {}
+    for i, c in enumerate(columns):
+        values = [row[c] for row in rows]
+        first = values[0]
+        one = (i > 0 and isinstance(first, SCALARS) and values.count(first) == len(values))
+        single.append(one)
+        params[f"c{i}"] = first if one else json.dumps(values)
+    return tuple(single), params

@@ -262,8 +262,10 @@ class Database:
             return []
         if self.backend == "postgresql":
             columns = tuple(rows[0])
-            stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning))
-            result = conn.execute(stmt, column_arrays(rows, columns))
+            single, params = column_arrays(rows, columns)
+            stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning),
+                                 single)
+            result = conn.execute(stmt, params)
             return list(result) if returning else []
         upsert = self.upsert_add(table, keys, column)
         if returning and self.backend == "sqlite":
@@ -284,8 +286,8 @@ class Database:
             columns = tuple(rows[0])
             if all(len(row) == len(columns) and all(c in row for c in columns)
                    for row in rows):
-                conn.execute(unnest_insert(table, columns, ignore),
-                             column_arrays(rows, columns))
+                single, params = column_arrays(rows, columns)
+                conn.execute(unnest_insert(table, columns, ignore, single=single), params)
                 return
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):
