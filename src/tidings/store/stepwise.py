@@ -43,13 +43,19 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
     markers = inbox.load_markers_many([u for u in fresh if u in bases]) if bases else {}
     rows: list[NewNotification] = []
     demote: list[tuple[str, str]] = []
+    # a user with no base starts a group of the same hash and date as every other such user
+    alone = join_or_start(bhash, delivery.event_id, delivery.created_at, None, False,
+                          backfill=delivery.backfill)
     for user in fresh:
         base = bases.get(user)
-        unread = base is not None and markers.get(user, Markers()).is_unread(
-            base.read_at, base.fresh_at, base.type, base.category, base.section,
-            position=(base.created_at, base.event_id))
-        place = join_or_start(bhash, delivery.event_id, delivery.created_at, base, unread,
-                              backfill=delivery.backfill)
+        if base is None:
+            place = alone
+        else:
+            unread = markers.get(user, Markers()).is_unread(
+                base.read_at, base.fresh_at, base.type, base.category, base.section,
+                position=(base.created_at, base.event_id))
+            place = join_or_start(bhash, delivery.event_id, delivery.created_at, base, unread,
+                                  backfill=delivery.backfill)
         if place.joins:
             demote.append((user, place.group))
         rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))

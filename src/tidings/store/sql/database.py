@@ -284,8 +284,8 @@ class Database:
         """
         if self.backend == "postgresql" and rows:
             columns = tuple(rows[0])
-            if all(len(row) == len(columns) and all(c in row for c in columns)
-                   for row in rows):
+            names = rows[0].keys()
+            if all(row.keys() == names for row in rows):
                 single, params = column_arrays(rows, columns)
                 conn.execute(unnest_insert(table, columns, ignore, single=single), params)
                 return

@@ -198,7 +198,7 @@ class SqlGraph:
         ranged = ranged.order_by(column)
         if limit is not None:
             ranged = ranged.limit(limit)
-        return [str(r[0]) for r in self.conn.execute(ranged)]
+        return [str(u) for u in self.conn.execute(ranged).scalars().all()]  # fetched at once
 
     def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
         wanted = sorted(set(actors))

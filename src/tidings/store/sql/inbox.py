@@ -139,9 +139,10 @@ class SqlInbox:
             # The chunk's ids go in as literals: a prepared statement's generic plan on
             # PostgreSQL filters rows with an unhashed IN list, which made each chunk of a big
             # fan-out cost (rows of the event so far) x (chunk size) comparisons.
-            found.update(r[0] for r in self.conn.execute(
+            found.update(self.conn.execute(
                 select(n.user_id).where(n.event_id == event_id, n.user_id.in_(
-                    bindparam("chunk_users", part, expanding=True, literal_execute=True)))))
+                    bindparam("chunk_users", part, expanding=True, literal_execute=True)))
+            ).scalars().all())
         return found
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
