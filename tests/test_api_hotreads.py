@@ -111,3 +111,27 @@ def test_the_hot_reads_stay_out_of_the_openapi_document(
         apps: tuple[TestClient, TestClient]) -> None:
     hot, plain = apps
     assert hot.get("/openapi.json").json() == plain.get("/openapi.json").json()
+
+
+def test_a_page_put_together_from_kept_items_follows_changes_and_falls_back(
+        engine: Tidings, apps: tuple[TestClient, TestClient],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    hot, plain = apps
+    page = "/v1/users/bob/notifications"
+    first = hot.get(page, headers=SERVER).content
+    assert _same(hot, plain, page, SERVER) == 200  # again: from the kept items' JSON
+    assert hot.get(page, headers=SERVER).content == first
+    engine.mark_all_read("bob")  # every item's read state changes
+    assert _same(hot, plain, page, SERVER) == 200
+    assert hot.get(page, headers=SERVER).json()["items"][0]["read"] is True
+    engine.publish({"type": "page-linked", "actor": "frank", "object": "page:Rome"})
+    engine.run_jobs()  # a new group on top
+    assert _same(hot, plain, page + "?limit=2", SERVER) == 200
+    assert hot.get(page, headers=SERVER).json()["items"][0]["actor"] == "frank"
+
+    def refuse(item: Any) -> bytes:
+        raise ValueError("only the fallback encoder writes this one")
+
+    monkeypatch.setattr(hotreads, "item_json", refuse)  # the page goes through dumps()
+    engine.mark_seen("bob")
+    assert _same(hot, plain, page, SERVER) == 200

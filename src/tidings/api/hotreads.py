@@ -16,6 +16,7 @@ the FastAPI routes still describe these paths.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 
@@ -27,10 +28,11 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from tidings.api.auth import authorize_user
-from tidings.api.jsonshape import SafeJSONResponse, shaped
+from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
 from tidings.api.schemas import ids
 from tidings.api.schemas.inbox import NotificationOut
 from tidings.api.state import AppState
+from tidings.domain.views import Notification
 
 PREFIX = "/v1/users/{user}"
 UNREAD = PREFIX + "/notifications/unread-count"
@@ -39,7 +41,7 @@ _LIMIT = re.compile(rb"limit=([1-9][0-9]{0,2})")
 MAX_LIMIT = 100  # LimitQuery's bound
 DEFAULT_LIMIT = 20
 
-Answer = Callable[[AppState, Scope, str], Awaitable[SafeJSONResponse]]
+Answer = Callable[[AppState, Scope, str], Awaitable[Response]]
 Plain = Callable[[bytes], bool]  # whether a query string is one a hot read answers
 
 
@@ -76,15 +78,28 @@ async def unread_count(state: AppState, scope: Scope, user: str) -> SafeJSONResp
                              "unseen": unseen.count, "unseen_display": unseen.display})
 
 
-async def first_page(state: AppState, scope: Scope, user: str) -> SafeJSONResponse:
+def item_json(item: Notification) -> bytes:
+    """One listed item as the page's JSON holds it: the text :func:`dumps` gives it within
+    the page (compact, UTF-8), or an error where only its fallback encoder could write it."""
+    return json.dumps(shaped(NotificationOut, item.to_dict()), ensure_ascii=False,
+                      allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+async def first_page(state: AppState, scope: Scope, user: str) -> Response:
     query: bytes = scope["query_string"]
     limit = int(query[len(b"limit="):]) if query else DEFAULT_LIMIT
     _caller_may_read(state, scope, user)
     locale = await state.locale_of(user)
-    page = await state.tidings.inbox.first_page_now(user, limit=limit, locale=locale)
-    if page is None:  # no thread where the store can read it on the loop
-        page = await run_in_threadpool(
-            lambda: state.tidings.notifications(user, limit=limit, locale=locale))
+    try:  # the items' JSON kept from earlier pages, joined: the bytes dumps() gives the page
+        encoded = await state.tidings.inbox.first_page_encoded_now(
+            user, limit=limit, locale=locale, encode=item_json)
+    except (RecursionError, ValueError, TypeError, UnicodeEncodeError):
+        encoded = None  # an item only the fallback encoder writes: the page goes through it
+    if encoded is not None:
+        return Response(b'{"items":[' + b",".join(encoded.items) + b'],"next_cursor":'
+                        + dumps(encoded.next_cursor) + b"}", media_type="application/json")
+    page = await run_in_threadpool(  # in a thread where the store cannot read on the loop
+        lambda: state.tidings.notifications(user, limit=limit, locale=locale))
     return SafeJSONResponse({
         "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
         "next_cursor": page.next_cursor})

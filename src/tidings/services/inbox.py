@@ -11,7 +11,7 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
 from tidings.domain.readstate import scope_name
-from tidings.domain.views import Filters, Notification, Page, PageView, UnreadCount
+from tidings.domain.views import Filters, InboxRow, Notification, Page, PageView, UnreadCount
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
@@ -111,12 +111,38 @@ class InboxService:
         """:meth:`notifications`' first page, not filtered, with its read awaited on the
         running event loop where the store can, else None (then call :meth:`notifications`
         in a thread)."""
+        found = await self._first_view_now(user, limit, locale)
+        return None if found is None else self._page(*found)
+
+    async def first_page_encoded_now(self, user: str, *, limit: int, locale: str | None,
+                                     encode: Callable[[Notification], bytes]
+                                     ) -> Page[bytes] | None:
+        """:meth:`first_page_now` with each item as ``encode`` gives it (its JSON, say),
+        kept by the drawer so an item listed again is neither built nor encoded again."""
+        found = await self._first_view_now(user, limit, locale)
+        if found is None:
+            return None
+        view, limit, language = found
+        page = view.rows[:limit]
+        groups, markers, encoded = view.groups, view.markers, self.drawer.encoded
+        return Page([encoded(row, groups.get(row.display_hash), markers, language, encode)
+                     for row in page], self._next(view.rows, page, limit))
+
+    async def _first_view_now(self, user: str, limit: int, locale: str | None
+                              ) -> tuple[PageView, int, str] | None:
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
         view = await self.store.page_view_now(user, limit=limit + 1,
                                               bundles=self.catalog.bundles)
-        return None if view is None else self._page(view, limit, language)
+        return None if view is None else (view, limit, language)
+
+    @staticmethod
+    def _next(rows: Sequence[InboxRow], page: Sequence[InboxRow], limit: int) -> str | None:
+        """The cursor past ``page`` when ``rows`` (read one beyond the limit) hold more."""
+        last = page[-1] if page else None
+        return encode_cursor(last.created_at, last.event_id) if len(rows) > limit and last \
+            else None
 
     def _page(self, view: PageView, limit: int, language: str) -> Page[Notification]:
         """The page's items drawn from ``view``'s first ``limit`` rows, and the cursor past
@@ -125,10 +151,7 @@ class InboxService:
         page = rows[:limit]
         draw = self.drawer.item
         items = [draw(row, groups.get(row.display_hash), markers, language) for row in page]
-        last = page[-1] if page else None
-        more = len(rows) > limit
-        next_cursor = encode_cursor(last.created_at, last.event_id) if more and last else None
-        return Page(items, next_cursor)
+        return Page(items, self._next(rows, page, limit))
 
     def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)
