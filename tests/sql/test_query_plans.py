@@ -99,3 +99,49 @@ def test_group_members_use_the_display_index(loaded: Tidings) -> None:
     assert members, plans
     for plan in members:
         assert "ix_notifications_user_id_display_hash_created_at" in plan, plan
+
+
+def test_idempotency_keys_are_looked_up_by_both_columns(
+        postgresql_stores: PostgresStores) -> None:
+    # the statistics saw one scope only; a new API key's scope then looks like a handful of
+    # rows, and a plan keyed on the scope alone would read every event of that scope
+    url = postgresql_stores.clone()
+    t = Tidings(Config(database_url=url), types=[EventType("link")], clock=FrozenClock())
+    try:
+        with t.store.db.write() as conn:
+            t.store.db.insert_many(conn, events, [
+                {"type": "link", "actor": "a", "object": None, "payload": "{}",
+                 "recipients": "[]", "exclude": "[]", "idempotency_key": f"k{i}",
+                 "body_hash": "", "created_at": i} for i in range(3000)])
+        with t.store.db.engine.connect() as conn:
+            conn.execute(text("ANALYZE events"))
+            conn.commit()
+        with t.store.db.write() as conn:
+            t.store.db.insert_many(conn, events, [
+                {"type": "link", "actor": "a", "object": None, "payload": "{}",
+                 "recipients": "[]", "exclude": "[]", "idempotency_scope": "key:new",
+                 "idempotency_key": f"k{i}", "body_hash": "", "created_at": i}
+                for i in range(3000)])
+        captured: list[tuple[str, Any]] = []
+
+        def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any,
+                    *_: Any) -> None:
+            if "idempotency_key" in statement and "FROM events" in statement:
+                captured.append((statement, parameters))
+
+        event.listen(t.store.db.engine, "before_cursor_execute", capture)
+        try:
+            with t.store.read() as tx:
+                found = tx.events.get_by_keys(["k7", "k9", "nope"], scope="key:new")
+        finally:
+            event.remove(t.store.db.engine, "before_cursor_execute", capture)
+        assert sorted(found) == ["k7", "k9"]
+        (statement, parameters), = captured
+        with t.store.db.engine.connect() as conn:
+            plan = "\n".join(r[0] for r in conn.exec_driver_sql(
+                "EXPLAIN (ANALYZE, COSTS OFF) " + statement, parameters))
+        assert "idempotency_key)::text = (k.key)::text" in plan, plan
+        assert "Rows Removed" not in plan, plan
+    finally:
+        t.close()
+        postgresql_stores.drop(url)
