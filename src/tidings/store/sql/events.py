@@ -15,7 +15,6 @@ from tidings.store.sql import pull
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import event_fields, events
 
-
 # PostgreSQL: one lookup of (scope, key) per key, each an equality on both columns of the
 # unique index. Written as ``key = ANY(:keys)``, a custom plan could take the scope alone as
 # the index condition and filter the keys out of every event of the scope: a scope the
