@@ -32,3 +32,15 @@ def test_a_kept_item_follows_every_change_and_stays_the_callers_own(t: Tidings) 
     (redefined,) = t.notifications("bob").items
     assert redefined.title == "alice named you on Fog"
     assert t.notifications("bob", locale="de").items[0].title == redefined.title
+
+
+def test_a_nested_payload_is_the_callers_own_too(t: Tidings) -> None:
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+               "payload": {"lines": [3, 4], "at": {"page": "Fog"}, "flag": True}})
+    t.run_jobs()
+    (first,) = t.notifications("bob").items
+    first.payload["lines"].append(5)
+    first.payload["at"]["page"] = "Rome"
+    first.payload["flag"] = False
+    (again,) = t.notifications("bob").items
+    assert again.payload == {"lines": [3, 4], "at": {"page": "Fog"}, "flag": True}

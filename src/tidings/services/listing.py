@@ -3,8 +3,9 @@
 An item's title, body, link and HTML depend on its row, its display group's newest actors
 and count, its read and seen state, the language and the type's definition, and on nothing
 else. A page read again — the usual case: a badge click, a refresh, a poll — finds its items
-here instead of rendering them again. The payload is parsed anew for every item handed out,
-so a caller that changes an item's payload changes only its own copy.
+here instead of rendering them again. Every item handed out gets a payload of its own (a
+fresh parse, or for a flat payload a copy of the kept one), so a caller that changes an
+item's payload changes only its own copy.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from tidings.domain.views import GroupInfo, InboxRow, Notification
 _new = object.__new__
 ITEM_CACHE_SIZE = 4_096  # drawn items kept per service; the oldest go first
 
-# a Notification's fields but its actors and payload, and its actors
-Drawn = tuple[dict[str, Any], tuple[str, ...]]
+# a Notification's fields but its actors and payload, its actors, and its payload when that
+# is flat (no list or object inside: a shallow copy is then a copy of its own)
+Drawn = tuple[dict[str, Any], tuple[str, ...], dict[str, Any] | None]
+_FLAT = (str, int, float, bool, type(None))
 
 
 class ItemDrawer:
@@ -77,14 +80,14 @@ class ItemDrawer:
             drawn = self._draw(row, info, self._types(row.type), language, read=not unread,
                                seen=seen)
             self._keep(self._drawn, key, drawn)
-        fields, actors = drawn
+        fields, actors, flat = drawn
         # A frozen dataclass's __init__ sets each of its 17 fields through object.__setattr__
         # (4 µs an item); the instance's __dict__ filled at once is the same object in 1 µs.
         item: Notification = _new(Notification)
         attributes = item.__dict__
         attributes.update(fields)
         attributes["actors"] = list(actors)
-        attributes["payload"] = json.loads(row.payload)
+        attributes["payload"] = dict(flat) if flat is not None else json.loads(row.payload)
         return item
 
     @staticmethod
@@ -93,8 +96,11 @@ class ItemDrawer:
         actors = info.actors if info else ([row.actor] if row.actor else [])
         count = info.count if info else 1
         others = min(max(len(actors) - 1, 0), OTHERS_CAP)
+        payload = json.loads(row.payload)
+        flat = dict(payload) if isinstance(payload, dict) and all(
+            isinstance(v, _FLAT) for v in payload.values()) else None
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
-                            payload=json.loads(row.payload), actors=actors[:3], count=count,
+                            payload=payload, actors=actors[:3], count=count,
                             others=others, event_id=str(row.event_id))
         rendered = render_all(event_type, ctx, language,
                               payload_text=row.payload if isinstance(row.payload, str) else None)
@@ -103,7 +109,7 @@ class ItemDrawer:
                 "count": count, "others": others, "title": rendered.title,
                 "body": rendered.body, "link": rendered.link, "html": rendered.html,
                 "created_at": to_rfc3339(row.created_at), "read": read, "seen": seen},
-                tuple(actors[:3]))
+                tuple(actors[:3]), flat)
 
     def clear(self) -> None:
         with self._lock:
