@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.store.sql.bulk import HOLDERS
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]
@@ -145,3 +147,18 @@ def test_idempotency_keys_are_looked_up_by_both_columns(
     finally:
         t.close()
         postgresql_stores.drop(url)
+
+
+def test_the_holders_of_an_event_are_probed_user_by_user(loaded: Tidings) -> None:
+    # the fan-out's "who already has this event?": one index probe per user, never a read
+    # of every row of the event (which a big fan-out's later chunks would pay again and again)
+    with loaded.store.read() as tx:
+        found = tx.inbox.delivered(7, ["u1", "u2", "nobody"])
+    assert found == {"u1", "u2"}
+    sql, params = loaded.store.db.driver_form(  # type: ignore[attr-defined]
+        HOLDERS, {"users": json.dumps(["u1", "u2", "nobody"]), "event": 7})
+    with loaded.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql, params))
+    assert "Nested Loop" in plan and "Hash" not in plan, plan
+    assert "Index Only Scan" in plan or "Index Scan" in plan, plan
+    assert "Seq Scan on notifications" not in plan, plan

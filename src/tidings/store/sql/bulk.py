@@ -1,4 +1,5 @@
-"""PostgreSQL bulk writes: every column of any number of rows sent as one JSON array.
+"""PostgreSQL bulk writes (every column of any number of rows sent as one JSON array) and the
+fan-out's bulk check of who already holds an event.
 
 A column goes as the text of a JSON array (:func:`column_arrays`), which ``json.dumps`` writes
 at C speed, where the driver adapts a list parameter element by element in Python (for text,
@@ -68,3 +69,13 @@ def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
         single.append(one)
         params[f"c{i}"] = first if one else json.dumps(values)
     return tuple(single), params
+
+
+# Which of a JSON array of users hold an event: one probe of the (event, user) index per user,
+# whatever the statistics say (the LIMIT keeps the lookup from being flattened into a join
+# that could read every row of the event). One statement text for any number of users, so it
+# is prepared once: a literal IN list is rendered, sent and planned anew for every event.
+HOLDERS = text("""
+SELECT h.user_id FROM json_array_elements_text(CAST(:users AS JSON)) AS u(id)
+CROSS JOIN LATERAL (SELECT n.user_id FROM notifications n
+                    WHERE n.event_id = :event AND n.user_id = u.id LIMIT 1) AS h""")

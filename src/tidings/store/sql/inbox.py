@@ -8,6 +8,7 @@ by the caller (``tidings.domain.bundling``); this module stores what it decided.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -43,6 +44,7 @@ from tidings.domain.views import (
 from tidings.store import pageview, stepwise
 from tidings.store.sql import bundlelocks, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
+from tidings.store.sql.bulk import HOLDERS
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
@@ -134,6 +136,9 @@ class SqlInbox:
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
+        if self.db.backend == "postgresql":
+            return {r[0] for r in self.db.fetch(self.conn, HOLDERS, {
+                "users": json.dumps(list(users)), "event": event_id})}
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
             # The chunk's ids go in as literals: a prepared statement's generic plan on
