@@ -257,16 +257,18 @@ class Database:
                  ) -> list[Any] | None:
         """Insert ``rows`` or, for a key that exists, add their ``column`` value to the
         stored one (:meth:`upsert_add`); the ``returning`` columns of the written rows where
-        the backend hands them back (not MariaDB: None)."""
+        the backend hands them back, in that order (not MariaDB: None)."""
         if not rows:
             return []
         if self.backend == "postgresql":
             columns = tuple(rows[0])
             single, params = column_arrays(rows, columns)
             stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning),
-                                 single)
-            result = conn.execute(stmt, params)
-            return list(result) if returning else []
+                                 single)  # built once per shape: run on the driver
+            if returning:
+                return self.fetch(conn, stmt, params)
+            self.run(conn, stmt, params)
+            return []
         upsert = self.upsert_add(table, keys, column)
         if returning and self.backend == "sqlite":
             return list(conn.execute(upsert.returning(*(table.c[c] for c in returning)),
@@ -287,7 +289,7 @@ class Database:
             names = rows[0].keys()
             if all(row.keys() == names for row in rows):
                 single, params = column_arrays(rows, columns)
-                conn.execute(unnest_insert(table, columns, ignore, single=single), params)
+                self.run(conn, unnest_insert(table, columns, ignore, single=single), params)
                 return
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):

@@ -38,7 +38,7 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
             for u in sorted(counts)]
     returned = db.add_rows(conn, users, ["user_id"], "inbox_rows", rows,
                            returning=("user_id", "inbox_rows"))
-    return {r.user_id: r.inbox_rows for r in returned or ()}
+    return {user: bound for user, bound in returned or ()}
 
 
 def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:
