@@ -11,6 +11,12 @@ the last column. One round trip, prepared by psycopg, where the steps took two o
 
 A followee's pull is skipped outright when the mailbox alone fills the page above its cut
 (a pushed source), and no followee's pull goes below the mailbox page's last id then.
+
+In the first pass, a followee pulled whole (no cut) is read with no lower or upper bound on
+``id`` when the read has none to apply (the mailbox page is not full, no ``:above``): each
+bound on the index's second column costs about a microsecond a descent, a fifth of one, even
+where it excludes nothing. The followees with and without bounds are two branches of a
+``UNION ALL``, each followee in exactly one of them.
 """
 
 from __future__ import annotations
@@ -80,11 +86,20 @@ src AS ({PULLED if pulled else SOURCES}),
 newest AS (
   SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
     SELECT e.id FROM events e
+    WHERE e.actor = src.actor
+      AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[])){
+        under.format(col="e.id")}
+    ORDER BY e.id DESC LIMIT 1) p
+  WHERE src.cut = {NO_BOUND} AND (SELECT id FROM low) = 0
+  UNION ALL
+  SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
+    SELECT e.id FROM events e
     WHERE e.actor = src.actor AND e.id <= src.cut AND e.id > (SELECT id FROM low)
       AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[])){
         under.format(col="e.id")}
     ORDER BY e.id DESC LIMIT 1) p
-  WHERE src.cut > (SELECT id FROM low)),
+  WHERE src.cut > (SELECT id FROM low)
+    AND (src.cut <> {NO_BOUND} OR (SELECT id FROM low) <> 0)),
 bound AS (
   SELECT coalesce((SELECT id FROM newest ORDER BY id DESC OFFSET {n - 1} LIMIT 1),
                   (SELECT id FROM low) + 1) AS id),
