@@ -202,6 +202,27 @@ def test_a_per_source_override(any_store_url: str, clock: FrozenClock) -> None:
             t.set_timeline_model("ann", "hybrid")
 
 
+def test_followees_pulled_whole_and_from_a_cut_merge_in_one_read(any_store_url: str,
+                                                                 clock: FrozenClock) -> None:
+    """A pull deployment where one followee is pushed from some post on: its older posts are
+    pulled below its cut, the others' whole (on PostgreSQL the two kinds are read by two
+    branches of the statement, each followee by one), with and without id bounds, and with
+    a mailbox that fills a page by itself."""
+    with open_tidings(any_store_url, clock=clock, timeline_model="pull") as t:
+        for other in ("ann", "cat", "dan"):
+            t.follow("bob", other)
+        early = post(t, "ann", 3) + post(t, "cat", 2) + post(t, "dan", 2)
+        t.set_timeline_model("cat", "push")
+        later = post(t, "cat", 4) + post(t, "ann", 1) + post(t, "dan", 1) + post(t, "cat", 3)
+        every = sorted(early + later, reverse=True)
+        assert ids(t, "bob") == every
+        for limit in (1, 2, 3, 5):
+            assert walk(t, "bob", limit) == every
+            assert walk(t, "bob", limit, since_id=every[-3]) == every[:-3]
+        assert ids(t, "bob", since_id=every[8]) == every[:8]
+        assert ids(t, "bob", max_id=every[2], since_id=every[12]) == every[3:12]
+
+
 def test_hybrid_pulls_only_sources_over_the_threshold(any_store_url: str,
                                                       clock: FrozenClock) -> None:
     with open_tidings(any_store_url, clock=clock, timeline_model="hybrid",
