@@ -166,6 +166,29 @@ def mysql_column_collations(url: str) -> set[str]:
 
 
 
+def test_postgresql_per_user_counters_leave_room_for_updates(
+        postgresql_stores: SqlStores) -> None:
+    # compare_metadata does not look at storage parameters either: the fill factor the
+    # per-user rows each fan-out chunk updates are kept at (migration 0017), as declared
+    migrated = postgresql_stores.empty()
+    try:
+        upgrade(migrated)
+        db = Database(migrated, pool_size=0)
+        try:
+            with db.read() as conn:
+                options = dict(conn.execute(text(
+                    "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+                    "('users', 'timeline_state', 'notifications')")).all())
+        finally:
+            db.dispose()
+        assert options == {"users": ["fillfactor=70"], "timeline_state": ["fillfactor=70"],
+                           "notifications": None}
+        assert {t.name for t in metadata.sorted_tables
+                if t.dialect_options["postgresql"]["with"]} == {"users", "timeline_state"}
+    finally:
+        postgresql_stores.drop(migrated)
+
+
 def test_holders_of_notifications_are_registered_with_their_inbox_rows(
         empty_store_url: str) -> None:
     upgrade(empty_store_url, "0006")

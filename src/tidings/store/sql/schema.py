@@ -27,6 +27,10 @@ from sqlalchemy import (
 
 from tidings.domain.events import DEFAULT_SCOPE
 
+# Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
+# stays on its page without a new index entry (migration 0017).
+ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -101,6 +105,7 @@ users = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("inbox_rows", BigInteger),
     **MYSQL,
+    **ROOM_TO_UPDATE,
 )
 
 subscriptions = Table(
@@ -241,6 +246,7 @@ timeline_state = Table(
     Column("entries", BigInteger, nullable=False),
     Column("floor_id", BigInteger, nullable=False),
     **MYSQL,
+    **ROOM_TO_UPDATE,
 )
 
 # Per source (a followed actor): its follower count (hybrid's celebrity test), the per-source
