@@ -141,9 +141,10 @@ class SqlInbox:
                 "users": json.dumps(list(users)), "event": event_id})}
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
-            # The chunk's ids go in as literals: a prepared statement's generic plan on
-            # PostgreSQL filters rows with an unhashed IN list, which made each chunk of a big
-            # fan-out cost (rows of the event so far) x (chunk size) comparisons.
+            # SQLite and MariaDB: the chunk's ids as literals. (On PostgreSQL, as a bound
+            # list, a prepared statement's generic plan filtered the event's rows with an
+            # unhashed IN list: (rows of the event so far) x (chunk size) comparisons a chunk;
+            # HOLDERS above probes user by user instead.)
             found.update(self.conn.execute(
                 select(n.user_id).where(n.event_id == event_id, n.user_id.in_(
                     bindparam("chunk_users", part, expanding=True, literal_execute=True)))
