@@ -6,26 +6,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, String, bindparam, func, select, true, update
-from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy import Connection, select, update
 
 from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.views import StoredEvent
 from tidings.store.sql import pull
+from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import event_fields, events
 
 # PostgreSQL: one lookup of (scope, key) per key, each an equality on both columns of the
-# unique index. Written as ``key = ANY(:keys)``, a custom plan could take the scope alone as
-# the index condition and filter the keys out of every event of the scope: a scope the
-# statistics have not seen yet looks like a handful of rows, and each POST /v1/events then
-# read every event its API key had published (8 ms at 26,000 events). A join of the keys to
-# events can go the same way; the LIMIT keeps each key's lookup a lookup of its own.
-_K = func.unnest(bindparam("keys", type_=pg_dialect.ARRAY(String))).table_valued(
-    "key").render_derived(name="k")
-_E = select(events).where(events.c.idempotency_scope == bindparam("scope"),
-                          events.c.idempotency_key == _K.c.key).limit(1).lateral("e")
-_PG_BY_KEYS = select(_E).select_from(_K).join(_E, true())
+# unique index (:func:`.bulk.probes`)
+_PG_BY_KEYS = probes(events, ("idempotency_scope",), "idempotency_key")
 
 
 def _stored(row: Any) -> StoredEvent:
@@ -93,7 +85,8 @@ class SqlEvents:
                     ) -> dict[str, StoredEvent]:
         found: dict[str, StoredEvent] = {}
         if self.db.backend == "postgresql" and keys:
-            rows = self.conn.execute(_PG_BY_KEYS, {"scope": scope, "keys": sorted(set(keys))})
+            rows = self.conn.execute(_PG_BY_KEYS, {"idempotency_scope": scope,
+                                                   "values": json.dumps(sorted(set(keys)))})
             return {row.idempotency_key: _stored(row) for row in rows}
         for part in self.db.parts(sorted(set(keys))):
             rows = self.conn.execute(select(events).where(

@@ -3,6 +3,7 @@ audience sources listed by chunk."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlalchemy import (
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member, Subscription
+from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import (
     follows,
@@ -33,6 +35,8 @@ from tidings.store.sql.schema import (
 )
 
 USERS = users  # the table, by a name the ``users`` parameters below do not hide
+# which of a JSON array of users are members of :group_name (PostgreSQL: .bulk.probes)
+_PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 
 
 def _subscription(row: Any) -> Subscription:
@@ -274,6 +278,9 @@ class SqlGraph:
 
     def members_among(self, group: str, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
+        if self.db.backend == "postgresql" and users:  # a probe of the key per user
+            return {r[0] for r in self.db.fetch(self.conn, _PG_MEMBERS, {
+                "group_name": group, "values": json.dumps(list(users))})}
         for part in self.db.parts(users):
             found.update(self.conn.execute(
                 select(group_members.c.user_id)

@@ -44,7 +44,7 @@ from tidings.domain.views import (
 from tidings.store import pageview, stepwise
 from tidings.store.sql import bundlelocks, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
-from tidings.store.sql.bulk import HOLDERS
+from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
@@ -52,6 +52,7 @@ from tidings.store.sql.schema import event_fields, events, notifications
 n = notifications.c
 IN_LIST = 5000
 BATCH = 500
+HOLDERS = probes(notifications, ("event_id",), "user_id", ("user_id",))
 
 
 def _group_members_query() -> Any:
@@ -136,15 +137,15 @@ class SqlInbox:
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        if self.db.backend == "postgresql":
+        if self.db.backend == "postgresql":  # a probe of the (event, user) index per user
             return {r[0] for r in self.db.fetch(self.conn, HOLDERS, {
-                "users": json.dumps(list(users)), "event": event_id})}
+                "values": json.dumps(list(users)), "event_id": event_id})}
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
             # SQLite and MariaDB: the chunk's ids as literals. (On PostgreSQL, as a bound
             # list, a prepared statement's generic plan filtered the event's rows with an
             # unhashed IN list: (rows of the event so far) x (chunk size) comparisons a chunk;
-            # HOLDERS above probes user by user instead.)
+            # HOLDERS probes user by user instead.)
             found.update(self.conn.execute(
                 select(n.user_id).where(n.event_id == event_id, n.user_id.in_(
                     bindparam("chunk_users", part, expanding=True, literal_execute=True)))
