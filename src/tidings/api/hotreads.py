@@ -16,7 +16,6 @@ the FastAPI routes still describe these paths.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable
 
@@ -28,7 +27,13 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from tidings.api.auth import authorize_user
-from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
+from tidings.api.jsonshape import (
+    NOT_STANDARD,
+    SafeJSONResponse,
+    dumps,
+    shaped,
+    standard_dumps,
+)
 from tidings.api.schemas import ids
 from tidings.api.schemas.inbox import NotificationOut
 from tidings.api.state import AppState
@@ -80,9 +85,8 @@ async def unread_count(state: AppState, scope: Scope, user: str) -> SafeJSONResp
 
 def item_json(item: Notification) -> bytes:
     """One listed item as the page's JSON holds it: the text :func:`dumps` gives it within
-    the page (compact, UTF-8), or an error where only its fallback encoder could write it."""
-    return json.dumps(shaped(NotificationOut, item.to_dict()), ensure_ascii=False,
-                      allow_nan=False, separators=(",", ":")).encode("utf-8")
+    the page, or an error where only its fallback encoder could write it."""
+    return standard_dumps(shaped(NotificationOut, item.to_dict()))
 
 
 async def first_page(state: AppState, scope: Scope, user: str) -> Response:
@@ -93,7 +97,7 @@ async def first_page(state: AppState, scope: Scope, user: str) -> Response:
     try:  # the items' JSON kept from earlier pages, joined: the bytes dumps() gives the page
         encoded = await state.tidings.inbox.first_page_encoded_now(
             user, limit=limit, locale=locale, encode=item_json)
-    except (RecursionError, ValueError, TypeError, UnicodeEncodeError):
+    except NOT_STANDARD:
         encoded = None  # an item only the fallback encoder writes: the page goes through it
     if encoded is not None:
         return Response(b'{"items":[' + b",".join(encoded.items) + b'],"next_cursor":'

@@ -61,13 +61,24 @@ def _surrogate(char: str) -> str:
     return f"holds a lone surrogate (U+{ord(char):04X}), which is not valid Unicode"
 
 
+# what the standard encoder raises for a value only :func:`iterencode` writes
+NOT_STANDARD = (RecursionError, ValueError, TypeError, UnicodeEncodeError)
+
+
+def standard_dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON by the standard encoder; raises :data:`NOT_STANDARD`
+    where only :func:`dumps`' fallback can write it. The JSON of a list or object is its
+    members' ``standard_dumps`` joined, so a part may be encoded apart and kept."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":")).encode("utf-8")
+
+
 def dumps(value: Any) -> bytes:
     """``value`` as compact UTF-8 JSON; values too deep for the standard encoder, holding lone
     surrogates or non-finite numbers are still encoded (by :func:`iterencode`)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        return text.encode("utf-8")
-    except (RecursionError, ValueError, TypeError, UnicodeEncodeError):
+        return standard_dumps(value)
+    except NOT_STANDARD:
         return "".join(iterencode(value)).encode("ascii")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from tidings.clock import Clock
 from tidings.domain.bundling import UNREAD_CAP, count_display
@@ -11,7 +11,15 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
 from tidings.domain.readstate import scope_name
-from tidings.domain.views import Filters, InboxRow, Notification, Page, PageView, UnreadCount
+from tidings.domain.views import (
+    Filters,
+    GroupInfo,
+    InboxRow,
+    Notification,
+    Page,
+    PageView,
+    UnreadCount,
+)
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
@@ -25,6 +33,8 @@ DeleteHook = Callable[[Tx, str, list[int]], None]
 MAX_MARK_IDS = 1000
 UNREAD_ONLY = Filters(unread=True)
 
+
+T = TypeVar("T")
 
 
 class Narrowing(TypedDict, total=False):
@@ -123,10 +133,9 @@ class InboxService:
         if found is None:
             return None
         view, limit, language = found
-        page = view.rows[:limit]
-        groups, markers, encoded = view.groups, view.markers, self.drawer.encoded
-        return Page([encoded(row, groups.get(row.display_hash), markers, language, encode)
-                     for row in page], self._next(view.rows, page, limit))
+        encoded = self.drawer.encoded
+        return self._listed(view, limit, lambda row, info: encoded(
+            row, info, view.markers, language, encode))
 
     async def _first_view_now(self, user: str, limit: int, locale: str | None
                               ) -> tuple[PageView, int, str] | None:
@@ -138,20 +147,21 @@ class InboxService:
         return None if view is None else (view, limit, language)
 
     @staticmethod
-    def _next(rows: Sequence[InboxRow], page: Sequence[InboxRow], limit: int) -> str | None:
-        """The cursor past ``page`` when ``rows`` (read one beyond the limit) hold more."""
+    def _listed(view: PageView, limit: int,
+                draw: Callable[[InboxRow, GroupInfo | None], T]) -> Page[T]:
+        """``draw`` of each of ``view``'s first ``limit`` rows with its group, and the cursor
+        past them when there are more (the view reads one row beyond the limit)."""
+        page = view.rows[:limit]
         last = page[-1] if page else None
-        return encode_cursor(last.created_at, last.event_id) if len(rows) > limit and last \
-            else None
+        more = len(view.rows) > limit
+        return Page([draw(row, view.groups.get(row.display_hash)) for row in page],
+                    encode_cursor(last.created_at, last.event_id) if more and last else None)
 
     def _page(self, view: PageView, limit: int, language: str) -> Page[Notification]:
         """The page's items drawn from ``view``'s first ``limit`` rows, and the cursor past
         them when there are more."""
-        rows, groups, markers = view.rows, view.groups, view.markers
-        page = rows[:limit]
-        draw = self.drawer.item
-        items = [draw(row, groups.get(row.display_hash), markers, language) for row in page]
-        return Page(items, self._next(rows, page, limit))
+        draw, markers = self.drawer.item, view.markers
+        return self._listed(view, limit, lambda row, info: draw(row, info, markers, language))
 
     def _unread_filters(self, user: str, narrow: Narrowing) -> Filters:
         check_user_id(user)
