@@ -164,6 +164,19 @@ def test_publish_many_creates_every_event_in_order(t: Tidings) -> None:
     ]
 
 
+def test_each_id_publish_many_returns_is_its_own_events(t: Tidings) -> None:
+    """The ids come back in the batch's order, whatever the batch's size (on PostgreSQL one
+    insert of column arrays whose ids are taken in the rows' order)."""
+    for size in (1, 2, 40):
+        batch = [{"type": "mention", "actor": f"a{i}", "recipients": ["bob"],
+                  "object": f"page:{size}-{i}", **({"idempotency_key": f"k{size}-{i}"}
+                                                     if i % 3 else {})}
+                 for i in range(size)]
+        results = t.publish_many(batch)
+        assert [(t.get_event(r.id).actor, t.get_event(r.id).object) for r in results] == [
+            (b["actor"], b["object"]) for b in batch]
+
+
 def test_publish_many_mixes_new_and_replayed_events(t: Tidings) -> None:
     first = t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
                        "idempotency_key": "one"})

@@ -25,14 +25,16 @@ SCALARS = (str, int, float, type(None))  # what a column sends as one value (boo
 @functools.lru_cache(maxsize=256)
 def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
                   keys: tuple[str, ...] = (), add: str = "",
-                  returning: tuple[str, ...] = (), single: tuple[bool, ...] = ()
-                  ) -> TextClause:
+                  returning: tuple[str, ...] = (), single: tuple[bool, ...] = (),
+                  ordered: bool = False) -> TextClause:
     """PostgreSQL: one INSERT of any number of rows, each column sent as one JSON array
     (:func:`column_arrays`; ``INSERT … SELECT … FROM ROWS FROM (json_array_elements_text(…),
     …)``), or as one value where ``single`` marks a column every row has the same value in.
     Its text is the same whatever the row count, so it is parsed once (and prepared by
     psycopg once it recurs), where a multi-row VALUES list is a new, long statement to build,
-    send and plan for every batch."""
+    send and plan for every batch. ``ordered``: the rows go in in the arrays' order, so a
+    serial key takes its values in that order (a RETURNING of it, sorted, is in the rows'
+    order: SQLAlchemy's ``sort_by_parameter_order`` relies on the same ``ORDER BY``)."""
     quote = _PG.identifier_preparer.quote
     single = single or (False,) * len(columns)
     kinds = [table.c[c].type.compile(dialect=_PG) for c in columns]
@@ -42,7 +44,9 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     arrays = ", ".join(f"json_array_elements_text(CAST(:c{i} AS JSON))" for i in spread)
     names = ", ".join(f"x{i}" for i in spread)
     sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
-           f"SELECT {values} FROM ROWS FROM ({arrays}) AS r({names})")
+           f"SELECT {values} FROM ROWS FROM ({arrays})"
+           + (f" WITH ORDINALITY AS r({names}, n) ORDER BY n" if ordered
+              else f" AS r({names})"))
     if ignore:
         sql += " ON CONFLICT DO NOTHING"
     elif add:  # an existing key adds the row's value to the stored one (NULL counting 0)

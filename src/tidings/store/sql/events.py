@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -11,13 +12,18 @@ from sqlalchemy import Connection, select, update
 from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.views import StoredEvent
 from tidings.store.sql import pull
-from tidings.store.sql.bulk import probes
+from tidings.store.sql.bulk import column_arrays, probes, unnest_insert
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import event_fields, events
 
 # PostgreSQL: one lookup of (scope, key) per key, each an equality on both columns of the
 # unique index (:func:`.bulk.probes`)
 _PG_BY_KEYS = probes(events, ("idempotency_scope",), "idempotency_key")
+
+
+_NAMES = tuple(c.name for c in events.c)  # the columns of _PG_BY_KEYS's rows
+_COLUMNS = ("type", "actor", "object", "payload", "recipients", "exclude", "idempotency_scope",
+            "idempotency_key", "body_hash", "created_at")  # what _row() gives
 
 
 def _stored(row: Any) -> StoredEvent:
@@ -55,6 +61,16 @@ class SqlEvents:
 
     def insert_many(self, rows: Sequence[tuple[Event, str]], now: int, *,
                     scope: str = DEFAULT_SCOPE) -> list[int]:
+        if self.db.backend == "postgresql" and rows:
+            # one INSERT of column arrays, run on the driver: its text is the same for any
+            # number of rows (SQLAlchemy's multi-row VALUES is a new text per row count, which
+            # psycopg parses again each time once it passes 4 kB: a group of 16 events)
+            values = [_row(e, p, now, scope) for e, p in rows]
+            single, params = column_arrays(values, _COLUMNS)
+            found = self.db.fetch(self.conn, unnest_insert(
+                events, _COLUMNS, False, returning=("id",), single=single, ordered=True),
+                params)
+            return sorted(int(r[0]) for r in found)  # taken in the rows' order
         dialect = self.conn.dialect
         if len(rows) < 2 or not dialect.insert_executemany_returning_sort_by_parameter_order:
             return [self.insert(event, payload, now, scope=scope) for event, payload in rows]
@@ -85,9 +101,11 @@ class SqlEvents:
                     ) -> dict[str, StoredEvent]:
         found: dict[str, StoredEvent] = {}
         if self.db.backend == "postgresql" and keys:
-            rows = self.conn.execute(_PG_BY_KEYS, {"idempotency_scope": scope,
-                                                   "values": json.dumps(sorted(set(keys)))})
-            return {row.idempotency_key: _stored(row) for row in rows}
+            found_rows = self.db.fetch(self.conn, _PG_BY_KEYS, {  # on the driver: built once
+                "idempotency_scope": scope, "values": json.dumps(sorted(set(keys)))})
+            stored = [_stored(SimpleNamespace(**dict(zip(_NAMES, r, strict=True))))
+                      for r in found_rows]
+            return {e.idempotency_key: e for e in stored if e.idempotency_key is not None}
         for part in self.db.parts(sorted(set(keys))):
             rows = self.conn.execute(select(events).where(
                 events.c.idempotency_scope == scope, self.db.among(events.c.idempotency_key,
