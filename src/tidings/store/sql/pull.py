@@ -24,6 +24,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     String,
+    TextClause,
     any_,
     bindparam,
     column,
@@ -31,7 +32,6 @@ from sqlalchemy import (
     select,
     text,
     true,
-    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
@@ -82,18 +82,23 @@ def lateral(below: bool, above: bool, limit: int) -> Any:
 
 
 @lru_cache(maxsize=512)
-def union(sources: int, types: int, below: bool, above: bool, limit: int) -> Any:
+def union(sources: int, types: int, below: bool, above: bool, limit: int) -> TextClause:
     """The statement for ``sources`` followees without LATERAL: ``:a0``… and ``:c0``… (each
     followee and the highest id to take of it), ``:t0``… (the types), ``:below`` /
-    ``:above``."""
-    kinds = e.type.in_([bindparam(f"t{j}", type_=String) for j in range(types)])
-    where = _common(kinds, below, above)
-    parts = [select(*COLUMNS).where(e.actor == bindparam(f"a{i}", type_=String),
-                                    e.id <= bindparam(f"c{i}", type_=BigInteger), *where)
-             .order_by(e.id.desc()).limit(limit).subquery()
-             for i in range(sources)]
-    merged = union_all(*(select(p) for p in parts)).subquery()
-    return select(merged).order_by(merged.c.id.desc()).limit(limit)
+    ``:above``. Only ids go through the ``UNION ALL`` and its sort; the page's ``limit`` rows
+    are then joined to ``events``: MariaDB keeps a derived table with a TEXT column (the
+    payload) on disk, which made a read of 43 followees take 35 to 86 ms against about 5."""
+    kinds = ", ".join(f":t{j}" for j in range(types))
+    bounds = (" AND id < :below" if below else "") + (" AND id > :above" if above else "")
+    n = int(limit)
+    parts = " UNION ALL ".join(
+        f"(SELECT id FROM events WHERE actor = :a{i} AND id <= :c{i} AND retracted_at IS NULL"
+        f" AND type IN ({kinds}){bounds} ORDER BY id DESC LIMIT {n})" for i in range(sources))
+    names = ", ".join(f"e.{c.name}" for c in COLUMNS)
+    return text(f"""
+SELECT {names} FROM (SELECT id FROM ({parts}) AS newest ORDER BY id DESC LIMIT {n}) AS page
+JOIN events e ON e.id = page.id
+ORDER BY e.id DESC""")
 
 
 @lru_cache(maxsize=512)
