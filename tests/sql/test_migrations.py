@@ -23,6 +23,7 @@ from tidings.store.sql.migrate import (
     upgrade,
 )
 from tidings.store.sql.schema import (
+    declared_for,
     events,
     jobs,
     metadata,
@@ -38,7 +39,8 @@ def schema_diffs(url: str) -> list[Any]:
     try:
         with db.engine.connect() as conn:
             context = MigrationContext.configure(
-                conn, opts={"compare_type": True, "compare_server_default": True}
+                conn, opts={"compare_type": True, "compare_server_default": True,
+                            "include_object": declared_for(conn.dialect.name)}
             )
             return list(compare_metadata(context, metadata))
     finally:

@@ -8,10 +8,10 @@ migrations ship inside the package.
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import Connection
+from sqlalchemy import Connection, make_url
 
 from tidings.store.sql.database import Database, normalise_url
-from tidings.store.sql.schema import metadata
+from tidings.store.sql.schema import declared_for, metadata
 
 
 def run_offline(url: str) -> None:
@@ -22,6 +22,7 @@ def run_offline(url: str) -> None:
         target_metadata=metadata,
         compare_type=True,
         render_as_batch=True,
+        include_object=declared_for(make_url(normalise_url(url)).get_backend_name()),
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -33,6 +34,7 @@ def run_online(connection: Connection) -> None:
         connection=connection,
         target_metadata=metadata,
         compare_type=True,
+        include_object=declared_for(connection.dialect.name),
         # Batch mode makes autogenerate write ALTERs that SQLite can run (by rebuilding the
         # table) and that the other backends run as plain ALTER TABLE.
         render_as_batch=True,
