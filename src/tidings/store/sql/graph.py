@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Select,
+    TextClause,
     and_,
     bindparam,
     delete,
     or_,
     select,
     text,
-    union_all,
     update,
 )
 
@@ -73,6 +74,17 @@ CROSS JOIN LATERAL (SELECT follower FROM follows WHERE followee = a.actor
                     ORDER BY follower LIMIT :n) AS f
 """)
 ACTORS_PER_UNION = 100
+
+
+@lru_cache(maxsize=128)
+def _followers_union(actors: int) -> TextClause:
+    """The first ``:n`` followers of each of ``:a0``… (``actors`` of them) without LATERAL
+    (SQLite, MariaDB): a ``UNION ALL`` of one index range per actor, its text built once per
+    number of actors (SQLAlchemy built and compiled a select of 100 subqueries on every
+    call: about 75 ms of a claim's fan-out on SQLite)."""
+    part = ("SELECT followee, follower FROM (SELECT followee, follower FROM follows"
+            " WHERE followee = :a{i} ORDER BY follower LIMIT :n) AS p{i}")
+    return text(" UNION ALL ".join(part.format(i=i) for i in range(actors)))
 MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam("user"))
          .order_by(mutes.c.kind, mutes.c.value))
 
@@ -214,13 +226,12 @@ class SqlGraph:
                                                  {"actors": wanted, "n": limit}):
                 found.setdefault(actor, []).append(follower)
             return found
-        f = follows.c
         for start in range(0, len(wanted), ACTORS_PER_UNION):  # one UNION ALL of index ranges
-            parts = [select(f.followee, f.follower).where(f.followee == actor)
-                     .order_by(f.follower).limit(limit).subquery()
-                     for actor in wanted[start:start + ACTORS_PER_UNION]]
-            query = union_all(*(select(p.c.followee, p.c.follower) for p in parts))
-            for actor, follower in self.conn.execute(query):
+            part = wanted[start:start + ACTORS_PER_UNION]
+            params: dict[str, Any] = {f"a{i}": actor for i, actor in enumerate(part)}
+            params["n"] = limit
+            for actor, follower in self.db.fetch(self.conn, _followers_union(len(part)),
+                                                 params):
                 found.setdefault(actor, []).append(follower)
         return {actor: sorted(users) for actor, users in found.items()}
 
