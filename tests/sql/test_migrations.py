@@ -18,12 +18,12 @@ from tidings.store.sql.database import Database
 from tidings.store.sql.migrate import (
     check_schema_current,
     current_revision,
+    declared_for,
     downgrade,
     head_revision,
     upgrade,
 )
 from tidings.store.sql.schema import (
-    declared_for,
     events,
     jobs,
     metadata,

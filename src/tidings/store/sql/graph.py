@@ -85,6 +85,8 @@ def _followers_union(actors: int) -> TextClause:
     part = ("SELECT followee, follower FROM (SELECT followee, follower FROM follows"
             " WHERE followee = :a{i} ORDER BY follower LIMIT :n) AS p{i}")
     return text(" UNION ALL ".join(part.format(i=i) for i in range(actors)))
+
+
 MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam("user"))
          .order_by(mutes.c.kind, mutes.c.value))
 

@@ -7,7 +7,9 @@ numbered ``0001``, ``0002``… so their order reads off the file names.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -18,6 +20,19 @@ from tidings.exceptions import SchemaOutOfDate
 from tidings.store.sql.database import Database
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def declared_for(dialect: str) -> Callable[..., bool]:
+    """Alembic's ``include_object`` for a database of ``dialect``: every declared object but
+    those declared for another dialect only (``ddl_if``), which autogenerate would otherwise
+    count as missing there."""
+
+    def include(obj: Any, _name: str | None, _type: str, reflected: bool,
+                _compare_to: Any) -> bool:
+        only = getattr(obj, "_ddl_if", None)
+        return reflected or only is None or only.dialect in (None, dialect)
+
+    return include
 
 
 def _config(url: str | None = None) -> Config:

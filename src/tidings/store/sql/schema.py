@@ -7,7 +7,6 @@ so "mark all read" writes one row and never touches (or locks) notification rows
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
@@ -399,15 +398,3 @@ webhook_endpoints = Table(
     **MYSQL,
 )
 
-
-def declared_for(dialect: str) -> Callable[..., bool]:
-    """Alembic's ``include_object`` for a database of ``dialect``: every declared object but
-    those declared for another dialect only (``ddl_if``), which autogenerate would otherwise
-    count as missing there."""
-
-    def include(obj: Any, _name: str | None, _type: str, reflected: bool,
-                _compare_to: Any) -> bool:
-        only = getattr(obj, "_ddl_if", None)
-        return reflected or only is None or only.dialect in (None, dialect)
-
-    return include

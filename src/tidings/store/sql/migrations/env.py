@@ -11,7 +11,8 @@ from alembic import context
 from sqlalchemy import Connection, make_url
 
 from tidings.store.sql.database import Database, normalise_url
-from tidings.store.sql.schema import declared_for, metadata
+from tidings.store.sql.migrate import declared_for
+from tidings.store.sql.schema import metadata
 
 
 def run_offline(url: str) -> None:
