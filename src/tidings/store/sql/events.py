@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -18,10 +17,10 @@ from tidings.store.sql.schema import event_fields, events
 
 # PostgreSQL: one lookup of (scope, key) per key, each an equality on both columns of the
 # unique index (:func:`.bulk.probes`)
-_PG_BY_KEYS = probes(events, ("idempotency_scope",), "idempotency_key")
+_PG_BY_KEYS = probes(events, ("idempotency_scope",), "idempotency_key",
+                     tuple(c.name for c in pull.COLUMNS))  # rows as pull.stored_event reads
 
 
-_NAMES = tuple(c.name for c in events.c)  # the columns of _PG_BY_KEYS's rows
 _COLUMNS = ("type", "actor", "object", "payload", "recipients", "exclude", "idempotency_scope",
             "idempotency_key", "body_hash", "created_at")  # what _row() gives
 
@@ -103,8 +102,7 @@ class SqlEvents:
         if self.db.backend == "postgresql" and keys:
             found_rows = self.db.fetch(self.conn, _PG_BY_KEYS, {  # on the driver: built once
                 "idempotency_scope": scope, "values": json.dumps(sorted(set(keys)))})
-            stored = [_stored(SimpleNamespace(**dict(zip(_NAMES, r, strict=True))))
-                      for r in found_rows]
+            stored = [pull.stored_event(r) for r in found_rows]
             return {e.idempotency_key: e for e in stored if e.idempotency_key is not None}
         for part in self.db.parts(sorted(set(keys))):
             rows = self.conn.execute(select(events).where(

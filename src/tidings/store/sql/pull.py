@@ -4,9 +4,9 @@ PostgreSQL runs one statement: the followees (two array parameters, ``unnest``) 
 ``LATERAL`` to their newest ``limit`` events through the (actor, id) index. SQLite and MariaDB
 (no LATERAL) run a ``UNION ALL`` of one ``ORDER BY id DESC LIMIT n`` subquery of ids per
 followee, :data:`GROUP` followees a statement, and join only the page's ids to ``events``: the
-merge sorts ids, not whole rows. On SQLite each subquery reads the partial index of
-unretracted events on (actor, type), whose entries carry the id: no row of ``events`` is read
-but the page's (migration 0018).
+merge sorts ids, not whole rows. On SQLite each subquery reads the index on (actor, type,
+retracted_at) alone, its entries carrying the id: no row of ``events`` is read but the
+page's (migration 0018).
 
 Every statement is built once per shape (backend, followees in the group, types, which bounds,
 limit) and run straight on the driver (:meth:`Database.fetch`, prepared by psycopg): a read
@@ -46,7 +46,8 @@ COLUMNS = (e.id, e.type, e.actor, e.object, e.payload, e.recipients, e.exclude,
            e.idempotency_key, e.body_hash, e.created_at, e.retracted_at)
 
 
-def _stored(row: Sequence[Any]) -> StoredEvent:
+def stored_event(row: Sequence[Any]) -> StoredEvent:
+    """A row of :data:`COLUMNS` as the event it stores."""
     (id_, type_, actor, object_, payload, recipients, exclude, key, body_hash, created_at,
      retracted_at) = row
     return StoredEvent(
@@ -87,26 +88,23 @@ def union(sources: int, types: int, below: bool, above: bool, limit: int,
           wrapped: bool = False) -> TextClause:
     """The statement for ``sources`` followees without LATERAL: ``:a0``… and ``:c0``… (each
     followee and the highest id to take of it), ``:t0``… (the types), ``:below`` /
-    ``:above``; ``wrapped``: each followee's part as a subquery (SQLite, named to the partial
-    index of unretracted events by (actor, type), which its planner may pass over for the
-    (actor, id) one and then read every row), not in parentheses (MariaDB). Only ids go
-    through the ``UNION ALL`` and its sort; the page's ``limit`` rows are then joined to
-    ``events``. Merging whole rows, MariaDB kept a derived table with a
-    TEXT column (the payload) on disk: a read of 43 followees took 35 to 86 ms against about
-    5; SQLite merges the parts' ids as they come, in order (a read of 43 followees 0.3 ms,
-    against 1.3 to 1.6 ms joining every followee's rows before the sort)."""
+    ``:above``; ``wrapped``: each followee's part as a subquery, reading the index
+    ``(actor, type, retracted_at)`` by name (SQLite, whose planner may take the (actor, id)
+    one and then read every row), not in parentheses (MariaDB). Only ids go through the
+    ``UNION ALL`` and its sort; the page's ``limit`` rows are then joined to ``events``.
+    Merging whole rows, MariaDB kept a derived table with a TEXT column (the payload) on
+    disk: a read of 43 followees took 35 to 86 ms against about 5; SQLite merges the parts'
+    ids as they come, in order (a read of 43 followees 0.3 ms, against 1.3 to 1.6 ms joining
+    every followee's rows before the sort)."""
     kinds = ", ".join(f":t{j}" for j in range(types))
     bounds = (" AND id < :below" if below else "") + (" AND id > :above" if above else "")
     n = int(limit)
-    part = ("SELECT id FROM (SELECT id FROM events INDEXED BY ix_events_actor_type_retracted_at"
-            " WHERE actor = :a{i} AND id <= :c{i}"
-            " AND retracted_at IS NULL AND type IN ({kinds}){bounds} ORDER BY id DESC"
-            " LIMIT {n}) AS p{i}") if wrapped else (
-           "(SELECT id FROM events WHERE actor = :a{i} AND id <= :c{i}"
-           " AND retracted_at IS NULL AND type IN ({kinds}){bounds} ORDER BY id DESC"
-           " LIMIT {n})")
-    parts = " UNION ALL ".join(part.format(i=i, kinds=kinds, bounds=bounds, n=n)
-                               for i in range(sources))
+    index = " INDEXED BY ix_events_actor_type_retracted_at" if wrapped else ""
+    inner = (f"SELECT id FROM events{index} WHERE actor = :a{{i}} AND id <= :c{{i}}"
+             f" AND retracted_at IS NULL AND type IN ({kinds}){bounds}"
+             f" ORDER BY id DESC LIMIT {n}")
+    part = f"SELECT id FROM ({inner}) AS p{{i}}" if wrapped else f"({inner})"
+    parts = " UNION ALL ".join(part.format(i=i) for i in range(sources))
     names = ", ".join(f"e.{c.name}" for c in COLUMNS)
     return text(f"""
 SELECT {names} FROM (SELECT id FROM ({parts}) AS newest ORDER BY id DESC LIMIT {n}) AS page
@@ -126,7 +124,7 @@ def pull_page(db: Database, conn: Connection, sources: Sequence[tuple[str, int]]
     if above is not None:
         bounds["above"] = above
     if db.backend == "postgresql":
-        return [_stored(r) for r in db.fetch(conn, lateral(below is not None,
+        return [stored_event(r) for r in db.fetch(conn, lateral(below is not None,
                                                            above is not None, limit), {
             "actors": [a for a, _ in sources], "cuts": [c for _, c in sources],
             "types": list(types), **bounds})]
@@ -140,7 +138,7 @@ def pull_page(db: Database, conn: Connection, sources: Sequence[tuple[str, int]]
             params[f"c{i}"] = cut
         shape = (len(group), len(types), below is not None, above is not None, limit)
         statement = union(*shape, wrapped=db.backend == "sqlite")
-        found += [_stored(r) for r in db.fetch(conn, statement, params)]
+        found += [stored_event(r) for r in db.fetch(conn, statement, params)]
     if len(sources) > GROUP:
         found.sort(key=lambda ev: ev.id, reverse=True)
     return found[:limit]

@@ -397,4 +397,3 @@ webhook_endpoints = Table(
     Column("paused_until", BigInteger, nullable=False),
     **MYSQL,
 )
-
