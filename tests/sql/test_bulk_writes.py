@@ -71,3 +71,37 @@ def test_a_fresh_fanout_inserts_its_entries_without_looking_them_up_first(t: Tid
     assert len(table_rows(t, "timelines")) == 2
     if t.store.db.backend == "postgresql":  # type: ignore[attr-defined]
         assert len(pushes) == 1 and "ON CONFLICT DO NOTHING" not in pushes[0]
+
+
+def _holder_lookups(seen: list[str]) -> list[str]:
+    """The per-user "who already has this event?" lookups among ``seen``."""
+    return [s for s in seen if "FROM notifications" in s and "user_id" in s
+            and ("JOIN LATERAL" in s or " IN (" in s or " IN(" in s)]
+
+
+def test_a_first_delivery_looks_up_no_user_one_by_one(t: Tidings) -> None:
+    """Before a chunk's users are looked up one by one, one descent of the (event, user)
+    index asks whether any user between the chunk's least and greatest holds the event: on
+    a first delivery, the usual case, none does and no user is looked up."""
+    for follower in ("bob", "carol", "dave", "erin"):
+        t.follow(follower, "alice")
+    with statements(t) as seen:
+        t.publish({"type": "post", "actor": "alice", "object": "page:Rome"})
+        t.run_jobs()
+    assert sorted(r["user_id"] for r in table_rows(t, "notifications")) == [
+        "bob", "carol", "dave", "erin"]
+    assert _holder_lookups(seen) == []
+
+
+def test_holders_inside_the_chunk_are_still_found_one_by_one(t: Tidings) -> None:
+    t.follow("carol", "alice")
+    event = t.publish({"type": "post", "actor": "alice", "object": "page:Rome"})
+    t.run_jobs()
+    assert [r["user_id"] for r in table_rows(t, "notifications")] == ["carol"]
+    with t.store.read() as tx:
+        assert tx.inbox.delivered(int(event.id), ["ann", "zed"]) == set()  # carol between
+        assert tx.inbox.delivered(int(event.id), ["bob", "dave"]) == set()  # carol between
+        assert tx.inbox.delivered(int(event.id), ["ann", "bob"]) == set()  # carol past them
+        with statements(t) as seen:
+            assert tx.inbox.delivered(int(event.id), ["bob", "carol", "dave"]) == {"carol"}
+        assert len(_holder_lookups(seen)) == 1

@@ -15,7 +15,20 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, String, Table, TextClause, bindparam, cast, func, select, text, true
+from sqlalchemy import (
+    Select,
+    String,
+    Table,
+    TextClause,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.dialects import postgresql as pg_dialect
 
 _PG = pg_dialect.dialect()  # type: ignore[no-untyped-call]
@@ -95,3 +108,20 @@ def probes(table: Table, fixed: tuple[str, ...], column: str,
     one = select(*chosen).where(*(table.c[f] == bindparam(f) for f in fixed),
                                 table.c[column] == values.c.value).limit(1).lateral("p")
     return select(one).select_from(values).join(one, true())
+
+
+def any_within(table: Table, fixed: tuple[str, ...], column: str) -> Select[Any]:
+    """PostgreSQL: one row if ``table`` has a row whose ``fixed`` columns equal the parameters
+    of the same names and whose ``column`` lies between the least and the greatest of
+    ``:values`` (the text of a JSON array), compared in the column's own collation: one
+    descent of an index on (fixed..., column), whatever the number of values. Whether any of
+    many keys is there at all, before :func:`probes` looks them up one by one."""
+    values = func.json_array_elements_text(
+        cast(bindparam("values", type_=String), pg_dialect.JSON)).table_valued(
+        "value").render_derived(name="k")
+    span = select(func.min(values.c.value).label("lo"),
+                  func.max(values.c.value).label("hi")).subquery("span")
+    key = table.c[column]
+    return (select(literal(1)).select_from(table)
+            .join(span, and_(key >= span.c.lo, key <= span.c.hi))
+            .where(*(table.c[f] == bindparam(f) for f in fixed)).limit(1))

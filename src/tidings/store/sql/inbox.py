@@ -44,7 +44,7 @@ from tidings.domain.views import (
 from tidings.store import pageview, stepwise
 from tidings.store.sql import bundlelocks, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
-from tidings.store.sql.bulk import probes
+from tidings.store.sql.bulk import any_within, probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
@@ -53,6 +53,7 @@ n = notifications.c
 IN_LIST = 5000
 BATCH = 500
 HOLDERS = probes(notifications, ("event_id",), "user_id", ("user_id",))
+ANY_HOLDER = any_within(notifications, ("event_id",), "user_id")
 
 
 def _group_members_query() -> Any:
@@ -137,6 +138,8 @@ class SqlInbox:
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
+        if not users or not self._any_holder(event_id, users):
+            return found  # the usual case, a first delivery: one descent of the index
         if self.db.backend == "postgresql":  # a probe of the (event, user) index per user
             return {r[0] for r in self.db.fetch(self.conn, HOLDERS, {
                 "values": json.dumps(list(users)), "event_id": event_id})}
@@ -151,6 +154,18 @@ class SqlInbox:
                     bindparam("chunk_users", part, expanding=True, literal_execute=True)))
             ).scalars().all())
         return found
+
+    def _any_holder(self, event_id: int, users: Sequence[str]) -> bool:
+        """Whether any user between the least and the greatest of ``users`` holds the event
+        (the (event, user) index's range of the chunk): when none does, no user of the chunk
+        is looked up. On SQLite and MariaDB (binary collations, which order user ids as
+        Python does) the bounds are computed here; on PostgreSQL in the column's collation."""
+        if self.db.backend == "postgresql":
+            return bool(self.db.fetch(self.conn, ANY_HOLDER, {
+                "values": json.dumps(list(users)), "event_id": event_id}))
+        return self.conn.execute(
+            select(n.event_id).where(n.event_id == event_id, n.user_id >= min(users),
+                                     n.user_id <= max(users)).limit(1)).first() is not None
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
         self.db.insert_many(self.conn, notifications, [
