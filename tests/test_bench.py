@@ -198,6 +198,12 @@ def test_bench_http_baseline_and_plot(tmp_path: Path) -> None:
     assert_compared(data)
     assert all(row["tidings"]["latency"]["count"] > 0 and row["baseline"]["latency"]["count"] > 0
                for row in data["comparisons"])
+    # publishing is timed with the worker paused (as the baseline, which fans nothing out),
+    # then with it fanning out meanwhile: both rows, every event fanned out after each
+    assert [r["figure"] for r in data["results"]] == [
+        "GET unread-count", "GET first page (20)", "POST /v1/events",
+        "POST /v1/events, fan-out meanwhile"]
+    assert all(r["latency"]["count"] > 0 and r["errors"] == 0 for r in data["results"])
     memory = data["memory"]
     assert memory["goal_mb"] == 150
     assert {"supported", "tidings_peak_mb", "baseline_peak_mb", "ratio", "goal_met"} <= \

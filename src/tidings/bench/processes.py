@@ -93,6 +93,18 @@ class WorkerProcesses:
         """The running processes' ids, by label (``worker 1`` …)."""
         return {f"worker {i}": proc.pid for i, proc in enumerate(list(self._procs), 1)}
 
+    def pause(self) -> None:
+        """Stop the processes where they stand (SIGSTOP): nothing is fanned out until
+        :meth:`resume`, and the box's cores go to what is timed meanwhile."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+
     def check_alive(self) -> None:
         for i, proc in enumerate(self._procs):
             if proc.poll() is not None:
@@ -101,6 +113,7 @@ class WorkerProcesses:
 
     def stop(self) -> None:
         """SIGTERM (finish the running job, take no more), then SIGKILL if one hangs."""
+        self.resume()  # a paused process hears SIGTERM only once it runs again
         for proc in self._procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
