@@ -30,7 +30,10 @@ def declared_for(dialect: str) -> Callable[..., bool]:
     def include(obj: Any, _name: str | None, _type: str, reflected: bool,
                 _compare_to: Any) -> bool:
         only = getattr(obj, "_ddl_if", None)
-        return reflected or only is None or only.dialect in (None, dialect)
+        if reflected or only is None or only.dialect is None:
+            return True
+        named = (only.dialect,) if isinstance(only.dialect, str) else tuple(only.dialect)
+        return dialect in named
 
     return include
 

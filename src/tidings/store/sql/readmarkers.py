@@ -153,12 +153,13 @@ def unread_count_statement(types: bool, category: bool, section: bool,
         m.user_id == user, m.scope != "all", m.scope != "seen",
         m.until_at > everything).scalar_subquery()
     if both:
-        # One scan for both counts: the unread rows freshest first (the index's own order,
-        # backwards: read_at is NULL in all of them), the first UNREAD_CAP of them. The
+        # One scan for both counts: the unread rows freshest first (an index's own order,
+        # backwards: PostgreSQL's of the unread base rows, or one with read_at NULL in all
+        # the rows the scan reads), the first UNREAD_CAP of them. The
         # unseen ones are those fresher than the seen watermark, a prefix of that order, so
         # counting them among the first UNREAD_CAP gives their capped count exactly.
         capped = (unread_under(everything)
-                  .order_by(n.read_at.desc(), n.fresh_at.desc())
+                  .order_by(n.fresh_at.desc())
                   .limit(UNREAD_CAP).subquery())
         fresher = func.count(case((capped.c.fresh_at > mark("seen"), literal(1))))
         return select(func.count().label("unread"), fresher.label("unseen"),
@@ -181,7 +182,7 @@ FROM v CROSS JOIN LATERAL (
   FROM (SELECT n.fresh_at FROM notifications n
         WHERE n.user_id = :user AND n.bundle_base = TRUE AND n.read_at IS NULL
           AND n.fresh_at > v.everything
-        ORDER BY n.read_at DESC, n.fresh_at DESC LIMIT {cap}) c) k
+        ORDER BY n.fresh_at DESC LIMIT {cap}) c) k
 """
 
 

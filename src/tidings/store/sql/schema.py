@@ -39,6 +39,7 @@ NAMING = {
 metadata = MetaData(naming_convention=NAMING)
 
 # Binary collation on MariaDB/MySQL so user ids and keys compare exactly, as on the others.
+NOT_PG: Any = ("sqlite", "mysql", "mariadb")  # ddl_if takes a tuple of names; its stubs, one
 MYSQL: dict[str, Any] = {
     "mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin",
 }
@@ -83,8 +84,7 @@ events = Table(
     # still reads each row for the retraction the index's WHERE already rules out; 0018)
     Index("ix_events_actor_type_retracted_at", "actor", "type", "retracted_at").ddl_if(
         dialect="sqlite"),
-    # SQLite would otherwise hand the highest id out again once that event is deleted, while
-    # timelines, waiting mail and jobs may still name it.
+    # SQLite would otherwise hand the highest id out again once that event is deleted
     sqlite_autoincrement=True,
     **MYSQL,
 )
@@ -98,10 +98,9 @@ event_types = Table(
     **MYSQL,
 )
 
-# ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet).
-# Every insert of notifications registers their users here and raises it, in one upsert; no
-# removal lowers it, so it is never below the true count; an exact trim resets it. Fan-out trims
-# a user exactly only when it passes the cap, so the cap holds after every delivery.
+# ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet),
+# raised with every insert of notifications in one upsert, lowered by no removal, reset by an
+# exact trim; fan-out trims a user only when it passes the cap, so the cap holds after each.
 users = Table(
     "users",
     metadata,
@@ -168,12 +167,11 @@ preferences = Table(
 )
 
 # One row per (user, event). ``bundle_base`` marks the newest member of each display group:
-# lists and unread counts read base rows only, through an index, with no GROUP BY.
-# ``fresh_at`` is what read watermarks compare against: the delivery time, or the time the
-# user marked the notification unread again. ``joined`` is False on a row that started its
-# display group and True on one that joined a group someone else started (and on rows from
-# before it existed): a base row with False is its group's only member, so a page need not read
-# its members. It errs only towards True (a group that lost members since), never towards False.
+# lists and unread counts read base rows only, through an index, with no GROUP BY. ``fresh_at``
+# is what read watermarks compare against: the delivery time, or when the user marked it unread
+# again. ``joined`` is False on a row that started its display group, True on one that joined
+# a group someone else started (and on rows from before it existed): a base row with False is
+# its group's only member, so a page need not read its members. It errs only towards True.
 notifications = Table(
     "notifications",
     metadata,
@@ -193,8 +191,14 @@ notifications = Table(
     Column("joined", Boolean, nullable=False, server_default="1"),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
-    Index(None, "user_id", "bundle_base", "read_at", "fresh_at"),
-    Index(None, "user_id", "bundle_hash", "bundle_base"),
+    # the unread count's and the bundling lookup's rows: on PostgreSQL, partial indexes of the
+    # unread base rows and of the base rows (migration 0019); elsewhere the columns in full
+    Index(None, "user_id", "fresh_at", postgresql_where=text("bundle_base AND read_at IS NULL")
+          ).ddl_if(dialect="postgresql"),
+    Index(None, "user_id", "bundle_hash", postgresql_where=text("bundle_base")
+          ).ddl_if(dialect="postgresql"),
+    Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
+    Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
     Index(None, "user_id", "display_hash", "created_at"),
     # (event, user): "who already has this event?" in fan-out, and retraction, by index only
     Index(None, "event_id", "user_id"),
@@ -216,8 +220,7 @@ event_fields = Table(
 
 # One row per (user, bundle) that fan-out has decided for: a unit locks its rows, in key order,
 # before it reads the bundle's newest base, so two units never both start a display group for
-# the same user and bundle (there is no base row to lock when a group starts). Rows are only
-# locks: the retention job forgets those older than a day.
+# the same user and bundle (no base row to lock yet). Only locks: retention forgets them in a day.
 bundle_locks = Table(
     "bundle_locks",
     metadata,
@@ -240,9 +243,8 @@ timelines = Table(
     **MYSQL,
 )
 
-# Per mailbox: an upper bound of its entries (the cap's check) and its floor: entries with an
-# event id at or below ``floor_id`` are not all held (trimmed, or older than a back-fill), so a
-# read pulls them from ``events`` instead.
+# Per mailbox: an upper bound of its entries (the cap's check) and its floor: entries at or below
+# ``floor_id`` are not all held (trimmed, or older than a back-fill): a read pulls them instead.
 timeline_state = Table(
     "timeline_state",
     metadata,
@@ -253,9 +255,8 @@ timeline_state = Table(
     **ROOM_TO_UPDATE,
 )
 
-# Per source (a followed actor): its follower count (hybrid's celebrity test), the per-source
-# model override, and from which event on its posts are pushed (``push_from``: posts with an
-# id above it are in the followers' mailboxes; NULL: the source is pulled, nothing is pushed).
+# Per source (a followed actor): its follower count (hybrid's celebrity test), its model override,
+# and ``push_from``: posts with an id above it are in the followers' mailboxes (NULL: pulled).
 timeline_sources = Table(
     "timeline_sources",
     metadata,
