@@ -88,6 +88,13 @@ def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
     return tuple(single), params
 
 
+def _json_values() -> Any:
+    """``:values``, the text of a JSON array, as a table ``k`` of one text column ``value``."""
+    return func.json_array_elements_text(
+        cast(bindparam("values", type_=String), pg_dialect.JSON)).table_valued(
+        "value").render_derived(name="k")
+
+
 @functools.lru_cache(maxsize=32)
 def probes(table: Table, fixed: tuple[str, ...], column: str,
            returned: tuple[str, ...] = ()) -> Select[Any]:
@@ -101,9 +108,7 @@ def probes(table: Table, fixed: tuple[str, ...], column: str,
     to the table can be flattened into the same plan; the ``LIMIT 1`` of each value's lookup
     (the columns make a key) keeps it a lookup of its own. One statement for any number of
     values, prepared once. ``returned``: the columns it gives (all when empty)."""
-    values = func.json_array_elements_text(
-        cast(bindparam("values", type_=String), pg_dialect.JSON)).table_valued(
-        "value").render_derived(name="k")
+    values = _json_values()
     chosen = [table.c[c] for c in returned] if returned else list(table.c)
     one = select(*chosen).where(*(table.c[f] == bindparam(f) for f in fixed),
                                 table.c[column] == values.c.value).limit(1).lateral("p")
@@ -116,9 +121,7 @@ def any_within(table: Table, fixed: tuple[str, ...], column: str) -> Select[Any]
     ``:values`` (the text of a JSON array), compared in the column's own collation: one
     descent of an index on (fixed..., column), whatever the number of values. Whether any of
     many keys is there at all, before :func:`probes` looks them up one by one."""
-    values = func.json_array_elements_text(
-        cast(bindparam("values", type_=String), pg_dialect.JSON)).table_valued(
-        "value").render_derived(name="k")
+    values = _json_values()
     span = select(func.min(values.c.value).label("lo"),
                   func.max(values.c.value).label("hi")).subquery("span")
     key = table.c[column]

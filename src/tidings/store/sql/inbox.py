@@ -139,11 +139,16 @@ class SqlInbox:
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        if not users or not self._any_holder(event_id, users):
-            return found  # the usual case, a first delivery: one descent of the index
-        if self.db.backend == "postgresql":  # a probe of the (event, user) index per user
-            return {r[0] for r in self.db.fetch(self.conn, HOLDERS, {
-                "values": json.dumps(list(users)), "event_id": event_id})}
+        if not users:
+            return found
+        if self.db.backend == "postgresql":
+            params = {"values": json.dumps(list(users)), "event_id": event_id}
+            if not self.db.fetch(self.conn, ANY_HOLDER, params):
+                return found  # the usual case, a first delivery: one descent of the index
+            # else a probe of the (event, user) index per user
+            return {r[0] for r in self.db.fetch(self.conn, HOLDERS, params)}
+        if not self._any_holder(event_id, users):
+            return found
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
             # SQLite and MariaDB: the chunk's ids as literals. (On PostgreSQL, as a bound
@@ -157,13 +162,11 @@ class SqlInbox:
         return found
 
     def _any_holder(self, event_id: int, users: Sequence[str]) -> bool:
-        """Whether any user between the least and the greatest of ``users`` holds the event
-        (the (event, user) index's range of the chunk): when none does, no user of the chunk
-        is looked up. On SQLite and MariaDB (binary collations, which order user ids as
-        Python does) the bounds are computed here; on PostgreSQL in the column's collation."""
-        if self.db.backend == "postgresql":
-            return bool(self.db.fetch(self.conn, ANY_HOLDER, {
-                "values": json.dumps(list(users)), "event_id": event_id}))
+        """SQLite and MariaDB: whether any user between the least and the greatest of
+        ``users`` holds the event (the (event, user) index's range of the chunk), the bounds
+        computed here, as their binary collations order user ids as Python does (PostgreSQL
+        runs ``ANY_HOLDER``, in the column's collation): when none does, no user of the chunk
+        is looked up."""
         query = select(n.event_id).where(n.event_id == event_id, n.user_id >= min(users),
                                          n.user_id <= max(users)).limit(1)
         for name in ("mysql", "mariadb"):  # not the primary key's range of the users' rows,
