@@ -224,6 +224,14 @@ def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
     write(store, lambda tx: tx.timeline.push_capped([(events[0], ["ann"], clock.now_us())], 3))
     assert _page(store, "ann") == [events[6], events[5], events[4]]
     assert floor("ann") == events[3]
+    # new entries between those held: fewer held entries are older than the new ones than
+    # the mailbox is over the cap by, so a new entry goes too
+    write(store, lambda tx: tx.timeline.push_many([(e, ["eve"], clock.now_us())
+                                                   for e in (events[2], events[5], events[6])]))
+    write(store, lambda tx: tx.timeline.push_capped(
+        [(events[3], ["eve"], clock.now_us()), (events[4], ["eve"], clock.now_us())], 3))
+    assert _page(store, "eve") == [events[6], events[5], events[4]]
+    assert floor("eve") == events[3]
     # once more, one new entry: the oldest held goes
     write(store, lambda tx: tx.timeline.push_capped([(events[7], ["bob"], clock.now_us())], 3))
     assert _page(store, "bob") == [events[7], events[5], events[4]]

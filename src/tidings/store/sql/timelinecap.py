@@ -98,10 +98,12 @@ RETURNING COALESCE(counted.n, 0) AS n
 # PostgreSQL: a fan-out's write and its cap in one statement (``push_capped``). The entries go
 # in; each mailbox they grew past the cap loses its oldest entries, found among the rows it
 # held before (all a statement's own snapshot shows: the rows it inserts are not visible to
-# it), which is the cap's result whenever every new entry is newer than the boundary, as a
-# fan-out's are. The mailboxes where that does not hold (a write older than the boundary,
-# more new entries than the cap, a bound over the true count) are the statement's rows, left
-# for the cap above, exact whatever the state.
+# it) and older than every entry it is given now: those are its oldest, whatever else it
+# holds. They are found and deleted in one pass per mailbox (an index scan from its oldest end
+# for their row addresses, then a TID scan), the floor raised to the newest of them. Where
+# fewer such entries exist than the mailbox is over (a write older than entries it holds,
+# more new entries than the cap, a bound over the true count) it is one of the statement's
+# rows, left for the cap above, exact whatever the state.
 _ENTRIES = """
   INSERT INTO timelines (user_id, event_id, created_at)
   SELECT u, coalesce(CAST(i AS BIGINT), CAST(:id AS BIGINT)),
@@ -122,24 +124,27 @@ WITH new AS ({entries}
          coalesce(max(s.entries), 0) AS entries
   FROM new n LEFT JOIN timeline_state s ON s.user_id = n.user_id
   GROUP BY n.user_id
-), over AS MATERIALIZED (
-  SELECT a.user_id, a.low,
-         {_boundary("a.user_id", "a.entries + a.n - :cap")} AS bound
-  FROM added a WHERE a.entries + a.n > :cap AND a.n <= :cap
-), fits AS (
-  SELECT user_id, bound FROM over WHERE bound < low
-), {_trimmed("fits")}, kept AS (
+), gone AS (
+  DELETE FROM timelines t
+  WHERE t.ctid = ANY(ARRAY(
+    SELECT o.ctid FROM added a CROSS JOIN LATERAL (
+      SELECT ctid FROM timelines WHERE user_id = a.user_id AND event_id < a.low
+      ORDER BY event_id LIMIT greatest(a.entries + a.n - :cap, 0)) o
+    WHERE a.entries + a.n > :cap AND a.n <= :cap))
+  RETURNING t.user_id, t.event_id
+), counted AS (
+  SELECT user_id, count(*) AS n, max(event_id) AS bound FROM gone GROUP BY user_id
+), kept AS (
   INSERT INTO timeline_state (user_id, entries, floor_id)
-  SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(f.bound, 0)
-  FROM added a LEFT JOIN fits f ON f.user_id = a.user_id
-  LEFT JOIN counted c ON c.user_id = a.user_id
+  SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(c.bound, 0)
+  FROM added a LEFT JOIN counted c ON c.user_id = a.user_id
   ORDER BY a.user_id
   ON CONFLICT (user_id) DO UPDATE
   SET entries = GREATEST(timeline_state.entries + EXCLUDED.entries, 0),
       floor_id = GREATEST(timeline_state.floor_id, EXCLUDED.floor_id)
 )
-SELECT a.user_id FROM added a
-WHERE a.entries + a.n > :cap AND NOT EXISTS (SELECT 1 FROM fits f WHERE f.user_id = a.user_id)
+SELECT a.user_id FROM added a LEFT JOIN counted c ON c.user_id = a.user_id
+WHERE a.entries + a.n - coalesce(c.n, 0) > :cap
 """)
 
 
