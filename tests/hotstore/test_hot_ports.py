@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy import event as sa_event
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -18,6 +19,8 @@ from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Delivery, Filters, InboxRow, NewNotification
 from tidings.store import pageview
+from tidings.store.factory import open_store
+from tidings.store.hot import HotStore, Registered
 
 T = TypeVar("T")
 ALL = Filters()
@@ -378,3 +381,44 @@ def test_a_badge_counts_as_the_full_count_under_every_watermark(store: ports.Sto
     write(store, lambda tx: tx.inbox.set_position("ann", (106, e[6]), 110))
     same()
     assert read(store, lambda tx: tx.inbox.unread_count("ann", ALL)) == 1
+
+
+# -- the users a delivery registers in SQL ---------------------------------------------------
+
+def test_registration_memo_skips_users_a_committed_unit_registered() -> None:
+    """A user is inserted again until a unit that inserted them has committed; then only
+    others are, and past its size the memo starts again."""
+    inserted: list[list[str]] = []
+    pending: list[Callable[[], None]] = []
+    memo = Registered()
+    register = memo.register(lambda rows: inserted.append([u for u, _ in rows]),
+                             pending.append)
+    register([("ann", 1), ("bob", 2)])
+    register([("ann", 3)])  # the first unit has not committed: ann again
+    assert inserted == [["ann", "bob"], ["ann"]]
+    pending.pop(0)()  # the first unit commits; the second never does
+    register([("ann", 4), ("bob", 5), ("cat", 6)])
+    register([])
+    assert inserted[2:] == [["cat"]]
+
+
+def test_a_delivery_registers_only_users_not_registered_before(
+        hot_url: str, sqlite_url: str, clock: FrozenClock) -> None:
+    """Every user a notification reaches is in SQL's users; a later delivery to the same
+    users inserts none of them again, one to new users inserts those."""
+    hot = open_store(sqlite_url, clock, hot_url=hot_url)
+    assert isinstance(hot, HotStore)
+    try:
+        statements: list[str] = []
+        listen = lambda *args: statements.append(args[2])  # noqa: E731
+        sa_event.listen(hot.sql.db.engine, "before_cursor_execute", listen)
+        deliver(hot, delivery(publish(hot, 1), 10), ["ann", "bob"])
+        deliver(hot, delivery(publish(hot, 2), 20, bundle="c"), ["ann", "bob"])
+        deliver(hot, delivery(publish(hot, 3), 30, bundle="d"), ["bob", "cat"])
+        sa_event.remove(hot.sql.db.engine, "before_cursor_execute", listen)
+        registering = [s for s in statements if "INTO users" in s]
+        assert len(registering) == 2
+        known = read(hot, lambda tx: tx.graph.joined(["ann", "bob", "cat", "dan"]))
+        assert known == {"ann": 10, "bob": 10, "cat": 30}
+    finally:
+        hot.close()

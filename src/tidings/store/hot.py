@@ -34,6 +34,7 @@ from tidings.store.sql.store import SqlStore, SqlTx
 
 T = TypeVar("T")
 IN_LIST = 1000
+REMEMBERED = 200_000  # users known to be registered, per process (Registered)
 
 
 # The reads by event id of every page: up to FETCHED ids (a page's), a statement of their
@@ -91,10 +92,39 @@ def _actors(db: Database, conn: Connection
     return lambda ids: {i: actor for i, actor in load(ids)}
 
 
+class Registered:
+    """The users this process has seen registered in SQL's ``users`` (by a committed unit),
+    so that a delivery registers only the others: a row there is never deleted, and an
+    insert of one that exists changes nothing. At most :data:`REMEMBERED` users; past
+    that the memo starts again, which only costs a few inserts that change nothing."""
+
+    def __init__(self) -> None:
+        self.users: set[str] = set()
+
+    def register(self, insert: Callable[[Sequence[tuple[str, int]]], None],
+                 after_commit: Callable[[Callable[[], None]], None]
+                 ) -> Callable[[Sequence[tuple[str, int]]], None]:
+        """``insert`` (a unit's registration) for the users not known to be registered,
+        who are remembered once the unit has committed."""
+        def register(written: Sequence[tuple[str, int]]) -> None:
+            new = [(user, at) for user, at in written if user not in self.users]
+            if new:
+                insert(new)
+                after_commit(lambda: self._remember({user for user, _ in new}))
+
+        return register
+
+    def _remember(self, users: set[str]) -> None:
+        if len(self.users) + len(users) > REMEMBERED:
+            self.users = set()
+        self.users |= users
+
+
 class HotTx:
     """One unit: the SQL ports of its transaction, the Redis inbox and timeline."""
 
-    def __init__(self, sql: SqlTx, redis: Redis, buffer: WriteBuffer) -> None:
+    def __init__(self, sql: SqlTx, redis: Redis, buffer: WriteBuffer,
+                 registered: Registered | None = None) -> None:
         self.sql = sql
         self.buffer = buffer
         self.events = sql.events
@@ -106,7 +136,8 @@ class HotTx:
         self.inbox = RedisInbox(
             redis, buffer, _payloads(db, sql.conn), copy_marker=sql.inbox.set_marker,
             copy_position=sql.inbox.set_position,
-            register=lambda written: inboxcap.register(db, sql.conn, written))
+            register=(registered or Registered()).register(
+                lambda written: inboxcap.register(db, sql.conn, written), sql.after_commit))
         self.timeline = RedisTimeline(redis, buffer, _bodies(db, sql.conn),
                                       _actors(db, sql.conn))
 
@@ -123,6 +154,7 @@ class HotStore:
         self.backend = f"{sql.backend}+{'redis-cluster' if self.redis.cluster else 'redis'}"
         self.clock = sql.clock
         self.notifier = RedisNotifier(self.redis)
+        self.registered = Registered()
 
     @property
     def queue(self) -> SqlJobAdmin:
@@ -139,7 +171,7 @@ class HotStore:
     def transact(self, work: Callable[[HotTx], T]) -> T:
         def unit(tx: SqlTx) -> T:
             buffer = WriteBuffer()
-            result = work(HotTx(tx, self.redis, buffer))
+            result = work(HotTx(tx, self.redis, buffer, self.registered))
             buffer.flush(self.redis)  # before the commit: a failed send rolls the unit back
             return result
 
