@@ -174,18 +174,21 @@ class SqlInbox:
         return self.conn.execute(query).first() is not None
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
-        self.db.insert_many(self.conn, notifications, [
+        values = [
             {"user_id": r.user_id, "event_id": r.event_id, "created_at": r.created_at,
              "fresh_at": r.created_at, "type": r.type, "category": r.category,
              "section": r.section, "actor": r.actor, "object": r.object,
              "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
-             "bundle_base": True, "read_at": None, "joined": r.joined} for r in rows
-        ], ignore=True)
+             "bundle_base": True, "read_at": None, "joined": r.joined} for r in rows]
         fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
         if fields:  # every chunk of an event carries the same rows: the first one stays
             self.db.insert_many(self.conn, event_fields, [
                 {"event_id": e, "name": name, "value": value}
                 for e, name, value in sorted(fields)], ignore=True)
+        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, values))
+            return
+        self.db.insert_many(self.conn, notifications, values, ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
                                         [(r.user_id, r.created_at) for r in rows]))
 

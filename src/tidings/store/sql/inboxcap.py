@@ -1,20 +1,35 @@
 """The per-user inbox cap on SQL: an upper bound of each inbox's size, and an exact trim that
 keeps the newest notifications by (created_at, event id).
 
-``users.inbox_rows`` grows with every insert — the same upsert registers the users written to —
-and is not lowered by removals (retraction, retention), so it is never below the true count.
+``users.inbox_rows`` grows with every insert — the same upsert registers the users written to;
+on PostgreSQL it is part of the insert's statement (:func:`insert_and_grow`) — and is not
+lowered by removals (retraction, retention), so it is never below the true count.
 Fan-out asks :func:`over_cap` for the users it wrote to; only those whose bound passes the cap
 are trimmed, and the trim resets the bound to the truth.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, false, or_, select, text, true, update
+from sqlalchemy import (
+    Connection,
+    TextClause,
+    and_,
+    bindparam,
+    false,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 
 from tidings.domain.views import NotificationKey
+from tidings.store.sql.bulk import column_arrays, unnest_insert
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import notifications, users
 
@@ -39,6 +54,31 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
     returned = db.add_rows(conn, users, ["user_id"], "inbox_rows", rows,
                            returning=("user_id", "inbox_rows"))
     return {user: bound for user, bound in returned or ()}
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...]) -> TextClause:
+    rows = unnest_insert(notifications, columns, True, returning=("user_id", "created_at"),
+                         single=single).text
+    return text(f"""
+WITH written AS ({rows})
+INSERT INTO users (user_id, created_at, inbox_rows)
+SELECT user_id, min(created_at), count(*) FROM written GROUP BY user_id ORDER BY user_id
+ON CONFLICT (user_id) DO UPDATE SET inbox_rows = COALESCE(users.inbox_rows, 0) + EXCLUDED.inbox_rows
+RETURNING user_id, inbox_rows""")
+
+
+def insert_and_grow(db: Database, conn: Connection, rows: Sequence[Mapping[str, Any]]
+                    ) -> dict[str, int]:
+    """PostgreSQL: notification rows (each column's values as one array, a duplicate
+    skipped) and :func:`grow` of their users by the rows that went in, in one statement;
+    the new bounds."""
+    if not rows:
+        return {}
+    columns = tuple(rows[0])
+    single, params = column_arrays(rows, columns)
+    return {user: bound for user, bound in db.fetch(conn, _insert_and_grow(columns, single),
+                                                    params)}
 
 
 def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:
