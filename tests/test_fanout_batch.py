@@ -20,6 +20,7 @@ from stores import SqlStores
 from tidings.clock import FrozenClock
 from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
+from tidings.jobs.context import DEFERRED
 from tidings.jobs.worker import Worker
 
 KINDS = ["memory", "sqlite", "postgresql", "mysql", "redis"]
@@ -73,8 +74,9 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
         yield engines[0], engines[1]
 
 
-def _counting(t: Tidings) -> list[int]:
-    """Wrap the fan-out handler's run_many: the sizes of the batches it ran."""
+def _counting(t: Tidings, deferred: list[int] | None = None) -> list[int]:
+    """Wrap the fan-out handler's run_many: the sizes of the batches it ran (and, in
+    ``deferred``, how many jobs of each it left for a later unit)."""
     sizes: list[int] = []
     handler = t.handlers["fanout"]
     assert handler.run_many is not None
@@ -82,7 +84,10 @@ def _counting(t: Tidings) -> list[int]:
 
     def counted(ctx: Any, tx: Any, jobs: Any) -> Any:
         sizes.append(len(jobs))
-        return many(ctx, tx, jobs)
+        results = many(ctx, tx, jobs)
+        if deferred is not None:
+            deferred.append(sum(r is DEFERRED for r in results))
+        return results
 
     t.handlers["fanout"] = replace(handler, run_many=counted)
     return sizes
@@ -135,12 +140,17 @@ def _state(t: Tidings) -> dict[str, Any]:
 
 
 def test_a_batch_of_fanouts_ends_as_one_by_one(pair: tuple[Tidings, Tidings]) -> None:
+    """Also when a claim holds more users than a unit takes (two chunks' worth): the jobs
+    past that are put back and run in later units, in their order."""
     batched, single = pair
-    sizes = _counting(batched)
+    deferred: list[int] = []
+    sizes = _counting(batched, deferred)
     assert _history(batched) == _history(single)
     Worker(single.job_context, single.handlers, batch=1).drain()
     batched.run_jobs()
     assert max(sizes) > 10  # the fan-out jobs did run together
+    assert max(n - d for n, d in zip(sizes, deferred, strict=True)) > 1
+    assert sum(deferred) > 0  # and the budget left some for later units
     assert batched.queue.stats()["queued"] == single.queue.stats()["queued"] == 0
     one, other = _state(batched), _state(single)
     assert one == other

@@ -27,11 +27,14 @@ from tidings.domain.audience import ACTOR_FOLLOWERS, RECIPIENTS
 from tidings.domain.views import StoredEvent
 from tidings.fanout.deliver import addresses_of, by_channel, cap_inboxes, pushed, write_inbox
 from tidings.fanout.privacy import permitted
-from tidings.jobs.context import JobContext, Replacements
+from tidings.jobs.context import DEFERRED, Deferred, JobContext, Replacements
 from tidings.jobs.model import Job
 from tidings.ports import Tx
 
 BATCHED_SOURCES = frozenset({RECIPIENTS, ACTOR_FOLLOWERS})
+# A unit of batched fan-out delivers about this many chunks' worth of users at most (the
+# jobs past it wait for another unit), whatever the claim's size.
+BUDGET_CHUNKS = 2
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,14 @@ class Batch:
 
 def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Channel],
              sources_of: Callable[[JobContext, StoredEvent], list[str]],
-             one: Callable[[JobContext, Tx, Job], Replacements]) -> list[Replacements]:
+             one: Callable[[JobContext, Tx, Job], Replacements]
+             ) -> list[Replacements | Deferred]:
     """Fan several events out in one unit, in the order of ``jobs``; ``one`` runs a job whose event
-    does not fit the batch (chunked audiences, object subscribers) on its own, in its place."""
-    results: list[Replacements] = [None] * len(jobs)
+    does not fit the batch (chunked audiences, object subscribers) on its own, in its place.
+    Once the unit has reached :data:`BUDGET_CHUNKS` chunks' worth of users (a job run by
+    ``one`` counted as a whole chunk), the jobs after it are left for later units
+    (``DEFERRED``): a claim of many small events is one unit, a few large ones are not."""
+    results: list[Replacements | Deferred] = [None] * len(jobs)
     order = range(len(jobs))  # the claim's order, as one by one (by priority, then event id)
     events = tx.events.get_many([int(job.args["event_id"]) for job in jobs], lock=True)
     live = {i: events[int(jobs[i].args["event_id"])] for i in order
@@ -151,11 +158,17 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
                 if i in simple and ACTOR_FOLLOWERS in kinds[i] and e.actor is not None}),
         limit=chunk + 1)
     batch = Batch(ctx, tx, channels)
+    budget, taken = BUDGET_CHUNKS * chunk, 0
     for i in order:
         event = live.get(i)
         if event is None:
             continue  # gone or retracted: nothing to deliver
         item = _item(event, kinds[i], followers, jobs[i], chunk) if i in simple else None
+        size = len(item.users) if item is not None else chunk
+        if taken and taken + size > budget:  # this one and the rest: later, in their order
+            results[i:] = [DEFERRED] * (len(jobs) - i)
+            break
+        taken += size
         if item is None:
             batch.flush()
             results[i] = one(ctx, tx, jobs[i])

@@ -22,7 +22,7 @@ from tidings.domain.views import StoredEvent
 from tidings.fanout import batch
 from tidings.fanout.deliver import deliver
 from tidings.fanout.specs import chunk_spec, users_spec
-from tidings.jobs.context import JobContext, Replacements
+from tidings.jobs.context import Deferred, JobContext, Replacements
 from tidings.jobs.model import Job
 from tidings.ports import Tx
 
@@ -88,9 +88,11 @@ class FanOut:
                   for n, i in enumerate(range(0, len(recipients), chunk))]
         return specs
 
-    def run_fanouts(self, ctx: JobContext, tx: Tx, jobs: Sequence[Job]) -> list[Replacements]:
+    def run_fanouts(self, ctx: JobContext, tx: Tx, jobs: Sequence[Job]
+                    ) -> list[Replacements | Deferred]:
         """Several fan-out jobs in one unit, as :meth:`run_fanout` one by one in event-id
-        order would (:mod:`tidings.fanout.batch`)."""
+        order would (:mod:`tidings.fanout.batch`); the jobs past the unit's budget are
+        deferred."""
         return batch.run_many(ctx, tx, jobs, self.channels, _sources, self.run_fanout)
 
     def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:

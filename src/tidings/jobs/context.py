@@ -7,7 +7,9 @@ Handlers come in two shapes (:class:`Handler`):
   Such a handler may also have ``run_many(ctx, tx, jobs)``: several claimed jobs of its
   function in one unit, returning each job's replacements in the order of ``jobs``, with
   the outcome of running them one by one; the worker completes them together, and runs
-  each on its own if the unit fails (fan-out is of this kind).
+  each on its own if the unit fails (fan-out is of this kind). A job it leaves for a later
+  unit (:data:`DEFERRED`, the unit's work being large enough) goes back to the queue once
+  the unit has committed, its attempt not spent.
 - ``prepare`` → ``send`` → ``finish``: for network I/O (mail, webhooks). ``prepare`` reads in a
   unit of its own, ``send`` talks to the network outside any unit (a slow receiver holds no
   database lock), and ``finish`` records the outcome and completes the job in one unit. The
@@ -31,6 +33,18 @@ if TYPE_CHECKING:
     from tidings.services.catalog import Catalog
 
 Replacements = list[JobSpec] | None
+
+
+class Deferred:
+    """``run_many``'s answer for a job it did not run: left for a later unit."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFERRED"
+
+
+DEFERRED = Deferred()
 # A privacy rule registered in this process (``rule:NAME``): the users of a batch allowed to
 # hear of the event.
 PrivacyCheck = Callable[[StoredEvent, Sequence[str]], Iterable[str]]
@@ -53,7 +67,8 @@ class Handler:
     """One job function: either ``run``, or ``prepare`` + ``send`` + ``finish``."""
 
     run: Callable[[JobContext, Tx, Job], Replacements] | None = None
-    run_many: Callable[[JobContext, Tx, Sequence[Job]], list[Replacements]] | None = None
+    run_many: Callable[[JobContext, Tx, Sequence[Job]],
+                       list[Replacements | Deferred]] | None = None
     prepare: Callable[[JobContext, Tx, Job], Any] | None = None
     send: Callable[[JobContext, Any], Any] | None = None
     finish: Callable[[JobContext, Tx, Job, Any, Any], Replacements] | None = None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tidings.exceptions import LeaseLost, StoreUnavailable
-from tidings.jobs.context import Handler, JobContext, Replacements
+from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.model import Job
 from tidings.ports import Tx
 
@@ -31,9 +31,11 @@ log = logging.getLogger("tidings.worker")
 # answered, spends an attempt (see Worker.run_job).
 OUTAGE_GIVEBACKS = 10
 # Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so a
-# worker's threads (its "jobs" lane) take a few at a time and Tidings.run_jobs (embedded mode,
-# tests) many; Worker.run_once() called by hand still claims ``batch`` (default one).
-WORKER_BATCH = 10
+# worker's threads (its "jobs" lane) take several at a time and Tidings.run_jobs (embedded
+# mode, tests) many; the unit defers those past its budget of users (fanout.batch), so a claim
+# of many large events is not one long unit. Worker.run_once() called by hand still claims
+# ``batch`` (default one).
+WORKER_BATCH = 40
 RUN_JOBS_BATCH = 100
 
 
@@ -186,20 +188,28 @@ class Worker:
     def run_many(self, handler: Handler, jobs: Sequence[Job]) -> int:
         """Run claimed jobs of one function with ``handler.run_many`` in one unit, completed
         together; if that unit fails, run each on its own (:meth:`run_job`: its retries,
-        lease and give-back rules), so one bad job never holds up or loses the others.
-        Returns how many completed."""
+        lease and give-back rules), so one bad job never holds up or loses the others. Jobs
+        the handler deferred go back to the queue after the unit. Returns how many
+        completed."""
+        return self._run_batch(handler, jobs)[0]
+
+    def _run_batch(self, handler: Handler, jobs: Sequence[Job]) -> tuple[int, int]:
+        """:meth:`run_many`: (jobs completed, jobs put back)."""
         run_many = handler.run_many
         assert run_many is not None
+        deferred: list[Job] = []
 
         def work(tx: Tx) -> None:
             results = run_many(self.ctx, tx, jobs)
             if len(results) != len(jobs):
                 raise ValueError("run_many gave a result per job")
-            plain = [job for job, more in zip(jobs, results, strict=True) if not more]
+            deferred[:] = [job for job, more in zip(jobs, results, strict=True)
+                           if isinstance(more, Deferred)]
+            plain = [job for job, more in zip(jobs, results, strict=True) if more is None]
             if not tx.jobs.complete_many(plain):
                 raise LeaseLost("a job of the batch was taken by another worker")
             for job, more in zip(jobs, results, strict=True):
-                if more:
+                if more is not None and not isinstance(more, Deferred):
                     _complete(tx, job, more)
 
         started = time.perf_counter()
@@ -208,18 +218,22 @@ class Worker:
         except Exception as exc:
             log.info("a batch of %d %s jobs failed (%s); running each on its own", len(jobs),
                      jobs[0].func, exc)
-            return sum(1 for job in jobs if self.run_job(job))
-        share = (time.perf_counter() - started) / len(jobs)
+            return sum(1 for job in jobs if self.run_job(job)), 0
+        for job in deferred:  # for another unit (of this worker or another), in claim order
+            self.ctx.store.queue.release(job)
+        later = {job.id for job in deferred}
+        done = [job for job in jobs if job.id not in later]
+        share = (time.perf_counter() - started) / max(len(done), 1)
         observer = self.ctx.observer
         with self._count_lock:
-            self.processed += len(jobs)
-            for job in jobs:
+            self.processed += len(done)
+            for job in done:
                 self._givebacks.pop(job.id, None)
-        for job in jobs:
+        for job in done:
             if job.func.startswith("fanout"):
                 observer.observe("fanout_seconds", share)
             observer.job("completed")
-        return len(jobs)
+        return len(done), len(deferred)
 
     def run_once(self, lane: Lane | None = None) -> int:
         """Claim the next job (of the lane's functions) and run it; return how many jobs ran.
@@ -239,6 +253,7 @@ class Worker:
             if handler is not None and handler.run_many is not None:
                 together.setdefault(job.func, []).append(job)
         ran: set[int] = set()
+        put_back = 0
         for job in jobs:
             if job.id in ran:
                 continue
@@ -247,11 +262,11 @@ class Worker:
                 continue
             group = together.get(job.func, [])
             if len(group) > 1:
-                self.run_many(self.handlers[job.func], group)
+                put_back += self._run_batch(self.handlers[job.func], group)[1]
                 ran.update(j.id for j in group)
             else:
                 self.run_job(job)
-        return len(jobs)
+        return len(jobs) - put_back
 
     def drain(self, max_jobs: int | None = None) -> int:
         """Run runnable jobs until none are left (or ``max_jobs`` ran); for tests and embedding."""
