@@ -205,11 +205,11 @@ class Worker:
                 raise ValueError("run_many gave a result per job")
             deferred[:] = [job for job, more in zip(jobs, results, strict=True)
                            if isinstance(more, Deferred)]
-            plain = [job for job, more in zip(jobs, results, strict=True) if more is None]
+            plain = [job for job, more in zip(jobs, results, strict=True) if not more]
             if not tx.jobs.complete_many(plain):
                 raise LeaseLost("a job of the batch was taken by another worker")
             for job, more in zip(jobs, results, strict=True):
-                if more is not None and not isinstance(more, Deferred):
+                if more and not isinstance(more, Deferred):
                     _complete(tx, job, more)
 
         started = time.perf_counter()
@@ -220,7 +220,10 @@ class Worker:
                      jobs[0].func, exc)
             return sum(1 for job in jobs if self.run_job(job)), 0
         for job in deferred:  # for another unit (of this worker or another), in claim order
-            self.ctx.store.queue.release(job)
+            try:
+                self.ctx.store.queue.release(job)
+            except Exception:  # its lease will expire, and it will be claimed again
+                log.warning("could not put back deferred job %s; its lease will expire", job.id)
         later = {job.id for job in deferred}
         done = [job for job in jobs if job.id not in later]
         share = (time.perf_counter() - started) / max(len(done), 1)
