@@ -14,7 +14,7 @@ from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql.inbox import HOLDERS
+from tidings.store.sql.inbox import ANY_HOLDER, HOLDERS
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]
@@ -204,3 +204,22 @@ def test_group_members_are_probed_user_by_user(postgresql_stores: PostgresStores
     finally:
         t.close()
         postgresql_stores.drop(url)
+
+
+def test_the_holder_check_bounds_its_index_scan_by_the_chunk(loaded: Tidings) -> None:
+    """Whether any user of a chunk holds the event: its bounds (the chunk's least and greatest
+    users, from the JSON array) are computed once and bound the (event, user) index scan,
+    whatever the statistics. Joined to the table, they were computed again for each row of
+    the event: a fan-out's later chunks, meeting the rows of the earlier ones, took minutes."""
+    params = {"event_id": 5, "values": json.dumps(["u2", "u5"])}
+    with loaded.store.db.engine.connect() as conn:
+        assert conn.execute(ANY_HOLDER, params).first() is not None  # u2..u5 hold event 5
+        assert conn.execute(ANY_HOLDER, {**params, "event_id": PER_USER + 1}).first() is None
+        sql = str(ANY_HOLDER.compile(dialect=conn.dialect))
+        found = conn.exec_driver_sql("EXPLAIN " + sql, {**params, "param_1": 1,
+                                                        "param_2": 1}).all()
+    plan = "\n".join(r[0] for r in found)
+    scan = next(line for line in plan.splitlines() if "Index Cond" in line)
+    assert "event_id" in scan and "user_id >=" in scan and "user_id <=" in scan, plan
+    assert "Join Filter" not in plan and "Nested Loop" not in plan, plan
+    assert "InitPlan" in plan, plan

@@ -20,7 +20,6 @@ from sqlalchemy import (
     String,
     Table,
     TextClause,
-    and_,
     bindparam,
     cast,
     func,
@@ -120,11 +119,17 @@ def any_within(table: Table, fixed: tuple[str, ...], column: str) -> Select[Any]
     of the same names and whose ``column`` lies between the least and the greatest of
     ``:values`` (the text of a JSON array), compared in the column's own collation: one
     descent of an index on (fixed..., column), whatever the number of values. Whether any of
-    many keys is there at all, before :func:`probes` looks them up one by one."""
+    many keys is there at all, before :func:`probes` looks them up one by one.
+
+    The bounds are computed once, before the scan (a materialised CTE read by two init
+    plans), so they are the index condition's parameters whatever the plan: joined to the
+    table instead, they made a plan that, for each row of the fixed columns (every row an
+    event's earlier chunks wrote), computed them again from the whole array."""
     values = _json_values()
     span = select(func.min(values.c.value).label("lo"),
-                  func.max(values.c.value).label("hi")).subquery("span")
+                  func.max(values.c.value).label("hi")).cte("span").prefix_with("MATERIALIZED")
     key = table.c[column]
     return (select(literal(1)).select_from(table)
-            .join(span, and_(key >= span.c.lo, key <= span.c.hi))
-            .where(*(table.c[f] == bindparam(f) for f in fixed)).limit(1))
+            .where(*(table.c[f] == bindparam(f) for f in fixed),
+                   key >= select(span.c.lo).scalar_subquery(),
+                   key <= select(span.c.hi).scalar_subquery()).limit(1))
