@@ -18,7 +18,9 @@ from engines import TYPES, drop_memory_store, open_tidings
 from redis_servers import hot_url_of
 from stores import SqlStores
 from tidings.clock import FrozenClock
+from tidings.domain.readstate import Markers
 from tidings.domain.types import EventType, Templates
+from tidings.domain.views import Filters
 from tidings.engine import Tidings
 from tidings.jobs.context import DEFERRED
 from tidings.jobs.worker import Worker
@@ -179,3 +181,24 @@ def test_a_bad_job_in_a_batch_holds_up_none_of_the_others(
     failures = t.queue.failures()
     assert [f.args["event_id"] for f in failures] == [ids[1]]
     assert t.queue.stats()["queued"] == 1  # only the bad job waits for its retry
+
+
+def test_after_a_unit_puts_jobs_back_the_next_claims_ask_for_what_a_unit_takes(
+        pair: tuple[Tidings, Tidings]) -> None:
+    """Jobs run on their own (here: a type with object subscribers) count a fifth of a chunk
+    each, so ten make a unit; a claim of 40 puts 30 back, and the claims after it ask for
+    about ten, not 40 again, so few jobs go back each time. Every event is delivered."""
+    t, _ = pair
+    t.subscribe("u5", "page-linked", "page:x")
+    t.publish_many([{"type": "page-linked", "actor": "a1", "object": "page:x",
+                     "recipients": ["u7"], "payload": {"n": n}} for n in range(60)])
+    deferred: list[int] = []
+    sizes = _counting(t, deferred)
+    Worker(t.job_context, t.handlers, batch=40).drain()
+    assert (sizes[0], deferred[0]) == (40, 30)
+    assert max(sizes[1:]) <= 13, sizes
+    assert sum(deferred[1:]) < len(sizes), (sizes, deferred)
+    assert t.queue.stats()["queued"] == 0
+    with t.store.read() as tx:
+        assert len(tx.inbox.page("u5", Filters(), Markers(), limit=100, before=None)) >= 1
+    assert sum(n - d for n, d in zip(sizes, deferred, strict=True)) == 60

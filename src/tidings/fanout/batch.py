@@ -35,6 +35,9 @@ BATCHED_SOURCES = frozenset({RECIPIENTS, ACTOR_FOLLOWERS})
 # A unit of batched fan-out delivers about this many chunks' worth of users at most (the
 # jobs past it wait for another unit), whatever the claim's size.
 BUDGET_CHUNKS = 2
+# A job run on its own (object subscribers, a chunked audience) counts as this share of a
+# chunk, its audience unknown until it runs: ten of them make a unit, as before the budget.
+ONE_JOB_SHARE = 5
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
     """Fan several events out in one unit, in the order of ``jobs``; ``one`` runs a job whose event
     does not fit the batch (chunked audiences, object subscribers) on its own, in its place.
     Once the unit has reached :data:`BUDGET_CHUNKS` chunks' worth of users (a job run by
-    ``one`` counted as a whole chunk), the jobs after it are left for later units
+    ``one`` counted as a fifth of a chunk), the jobs after it are left for later units
     (``DEFERRED``): a claim of many small events is one unit, a few large ones are not."""
     results: list[Replacements | Deferred] = [None] * len(jobs)
     order = range(len(jobs))  # the claim's order, as one by one (by priority, then event id)
@@ -164,7 +167,7 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
         if event is None:
             continue  # gone or retracted: nothing to deliver
         item = _item(event, kinds[i], followers, jobs[i], chunk) if i in simple else None
-        size = len(item.users) if item is not None else chunk
+        size = len(item.users) if item is not None else max(chunk // ONE_JOB_SHARE, 1)
         if taken and taken + size > budget:  # this one and the rest: later, in their order
             results[i:] = [DEFERRED] * (len(jobs) - i)
             break

@@ -92,6 +92,10 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self.processed = 0
         self._count_lock = threading.Lock()
+        # how many jobs a batched claim asks for (run_once): what the last unit took when it
+        # put some back, so that few go back each time, growing again by a quarter while
+        # units take all they claim; None: the lane's batch
+        self._claim: int | None = None
         self._givebacks: dict[int, int] = {}  # job id -> unavailable stores met in a row
 
     # -- one job ------------------------------------------------------------------------------
@@ -248,8 +252,9 @@ class Worker:
         size = lane.batch if lane is not None and lane.batch is not None else self.batch
         jobs = queue.claim(1, funcs=funcs, exclude=exclude)
         first = self.handlers.get(jobs[0].func) if jobs and size > 1 else None
-        if first is not None and first.run_many is not None:
-            jobs += queue.claim(size - 1, funcs=[jobs[0].func])
+        asked = min(size, self._claim or size)
+        if first is not None and first.run_many is not None and asked > 1:
+            jobs += queue.claim(asked - 1, funcs=[jobs[0].func])
         together: dict[str, list[Job]] = {}
         for job in jobs:
             handler = self.handlers.get(job.func)
@@ -265,7 +270,10 @@ class Worker:
                 continue
             group = together.get(job.func, [])
             if len(group) > 1:
-                put_back += self._run_batch(self.handlers[job.func], group)[1]
+                back = self._run_batch(self.handlers[job.func], group)[1]
+                self._claim = (max(len(group) - back, 2) if back
+                               else min(size, asked + max(asked // 4, 1)))
+                put_back += back
                 ran.update(j.id for j in group)
             else:
                 self.run_job(job)
