@@ -330,8 +330,8 @@ class Database:
                      if compiled.positional else values)
         return compiled.string, args
 
-    def fetch(self, conn: Connection, statement: Any, params: Mapping[str, Any]
-              ) -> list[tuple[Any, ...]]:
+    def fetch(self, conn: Connection, statement: Any, params: Mapping[str, Any], *,
+              planned_each_time: bool = False) -> list[tuple[Any, ...]]:
         """Run a statement built once (a module-level or cached one) straight on the driver's
         connection under ``conn``: compiled once, then each call is the driver's execute (a
         prepared statement on PostgreSQL, after psycopg's threshold) with none of the per-call
@@ -339,8 +339,12 @@ class Database:
         reads of plain values only (no type conversion beyond the driver's, no expanding
         parameters). Listeners of
         ``before_cursor_execute`` still hear it; driver errors are raised as SQLAlchemy's (a
-        lost connection invalidated), so callers see no difference."""
-        found: list[tuple[Any, ...]] = self._on_driver(conn, statement, params, True)
+        lost connection invalidated), so callers see no difference. ``planned_each_time``:
+        never a prepared statement on PostgreSQL, so each call is planned for its own
+        parameters (a statement whose best plan depends on them, where a generic plan chosen
+        under other statistics can read far more)."""
+        found: list[tuple[Any, ...]] = self._on_driver(conn, statement, params, True,
+                                                       planned_each_time)
         return found
 
     def run(self, conn: Connection, statement: Any, params: Mapping[str, Any]) -> int:
@@ -350,7 +354,7 @@ class Database:
         return changed
 
     def _on_driver(self, conn: Connection, statement: Any, params: Mapping[str, Any],
-                   rows: bool) -> Any:
+                   rows: bool, planned_each_time: bool = False) -> Any:
         sql, args = self.driver_form(statement, params)
         dialect = self.engine.dialect
         driver = conn.connection.dbapi_connection
@@ -358,7 +362,10 @@ class Database:
         try:
             if conn.dispatch.before_cursor_execute:  # listeners (statement counts, plans)
                 conn.dispatch.before_cursor_execute(conn, cursor, sql, args, None, False)
-            cursor.execute(sql, args)
+            if planned_each_time and self.backend == "postgresql":
+                cursor.execute(sql, args, prepare=False)  # type: ignore[call-arg]  # psycopg 3
+            else:
+                cursor.execute(sql, args)
             return list(cursor.fetchall()) if rows else cursor.rowcount
         except dialect.loaded_dbapi.Error as exc:
             lost = dialect.is_disconnect(exc, driver, cursor)

@@ -143,7 +143,7 @@ class SqlInbox:
             return found
         if self.db.backend == "postgresql":
             params = {"values": json.dumps(list(users)), "event_id": event_id}
-            if not self.db.fetch(self.conn, ANY_HOLDER, params):
+            if not self.db.fetch(self.conn, ANY_HOLDER, params, planned_each_time=True):
                 return found  # the usual case, a first delivery: one descent of the index
             # else a probe of the (event, user) index per user
             return {r[0] for r in self.db.fetch(self.conn, HOLDERS, params)}
