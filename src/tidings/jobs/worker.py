@@ -189,16 +189,12 @@ class Worker:
             self._givebacks[job.id] = count
         return False
 
-    def run_many(self, handler: Handler, jobs: Sequence[Job]) -> int:
+    def run_many(self, handler: Handler, jobs: Sequence[Job]) -> tuple[int, int]:
         """Run claimed jobs of one function with ``handler.run_many`` in one unit, completed
         together; if that unit fails, run each on its own (:meth:`run_job`: its retries,
         lease and give-back rules), so one bad job never holds up or loses the others. Jobs
-        the handler deferred go back to the queue after the unit. Returns how many
-        completed."""
-        return self._run_batch(handler, jobs)[0]
-
-    def _run_batch(self, handler: Handler, jobs: Sequence[Job]) -> tuple[int, int]:
-        """:meth:`run_many`: (jobs completed, jobs put back)."""
+        the handler deferred go back to the queue after the unit. Returns (jobs completed,
+        jobs put back)."""
         run_many = handler.run_many
         assert run_many is not None
         deferred: list[Job] = []
@@ -270,7 +266,7 @@ class Worker:
                 continue
             group = together.get(job.func, [])
             if len(group) > 1:
-                back = self._run_batch(self.handlers[job.func], group)[1]
+                back = self.run_many(self.handlers[job.func], group)[1]
                 self._claim = (max(len(group) - back, 2) if back
                                else min(size, asked + max(asked // 4, 1)))
                 put_back += back
