@@ -135,3 +135,22 @@ def test_a_type_declared_over_the_api_without_a_title_gets_the_default() -> None
 
     assert render_all(declared, bundle(["A", "B"])).title == (
         "A and 1 other did page-linked on San Francisco")
+
+
+def test_each_template_of_an_item_sees_the_globals_and_its_own_variables() -> None:
+    """A template's context has Jinja's globals and the translations, with the item's
+    variables over them; what one template sets stays in its own render, though an item's
+    templates share their variables."""
+    event_type = EventType.from_dict("page-linked", {"templates": {
+        "title": "{% set actor = 'mallory' %}{{ actor }} {{ range(3)|list|length }} "
+                 "{{ namespace(n=2).n }} {{ _('someone') }}",
+        "body": "{{ actor }} {{ payload.from }}",
+        "link": "/wiki/{{ actor }}",
+    }})
+    rendered = render_all(event_type, ctx(["carol"], 0, **{"from": "Fog"}))
+    assert rendered.title == "mallory 3 2 someone"
+    assert rendered.body == "carol Fog"
+    assert rendered.link == "/wiki/carol"
+    assert rendered.html == "mallory 3 2 someone"
+    german = render_all(event_type, ctx(["carol"], 0, **{"from": "Fog"}), "de")
+    assert german.title == "mallory 3 2 jemand"

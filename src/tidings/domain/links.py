@@ -9,6 +9,7 @@ strip or reinterpret — is refused, so the notification simply has no link.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Collection
 from urllib.parse import urlsplit
@@ -18,6 +19,9 @@ _SCHEMES = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # control, format (bidi overrides, zero-width), and every kind of space or line separator
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
+# the ASCII characters of those categories (controls and the space): an ASCII URL needs no
+# per-character lookup
+_REFUSED_ASCII = re.compile(r"[\x00-\x20\x7f]")
 
 
 def safe_link(url: str | None, allowed_origins: Collection[str] | None = None) -> str | None:
@@ -29,7 +33,9 @@ def safe_link(url: str | None, allowed_origins: Collection[str] | None = None) -
     """
     if not url or not isinstance(url, str) or len(url) > LINK_LIMIT:
         return None
-    if "\\" in url or any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in url):
+    if "\\" in url or _REFUSED_ASCII.search(url) is not None or (
+            not url.isascii()
+            and any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in url)):
         return None
     if url.startswith("/"):
         return None if url.startswith("//") else url

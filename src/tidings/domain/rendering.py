@@ -110,11 +110,16 @@ def _variables(ctx: RenderContext, locale: str) -> dict[str, Any]:
 
 
 def render(source: str, ctx: RenderContext, *, html: bool = False,
-           locale: str = DEFAULT_LOCALE, limit: int = TEXT_LIMIT) -> str | None:
+           locale: str = DEFAULT_LOCALE, limit: int = TEXT_LIMIT,
+           variables: Mapping[str, Any] | None = None) -> str | None:
     """One template's output (stripped; cut at ``limit`` with "…"), or None when the template
-    fails in any way, which is logged with the event's id and type."""
+    fails in any way, which is logged with the event's id and type. ``variables``: those of
+    ``ctx`` in ``locale``, when the caller renders several templates of one item (the sandbox
+    lets no template change them)."""
+    if variables is None:
+        variables = _variables(ctx, locale)
     try:
-        text, more = run(compile_template(source, html, locale), _variables(ctx, locale), limit)
+        text, more = run(compile_template(source, html, locale), variables, limit)
     except Exception as exc:  # a template may fail in any way; one item must not break a page
         log.warning("template of event type %r failed for event %s: %s: %s", ctx.type,
                     ctx.event_id, type(exc).__name__, str(exc)[:200])
@@ -184,19 +189,21 @@ def _render_all(event_type: EventType, ctx: RenderContext, locale: str,
                 origins: Collection[str] | None) -> Rendered:
     templates = templates_for(event_type, locale)
     title_source = _title_source(templates, ctx)
-    title = render(title_source, ctx, locale=locale) if title_source is not None else None
+    variables = _variables(ctx, locale)
+    title = render(title_source, ctx, locale=locale, variables=variables) \
+        if title_source is not None else None
     if title is None:
         title = default_title(ctx, locale)
         title_source = None
-    body = render(templates.body, ctx, locale=locale, limit=BODY_LIMIT) \
+    body = render(templates.body, ctx, locale=locale, limit=BODY_LIMIT, variables=variables) \
         if templates.body else None
     link = None
     if templates.link:
-        link = safe_link(render(templates.link, ctx, locale=locale, limit=LINK_LIMIT + 1),
-                         origins)
+        link = safe_link(render(templates.link, ctx, locale=locale, limit=LINK_LIMIT + 1,
+                                variables=variables), origins)
     html_source = templates.html or title_source
-    html = render(html_source, ctx, html=True, locale=locale, limit=HTML_LIMIT) \
-        if html_source else None
+    html = render(html_source, ctx, html=True, locale=locale, limit=HTML_LIMIT,
+                  variables=variables) if html_source else None
     return Rendered(title=title, body=body, link=link,
                     html=html if html is not None else str(escape(title)))
 

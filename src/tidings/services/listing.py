@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -37,8 +38,11 @@ class ItemDrawer:
     def __init__(self, types: Callable[[str], EventType], size: int = ITEM_CACHE_SIZE) -> None:
         self._types = types
         self._size = size
-        self._drawn: dict[Hashable, Drawn] = {}
-        self._encoded: dict[Hashable, bytes] = {}
+        # ordered by insertion, the oldest dropped first: an OrderedDict drops its first
+        # entry at once, where a dict's first entry is found by scanning past the slots of
+        # those dropped before it
+        self._drawn: OrderedDict[Hashable, Drawn] = OrderedDict()
+        self._encoded: OrderedDict[Hashable, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
     def item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
@@ -65,10 +69,10 @@ class ItemDrawer:
         group = (info.count, len(info.actors), tuple(info.actors[:3])) if info else None
         return (row, group, unread, seen, language, self._types(row.type).fingerprint)
 
-    def _keep(self, kept: dict[Hashable, Any], key: Hashable, value: Any) -> None:
+    def _keep(self, kept: OrderedDict[Hashable, Any], key: Hashable, value: Any) -> None:
         with self._lock:
             if len(kept) >= self._size:
-                kept.pop(next(iter(kept)), None)
+                kept.popitem(last=False)
             kept[key] = value
 
     def _item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
