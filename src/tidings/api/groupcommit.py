@@ -1,15 +1,24 @@
 """Group commit for ``POST /v1/events``: the events of requests that arrive while a commit is
 under way are published together, in the next transaction.
 
-One request alone is published at once, as before. Under load, a request waits at most for
-the commit in progress, then shares the next one with every request that arrived meanwhile
-(up to :data:`GROUP_LIMIT`), so a process pays one transaction and one disk flush per group
-instead of per event. Each request is still answered on its own, and only once its event is
-committed: 202 still means durable. Its errors are its own too: bad input or a key reused
-with another body refuses that request only (:meth:`Tidings.publish_each`). If the group's
-transaction fails as a whole for a reason one event may cause (the store refusing a row),
-each event is published again by itself, so the others are not refused for it; a store that
-is unreachable answers every request of the group with 503, as it would have alone.
+One request alone is published at once, as before. Under load, up to :data:`IN_FLIGHT`
+groups are committed at once, each in a transaction of its own: a request that arrives while
+they all are under way waits for the first to end, then shares the next group with every
+request that arrived meanwhile (up to :data:`GROUP_LIMIT`), so a process pays one transaction
+and one disk flush per group instead of per event. Several groups in flight let the database
+flush their commits together, as it does for the commits of separate connections.
+
+On PostgreSQL a group is one statement awaited on the event loop
+(``Publishing.publish_each_now``: no thread, no BEGIN or COMMIT of its own); where that
+cannot be — a key used before, a repeated key, several scopes, a type not loaded yet, a value
+the store refuses — the group is published as a unit of work in a thread, as on every store.
+
+Each request is still answered on its own, and only once its event is committed: 202 still
+means durable. Its errors are its own too: bad input or a key reused with another body
+refuses that request only (:meth:`Tidings.publish_each`). If the group's transaction fails
+as a whole for a reason one event may cause (the store refusing a row), each event is
+published again by itself, so the others are not refused for it; a store that is unreachable
+answers every request of the group with 503, as it would have alone.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from tidings.engine import Tidings
 from tidings.exceptions import SchemaOutOfDate, StoreUnavailable, TidingsError
 
 GROUP_LIMIT = 256  # events in one transaction at most
+IN_FLIGHT = 4  # groups committed at once by one process (each holds a pooled connection)
 
 Waiting = tuple[Mapping[str, Any], str, "asyncio.Future[Published]"]
 
@@ -32,18 +42,22 @@ Waiting = tuple[Mapping[str, Any], str, "asyncio.Future[Published]"]
 class GroupCommit:
     """Publishes the events of concurrent requests of one process in shared transactions."""
 
-    def __init__(self, tidings: Tidings, limit: int = GROUP_LIMIT) -> None:
+    def __init__(self, tidings: Tidings, limit: int = GROUP_LIMIT,
+                 in_flight: int = IN_FLIGHT) -> None:
         self.tidings = tidings
         self.limit = limit
+        self.in_flight = max(1, in_flight)
         self._waiting: list[Waiting] = []
-        self._committer: asyncio.Task[None] | None = None
+        self._committers: set[asyncio.Task[None]] = set()
 
     async def publish(self, fields: Mapping[str, Any], scope: str) -> Published:
         """Publish one event (``scope``: its idempotency scope) with the next group."""
         future: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, scope, future))
-        if self._committer is None or self._committer.done():
-            self._committer = asyncio.create_task(self._commit_all())
+        if len(self._committers) < self.in_flight:
+            committer = asyncio.create_task(self._commit_all())
+            self._committers.add(committer)
+            committer.add_done_callback(self._committers.discard)
         return await asyncio.shield(future)
 
     async def _commit_all(self) -> None:
@@ -51,7 +65,9 @@ class GroupCommit:
             group = self._waiting[:self.limit]
             del self._waiting[:self.limit]
             try:
-                outcomes = await run_in_threadpool(self._publish, group)
+                outcomes = await self._publish_now(group)
+                if outcomes is None:
+                    outcomes = await run_in_threadpool(self._publish, group)
             except BaseException as exc:  # unreachable store, or this task cancelled
                 for *_, future in group:
                     if not future.done():
@@ -66,6 +82,17 @@ class GroupCommit:
                     future.set_result(outcome)
                 else:
                     future.set_exception(outcome)
+
+    async def _publish_now(self, group: list[Waiting]) -> list[Published | TidingsError] | None:
+        """The group published on this event loop in one step of the store, or None where
+        that cannot be (then :meth:`_publish` does it in a thread)."""
+        try:
+            return await self.tidings.publishing.publish_each_now(
+                [(fields, scope) for fields, scope, _ in group])
+        except (StoreUnavailable, SchemaOutOfDate):
+            raise
+        except TidingsError:  # one event's fault: the unit in a thread answers each alone
+            return None
 
     def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
         return publish_group(self.tidings, [(fields, scope) for fields, scope, _ in group])

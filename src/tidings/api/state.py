@@ -9,7 +9,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.auth import Authenticator
-from tidings.api.groupcommit import GroupCommit
+from tidings.api.groupcommit import IN_FLIGHT, GroupCommit
 from tidings.api.live import OpenStreams
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
@@ -29,7 +29,9 @@ class AppState:
     commits: GroupCommit = field(init=False)  # POST /v1/events: group commit
 
     def __post_init__(self) -> None:
-        self.commits = GroupCommit(self.tidings)
+        # SQLite takes one writer at a time: a second group in flight would only wait
+        single_writer = self.tidings.store.backend in ("sqlite", "memory")
+        self.commits = GroupCommit(self.tidings, in_flight=1 if single_writer else IN_FLIGHT)
 
     async def locale_of(self, user: str) -> str | None:
         """The user's preferred locale, cached (preferences are read rarely)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.jobs.model import JobSpec
+from tidings.jobs.model import EventJob, JobSpec
 
 FANOUT = "fanout"
 FANOUT_CHUNK = "fanout_chunk"
@@ -12,13 +12,17 @@ TRIM = "trim_inbox"
 RETENTION = "retention"
 
 
+def fanout_job(priority: int = 5, at: int | None = None) -> EventJob:
+    """The job that will fan out an event about to be stored. ``at`` dates a back-filled
+    event's notifications in the past; live ones are dated at delivery, so they always land
+    on top of an inbox."""
+    return EventJob(FANOUT, {"at": at} if at is not None else {}, key_prefix="fanout:",
+                    priority=priority)
+
+
 def fanout_spec(event_id: int, priority: int = 5, at: int | None = None) -> JobSpec:
-    """The job that fans an event out. ``at`` dates a back-filled event's notifications in
-    the past; live ones are dated at delivery, so they always land on top of an inbox."""
-    args: dict[str, Any] = {"event_id": event_id}
-    if at is not None:
-        args["at"] = at
-    return JobSpec(FANOUT, args, unique_key=f"fanout:{event_id}", priority=priority)
+    """The job that fans a stored event out (see :func:`fanout_job`)."""
+    return fanout_job(priority, at).for_event(event_id)
 
 
 def chunk_spec(args: dict[str, Any], event_id: int, source: str, after: str,

@@ -21,6 +21,21 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class EventJob:
+    """The job of an event not stored yet: once the event has its id, the job's args get it
+    as ``event_id`` (first) and its unique key is ``key_prefix`` followed by it."""
+
+    func: str
+    args: Mapping[str, Any]
+    key_prefix: str
+    priority: int = 5
+
+    def for_event(self, event_id: int) -> JobSpec:
+        return JobSpec(self.func, {"event_id": event_id, **self.args},
+                       unique_key=f"{self.key_prefix}{event_id}", priority=self.priority)
+
+
+@dataclass(frozen=True)
 class Job:
     """A claimed job. ``token`` is the claim's lease: completing it needs the same token."""
 

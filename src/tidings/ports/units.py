@@ -6,7 +6,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
+from tidings.domain.events import Event
 from tidings.domain.views import PageView
+from tidings.jobs.model import EventJob
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
@@ -76,6 +78,15 @@ class Store(Protocol):
         """:meth:`InboxStore.page_view` of an inbox's first page, not filtered, awaited on the
         running event loop without a thread — or None where the store cannot read it so now
         (then the caller reads it in a unit, in a thread)."""
+
+    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
+                          now: int, *, scope: str) -> list[int] | None:
+        """Store ``rows`` (event, payload JSON; idempotency keys within ``scope``, none
+        repeated) each with its job (``jobs[i]`` for the i-th) as one atomic step awaited on
+        the running event loop without a thread, returning the events' ids in the rows'
+        order — or None, having stored nothing, where it cannot so now: a key already taken,
+        no connection free, a value refused, a store that cannot (then the caller publishes
+        them in a unit of work, in a thread, which says why)."""
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         """Move the user's "all" watermark to ``until`` and announce it to live listeners as

@@ -24,7 +24,7 @@ from tidings.exceptions import (
     StoreConflict,
     TidingsError,
 )
-from tidings.fanout.specs import fanout_spec, retention_spec
+from tidings.fanout.specs import fanout_job, fanout_spec, retention_spec
 from tidings.jobs.model import JobSpec
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
@@ -92,19 +92,58 @@ class Publishing:
         another body), the others stored all the same, as if each had been published by
         itself in turn (a key repeated among the items returns the first's event). Group
         commit: many requests' events in one transaction, each durable on return."""
+        each = self._prepare_each(items, loaded_only=False)
+        assert each is not None
+        outcomes, prepared, places = each
+        for place, outcome in zip(places, self._store(prepared) if prepared else [],
+                                  strict=True):
+            outcomes[place] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def _prepare_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]], *,
+                      loaded_only: bool) -> tuple[list[Published | TidingsError | None],
+                                                  list[Prepared], list[int]] | None:
+        """Each item prepared, or its refusal in its place among the outcomes; the prepared
+        items and their places. ``loaded_only``: None where an item's type is not loaded
+        (preparing it would read the stored types)."""
         outcomes: list[Published | TidingsError | None] = [None] * len(items)
         prepared: list[Prepared] = []
         places: list[int] = []
-        for place, (event, scope) in enumerate(items):
+        for place, (raw, scope) in enumerate(items):
             try:
+                event = coerce_event(raw)
+                if loaded_only and event.type not in self.catalog.types:
+                    return None
                 prepared.append((*self.prepare(event), check_scope(scope)))
             except InvalidInput as exc:
                 outcomes[place] = exc
                 continue
             places.append(place)
-        for place, outcome in zip(places, self._store(prepared) if prepared else [],
-                                  strict=True):
-            outcomes[place] = outcome
+        return outcomes, prepared, places
+
+    async def publish_each_now(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
+                               ) -> list[Published | TidingsError] | None:
+        """:meth:`publish_each` as one step of the store awaited on the running event loop,
+        with no thread (:meth:`Store.publish_now`) — or None, having stored nothing, where it
+        cannot: items of several scopes, a repeated key, a type not loaded yet, a key used
+        before, a store that cannot (then :meth:`publish_each`, in a thread, answers them)."""
+        each = self._prepare_each(items, loaded_only=True)
+        if each is None:
+            return None
+        outcomes, prepared, places = each
+        if prepared:
+            keys = [p[0].idempotency_key for p in prepared if p[0].idempotency_key is not None]
+            scopes = {p[3] for p in prepared}
+            if len(scopes) > 1 or len(keys) != len(set(keys)):
+                return None
+            ids = await self.store.publish_now(
+                [(event, payload) for event, payload, _, _ in prepared],
+                [fanout_job(t.priority, e.created_at) for e, _, t, _ in prepared],
+                self.clock.now_us(), scope=scopes.pop())
+            if ids is None:
+                return None
+            for place, event_id in zip(places, ids, strict=True):
+                outcomes[place] = Published(str(event_id), created=True)
         return [o for o in outcomes if o is not None]
 
     def _store(self, prepared: Sequence[Prepared], *, all_or_none: bool = False

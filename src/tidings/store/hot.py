@@ -19,8 +19,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Select, bindparam, select
 
+from tidings.domain.events import Event
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import PageView, TimelineEntry
+from tidings.jobs.model import EventJob
 from tidings.store.redis.client import Redis
 from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
@@ -188,6 +190,10 @@ class HotStore:
     async def page_view_now(self, user: str, *, limit: int,
                             bundles: Callable[[str], bool]) -> PageView | None:
         return None
+
+    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
+                          now: int, *, scope: str) -> list[int] | None:
+        return await self.sql.publish_now(rows, jobs, now, scope=scope)  # both stay in SQL
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # the watermark lives in Redis (and is copied to SQL): a unit of work

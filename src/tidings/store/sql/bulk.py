@@ -38,7 +38,7 @@ SCALARS = (str, int, float, type(None))  # what a column sends as one value (boo
 def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
                   keys: tuple[str, ...] = (), add: str = "",
                   returning: tuple[str, ...] = (), single: tuple[bool, ...] = (),
-                  ordered: bool = False) -> TextClause:
+                  ordered: bool = False, where: str = "") -> TextClause:
     """PostgreSQL: one INSERT of any number of rows, each column sent as one JSON array
     (:func:`column_arrays`; ``INSERT … SELECT … FROM ROWS FROM (json_array_elements_text(…),
     …)``), or as one value where ``single`` marks a column every row has the same value in.
@@ -46,7 +46,8 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     psycopg once it recurs), where a multi-row VALUES list is a new, long statement to build,
     send and plan for every batch. ``ordered``: the rows go in in the arrays' order, so a
     serial key takes its values in that order (a RETURNING of it, sorted, is in the rows'
-    order: SQLAlchemy's ``sort_by_parameter_order`` relies on the same ``ORDER BY``)."""
+    order: SQLAlchemy's ``sort_by_parameter_order`` relies on the same ``ORDER BY``).
+    ``where``: a condition the rows go in under (SQL text), all of them or none."""
     quote = _PG.identifier_preparer.quote
     single = single or (False,) * len(columns)
     kinds = [table.c[c].type.compile(dialect=_PG) for c in columns]
@@ -57,8 +58,8 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     names = ", ".join(f"x{i}" for i in spread)
     sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
            f"SELECT {values} FROM ROWS FROM ({arrays})"
-           + (f" WITH ORDINALITY AS r({names}, n) ORDER BY n" if ordered
-              else f" AS r({names})"))
+           + (f" WITH ORDINALITY AS r({names}, n)" if ordered else f" AS r({names})")
+           + (f" WHERE {where}" if where else "") + (" ORDER BY n" if ordered else ""))
     if ignore:
         sql += " ON CONFLICT DO NOTHING"
     elif add:  # an existing key adds the row's value to the stored one (NULL counting 0)

@@ -21,8 +21,8 @@ _PG_BY_KEYS = probes(events, ("idempotency_scope",), "idempotency_key",
                      tuple(c.name for c in pull.COLUMNS))  # rows as pull.stored_event reads
 
 
-_COLUMNS = ("type", "actor", "object", "payload", "recipients", "exclude", "idempotency_scope",
-            "idempotency_key", "body_hash", "created_at")  # what _row() gives
+COLUMNS = ("type", "actor", "object", "payload", "recipients", "exclude", "idempotency_scope",
+            "idempotency_key", "body_hash", "created_at")  # what event_row() gives
 
 
 def _stored(row: Any) -> StoredEvent:
@@ -34,7 +34,7 @@ def _stored(row: Any) -> StoredEvent:
     )
 
 
-def _row(event: Event, payload_json: str, now: int, scope: str) -> dict[str, Any]:
+def event_row(event: Event, payload_json: str, now: int, scope: str) -> dict[str, Any]:
     return {
         "type": event.type, "actor": event.actor, "object": event.object,
         "payload": payload_json, "recipients": json.dumps(list(event.recipients)),
@@ -53,7 +53,8 @@ class SqlEvents:
 
     def insert(self, event: Event, payload_json: str, now: int, *,
                scope: str = DEFAULT_SCOPE) -> int:
-        result = self.conn.execute(events.insert().values(_row(event, payload_json, now, scope)))
+        row = event_row(event, payload_json, now, scope)
+        result = self.conn.execute(events.insert().values(row))
         key = result.inserted_primary_key
         assert key is not None
         return int(key[0])
@@ -64,10 +65,10 @@ class SqlEvents:
             # one INSERT of column arrays, run on the driver: its text is the same for any
             # number of rows (SQLAlchemy's multi-row VALUES is a new text per row count, which
             # psycopg parses again each time once it passes 4 kB: a group of 16 events)
-            values = [_row(e, p, now, scope) for e, p in rows]
-            single, params = column_arrays(values, _COLUMNS)
+            values = [event_row(e, p, now, scope) for e, p in rows]
+            single, params = column_arrays(values, COLUMNS)
             found = self.db.fetch(self.conn, unnest_insert(
-                events, _COLUMNS, False, returning=("id",), single=single, ordered=True),
+                events, COLUMNS, False, returning=("id",), single=single, ordered=True),
                 params)
             return sorted(int(r[0]) for r in found)  # taken in the rows' order
         dialect = self.conn.dialect
@@ -75,7 +76,7 @@ class SqlEvents:
             return [self.insert(event, payload, now, scope=scope) for event, payload in rows]
         # one multi-row INSERT … RETURNING id, the ids handed back in the rows' order
         stmt = events.insert().returning(events.c.id, sort_by_parameter_order=True)
-        result = self.conn.execute(stmt, [_row(e, p, now, scope) for e, p in rows])
+        result = self.conn.execute(stmt, [event_row(e, p, now, scope) for e, p in rows])
         return [int(r[0]) for r in result]
 
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -11,11 +11,13 @@ from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
 from tidings.clock import Clock
+from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import PageView
-from tidings.exceptions import StoreConflict
+from tidings.exceptions import StoreConflict, StoreRejected
+from tidings.jobs.model import EventJob
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall, readmarkers
+from tidings.store.sql import markall, publishnow, readmarkers
 from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.asyncreads import AsyncReads
 from tidings.store.sql.database import Database
@@ -133,6 +135,23 @@ class SqlStore:
         if not found:  # busy, or an empty page: its watermarks are read in a unit
             return None
         return sql_pageview.view(found, bundles, Markers)
+
+    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
+                          now: int, *, scope: str) -> list[int] | None:
+        if self.async_reads is None or not rows:
+            return None
+        statement, params = publishnow.unit(rows, jobs, now, scope)
+        try:
+            found = await self.async_reads.fetch(statement, params)
+        except (sa_exc.DBAPIError, StoreRejected):
+            # a key taken meanwhile, a value refused, a defect: nothing was stored, and the
+            # unit of work in a thread answers it as it always has
+            return None
+        if found is None or len(found) != len(rows):  # busy, or a key already taken
+            return None
+        if self.on_enqueue is not None:
+            self.on_enqueue(len(found))
+        return [int(row[0]) for row in found]
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         if not isinstance(self.notifier, PgNotifier):
