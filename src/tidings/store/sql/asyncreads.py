@@ -6,6 +6,9 @@ PostgreSQL the plain count (no narrowing) is the one statement of
 :func:`tidings.store.sql.readmarkers.count_statement`, so the API can await it on an
 asyncio connection of psycopg instead (:meth:`SqlStore.unread_counts_now`).
 
+The same connections run a group of ``POST /v1/events`` as its one statement
+(:mod:`tidings.store.sql.publishnow`): autocommit makes that statement its own transaction.
+
 Connections belong to the event loop that opened them: each loop has its own, at most
 ``size``, opened as needed and kept idle between reads (autocommit, each statement on its
 own, prepared by psycopg after a few runs). A read that finds every connection of its loop
