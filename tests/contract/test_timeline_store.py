@@ -253,3 +253,17 @@ def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
     write(store, lambda tx: tx.timeline.push_capped(
         [(extra, ["cat"], clock.now_us()), (last, ["cat"], clock.now_us())], 3))
     assert _page(store, "cat") in ([last, extra, events[11]], [last, extra])
+
+
+def test_cap_holds_where_a_bound_counted_more_entries_than_are_held(
+        store: ports.Store, clock: FrozenClock) -> None:
+    """A bound that counted repeated pushes can be over the cap by more than the mailbox
+    holds entries: the cap still leaves the newest ``cap`` entries, in that same call."""
+    first, second, third = (publish(store, clock.now_us()) for _ in range(3))
+    write(store, lambda tx: tx.timeline.push_many(
+        [(first, ["ann"], clock.now_us())] * 3 + [(second, ["ann"], clock.now_us())]))
+    write(store, lambda tx: tx.timeline.cap(["ann"], 1))
+    assert _page(store, "ann") == [second]
+    write(store, lambda tx: (tx.timeline.push(third, ["ann"], clock.now_us()),
+                             tx.timeline.cap(["ann"], 1)))
+    assert _page(store, "ann") == [third]

@@ -3,20 +3,24 @@ chunk, whatever its size, instead of a handful per mailbox — one on PostgreSQL
 the steps below as data-modifying CTEs, each mailbox's own excess as its OFFSET).
 
 Elsewhere the mailboxes over the cap are grouped by their excess ``k`` (their
-``timeline_state.entries`` bound minus the cap: one group after an ordinary push). For a group:
+``timeline_state.entries`` bound minus the cap: one group after an ordinary push), and:
 
-1. one SELECT finds every mailbox's boundary, its ``k``-th oldest entry (a correlated
-   ``ORDER BY event_id LIMIT 1 OFFSET k-1``: an index scan from the oldest end per mailbox);
-2. one DELETE removes each mailbox's entries up to its boundary (PostgreSQL: joined to the
-   boundaries sent as two arrays; elsewhere an OR of per-mailbox index ranges);
-3. one UPDATE raises each floor to its boundary (never lowers it) and takes ``k`` off the
+1. a SELECT finds every mailbox's boundary, its ``k``-th oldest entry (a correlated
+   ``ORDER BY event_id LIMIT 1 OFFSET k-1``: an index scan from the oldest end per mailbox;
+   MariaDB: one statement for every group, a ``UNION ALL`` part each);
+2. a DELETE removes each mailbox's entries up to its boundary (SQLite: one statement the driver
+   runs per mailbox; MariaDB: an OR of per-mailbox index ranges);
+3. an UPDATE raises each floor to its boundary (never lowers it) and takes ``k`` off the
    bound — or, when the DELETE removed another number of rows than the boundaries imply (a
-   bound that counted a duplicate push, a concurrent back-fill), sets the bounds of the group
-   to their exact counts.
+   bound that counted a duplicate push, a concurrent back-fill), sets the bounds to their
+   exact counts.
+
+On MariaDB the statements are written as the driver runs them (:func:`_cap_mysql`), not built
+through SQLAlchemy: a statement of hundreds of terms was built and compiled anew for every
+unit, about 4 ms of Python per message fanned out.
 
 The result is the per-mailbox trim's: the newest ``cap`` entries kept, the floor raised past
-the removed ones, so reads pull what is below it.
-"""
+the removed ones, so reads pull what is below it."""
 
 from __future__ import annotations
 
@@ -26,20 +30,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
-    BigInteger,
     BindParameter,
     Connection,
-    String,
     TextClause,
-    and_,
     bindparam,
     case,
-    column,
     delete,
     func,
-    literal,
-    or_,
     select,
     text,
     update,
@@ -50,7 +47,7 @@ from tidings.store.sql.database import Database
 from tidings.store.sql.schema import timeline_state, timelines
 
 IN_LIST = 5000  # users per IN list
-OR_TERMS = 500  # per-mailbox ranges per statement, off PostgreSQL
+OR_TERMS = 500  # per-mailbox ranges per DELETE on MariaDB
 t = timelines.c
 st = timeline_state.c
 
@@ -193,20 +190,107 @@ def cap(conn: Connection, users: Sequence[str], cap: int) -> int:
     if conn.dialect.name == "postgresql":
         return sum(int(r.n) for r in conn.execute(_PG_CAP, {"users": json.dumps(wanted),
                                                              "cap": cap}))
+    if conn.dialect.name == "mysql":
+        return _cap_mysql(conn, wanted, cap)
+    return _cap_sqlite(conn, wanted, cap)
+
+
+def _cap_sqlite(conn: Connection, wanted: list[str], cap: int, again: bool = True) -> int:
+    """:func:`cap` on SQLite, a group of mailboxes at a time; mailboxes whose bounds were
+    counted again (:func:`_trim`) are capped ``again`` with them."""
     by_excess: dict[int, list[str]] = defaultdict(list)
     for start in range(0, len(wanted), IN_LIST):
         for row in conn.execute(select(st.user_id, st.entries).where(
                 st.user_id.in_(wanted[start:start + IN_LIST]), st.entries > cap)):
             by_excess[int(row.entries) - cap].append(row.user_id)
-    removed = 0
+    removed, recounted = 0, []
     for excess, group in sorted(by_excess.items()):
         for start in range(0, len(group), IN_LIST):
-            removed += _trim(conn, group[start:start + IN_LIST], excess, cap)
+            gone, exact = _trim(conn, group[start:start + IN_LIST], excess)
+            removed += gone
+            if not exact:
+                recounted += group[start:start + IN_LIST]
+    if recounted and again:
+        removed += _cap_sqlite(conn, sorted(recounted), cap, again=False)
     return removed
 
 
-def _trim(conn: Connection, users: list[str], excess: int, cap: int) -> int:
-    """Takes the ``excess`` oldest entries out of each of ``users``' mailboxes."""
+def _marks(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+# MariaDB: each mailbox's boundary, (user, boundary, excess) rows from one UNION ALL part per
+# excess (MariaDB takes no column as an OFFSET)
+_MYSQL_BOUNDARY = ("SELECT s.user_id, (SELECT o.event_id FROM timelines o WHERE o.user_id = "
+                   "s.user_id ORDER BY o.event_id LIMIT 1 OFFSET {offset}), {excess} "
+                   "FROM timeline_state s WHERE s.user_id IN ({marks})")
+# MariaDB: the floors and bounds of (user, boundary, excess) rows given as one JSON text, joined
+# to their rows by primary key
+_MYSQL_RAISE = """UPDATE timeline_state s JOIN JSON_TABLE(%s, '$[*]' COLUMNS (
+  user_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]',
+  bound BIGINT PATH '$[1]', k BIGINT PATH '$[2]')) AS b ON s.user_id = b.user_id
+SET s.floor_id = GREATEST(s.floor_id, b.bound), s.entries = s.entries - b.k"""
+
+
+def _cap_mysql(conn: Connection, wanted: list[str], cap: int, again: bool = True) -> int:
+    """:func:`cap` on MariaDB in a few statements for all the mailboxes, whatever their excess,
+    each written as the driver runs it (no statement of hundreds of terms built and compiled
+    through SQLAlchemy for every unit): the mailboxes over the cap; their boundaries; one
+    DELETE of index ranges per :data:`OR_TERMS` mailboxes; one UPDATE of floors and bounds
+    (``JSON_TABLE``, MariaDB 10.6 or later). Where the DELETE removed another number of rows
+    than the boundaries imply (a bound over the true count), the bounds are counted again from
+    the rows, and those mailboxes capped ``again`` with them."""
+    over: list[tuple[str, int]] = []
+    for start in range(0, len(wanted), IN_LIST):
+        part = wanted[start:start + IN_LIST]
+        over += [(str(u), int(n) - cap) for u, n in conn.exec_driver_sql(
+            f"SELECT user_id, entries FROM timeline_state WHERE user_id IN ({_marks(len(part))})"
+            " AND entries > %s", (*part, cap))]
+    removed, recounted = 0, []
+    over.sort(key=lambda row: row[1])
+    for start in range(0, len(over), IN_LIST):
+        gone, exact = _trim_mysql(conn, over[start:start + IN_LIST])
+        removed += gone
+        if not exact:
+            recounted += [u for u, _ in over[start:start + IN_LIST]]
+    if recounted and again:
+        removed += _cap_mysql(conn, sorted(recounted), cap, again=False)
+    return removed
+
+
+def _trim_mysql(conn: Connection, over: list[tuple[str, int]]) -> tuple[int, bool]:
+    """Takes each (user, excess) mailbox's ``excess`` oldest entries out: (entries removed,
+    whether the bounds were exact; if not, they are counted again)."""
+    by_excess: dict[int, list[str]] = defaultdict(list)
+    for user, excess in over:
+        by_excess[excess].append(user)
+    parts = [_MYSQL_BOUNDARY.format(offset=excess - 1, excess=excess, marks=_marks(len(group)))
+             for excess, group in by_excess.items()]
+    found = [(str(u), int(b), int(k)) for u, b, k in conn.exec_driver_sql(
+        " UNION ALL ".join(parts), tuple(u for group in by_excess.values() for u in group))
+        if b is not None]
+    gone = 0
+    for start in range(0, len(found), OR_TERMS):
+        part = found[start:start + OR_TERMS]
+        terms = " OR ".join(["(user_id = %s AND event_id <= %s)"] * len(part))
+        gone += max(conn.exec_driver_sql(
+            f"DELETE FROM timelines WHERE {terms}",
+            tuple(v for u, b, _ in part for v in (u, b))).rowcount, 0)
+    exact = len(found) == len(over) and gone == sum(k for _, _, k in found)
+    if found:
+        conn.exec_driver_sql(_MYSQL_RAISE, (json.dumps(
+            [(u, b, k if exact else 0) for u, b, k in found]),))
+    if not exact:
+        users = [u for u, _ in over]
+        conn.exec_driver_sql(
+            "UPDATE timeline_state s SET entries = (SELECT count(*) FROM timelines t WHERE "
+            f"t.user_id = s.user_id) WHERE s.user_id IN ({_marks(len(users))})", tuple(users))
+    return gone, exact
+
+
+def _trim(conn: Connection, users: list[str], excess: int) -> tuple[int, bool]:
+    """SQLite: takes the ``excess`` oldest entries out of each of ``users``' mailboxes:
+    (entries removed, whether the bounds were exact; if not, they are counted again)."""
     oldest = timelines.alias("oldest")
     boundary = (select(oldest.c.event_id).where(oldest.c.user_id == st.user_id)
                 .order_by(oldest.c.event_id).limit(1).offset(excess - 1).scalar_subquery())
@@ -214,7 +298,8 @@ def _trim(conn: Connection, users: list[str], excess: int, cap: int) -> int:
         select(st.user_id, boundary.label("boundary")).where(st.user_id.in_(users)))
         if r.boundary is not None]
     gone = _delete(conn, found) if found else 0
-    if found and gone == excess * len(found):
+    exact = len(found) == len(users) and gone == excess * len(found)
+    if exact:
         _raise(conn, found, st.entries - excess)
     else:  # a bound over the true count: the rows say how many are left
         if found:
@@ -222,54 +307,22 @@ def _trim(conn: Connection, users: list[str], excess: int, cap: int) -> int:
         left = (select(func.count()).select_from(timelines)
                 .where(t.user_id == st.user_id).scalar_subquery())
         conn.execute(update(timeline_state).where(st.user_id.in_(users)).values(entries=left))
-    return gone
+    return gone, exact
 
 
 def _delete(conn: Connection, found: list[tuple[str, int]]) -> int:
-    if conn.dialect.name == "postgresql":
-        bounds = func.unnest(bindparam("users", type_=ARRAY(String)),
-                             bindparam("bounds", type_=ARRAY(BigInteger))
-                             ).table_valued(column("user_id", String),
-                                            column("bound", BigInteger)
-                                            ).render_derived(name="b")
-        result = conn.execute(delete(timelines).where(
-            t.user_id == bounds.c.user_id, t.event_id <= bounds.c.bound),
-            {"users": [u for u, _ in found], "bounds": [b for _, b in found]})
-        return max(result.rowcount, 0)
-    if conn.dialect.name == "sqlite":  # one statement the driver runs per mailbox, in process
-        result = conn.execute(delete(timelines).where(
-            t.user_id == bindparam("w_user"), t.event_id <= bindparam("w_bound")),
-            [{"w_user": u, "w_bound": b} for u, b in found])
-        return max(result.rowcount, 0)
-    gone = 0  # MariaDB: a few statements of many terms (an executemany is a round trip a row)
-    for start in range(0, len(found), OR_TERMS):
-        part = found[start:start + OR_TERMS]
-        gone += max(conn.execute(delete(timelines).where(or_(*(
-            and_(t.user_id == u, t.event_id <= b) for u, b in part)))).rowcount, 0)
-    return gone
+    """SQLite: each mailbox's entries up to its boundary, one statement the driver runs per
+    mailbox, in process."""
+    result = conn.execute(delete(timelines).where(
+        t.user_id == bindparam("w_user"), t.event_id <= bindparam("w_bound")),
+        [{"w_user": u, "w_bound": b} for u, b in found])
+    return max(result.rowcount, 0)
 
 
 def _raise(conn: Connection, found: list[tuple[str, int]], entries: object) -> None:
-    """Each floor up to its boundary (kept if higher) and the bounds set to ``entries``."""
-    if conn.dialect.name == "postgresql":
-        bounds = func.unnest(bindparam("users", type_=ARRAY(String)),
-                             bindparam("bounds", type_=ARRAY(BigInteger))
-                             ).table_valued(column("user_id", String),
-                                            column("bound", BigInteger)
-                                            ).render_derived(name="b")
-        conn.execute(update(timeline_state).where(st.user_id == bounds.c.user_id).values(
-            floor_id=func.greatest(st.floor_id, bounds.c.bound), entries=entries),
-            {"users": [u for u, _ in found], "bounds": [b for _, b in found]})
-        return
-    if conn.dialect.name == "sqlite":  # as in _delete: no statement built per call
-        bound: BindParameter[Any] = bindparam("w_bound")
-        conn.execute(update(timeline_state).where(st.user_id == bindparam("w_user")).values(
-            floor_id=case((st.floor_id < bound, bound), else_=st.floor_id), entries=entries),
-            [{"w_user": u, "w_bound": b} for u, b in found])
-        return
-    for start in range(0, len(found), OR_TERMS):
-        part = found[start:start + OR_TERMS]
-        floor = case(*((and_(st.user_id == u, st.floor_id < b), literal(b))
-                       for u, b in part), else_=st.floor_id)
-        conn.execute(update(timeline_state).where(st.user_id.in_([u for u, _ in part]))
-                     .values(floor_id=floor, entries=entries))
+    """SQLite: each floor up to its boundary (kept if higher) and the bounds set to
+    ``entries``, as in :func:`_delete`: no statement built per call."""
+    bound: BindParameter[Any] = bindparam("w_bound")
+    conn.execute(update(timeline_state).where(st.user_id == bindparam("w_user")).values(
+        floor_id=case((st.floor_id < bound, bound), else_=st.floor_id), entries=entries),
+        [{"w_user": u, "w_bound": b} for u, b in found])
