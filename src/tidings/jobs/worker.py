@@ -36,7 +36,7 @@ OUTAGE_GIVEBACKS = 10
 # of many large events is not one long unit. Worker.run_once() called by hand still claims
 # ``batch`` (default one).
 WORKER_BATCH = 40
-RUN_JOBS_BATCH = 100
+RUN_JOBS_BATCH = 200
 
 
 def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
