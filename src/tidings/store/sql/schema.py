@@ -80,10 +80,11 @@ events = Table(
     Index(None, "actor", "id", postgresql_include=["type"],
           postgresql_where=text("retracted_at IS NULL"),
           postgresql_ops={"actor": "varchar_pattern_ops"}),
-    # SQLite: the pull read's ids from an index alone (a partial index is no help there: SQLite
-    # still reads each row for the retraction the index's WHERE already rules out; 0018)
+    # SQLite and MariaDB: the pull read's ids from an index alone (a partial index is no help
+    # on SQLite, which still reads each row for the retraction the index's WHERE rules out, and
+    # MariaDB has none; 0018, 0020)
     Index("ix_events_actor_type_retracted_at", "actor", "type", "retracted_at").ddl_if(
-        dialect="sqlite"),
+        dialect=NOT_PG),
     # SQLite would otherwise hand the highest id out again once that event is deleted
     sqlite_autoincrement=True,
     **MYSQL,
