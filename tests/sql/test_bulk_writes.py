@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from engines import table_rows
 from statements import statements
 from tidings.engine import Tidings
-from tidings.store.sql.schema import users
+from tidings.exceptions import StoreRejected
+from tidings.store.sql.schema import event_types, users
 
 
 def test_shared_and_varying_columns_write_the_same_rows(t: Tidings) -> None:
@@ -29,6 +31,38 @@ def test_shared_and_varying_columns_write_the_same_rows(t: Tidings) -> None:
             ] == [("u0", 7, 5), ("u1", 7, None), ("u2", 7, None), ("v", 8, 7), ("w", 9, 1)]
 
 
+def test_any_text_goes_in_as_it_is_and_a_value_too_long_is_refused(t: Tidings) -> None:
+    """Quotes, backslashes, characters beyond the BMP, empty and long texts, NULLs, large and
+    negative numbers are stored as given (on MariaDB the rows go as one JSON text
+    read by ``JSON_TABLE``); a value too long for its column fails the statement, as a VALUES
+    list does, and writes nothing."""
+    db = t.store.db  # type: ignore[attr-defined]
+    odd = ["q'\"\\x", "é🎉 ü", "", "x" * 250]
+    rows = [{"user_id": text, "created_at": number, "inbox_rows": bound}
+            for text, number, bound in zip(odd, [2**62, -5, 0, 1], [None, 3, 1, 0],
+                                           strict=True)]
+    with db.write() as conn:
+        db.insert_many(conn, users, rows)
+        db.add_rows(conn, users, ["user_id"], "inbox_rows",
+                    [{"user_id": odd[1], "created_at": 1, "inbox_rows": 4},
+                     {"user_id": "new", "created_at": 1, "inbox_rows": 4}])
+        db.insert_many(conn, event_types, [{"name": "t", "definition": "d" * 60_000,
+                                            "updated_at": 1}])
+    assert sorted((r["user_id"], r["created_at"], r["inbox_rows"])
+                  for r in table_rows(t, "users")) == sorted(
+        [(odd[0], 2**62, None), (odd[1], -5, 7), (odd[2], 0, 1), (odd[3], 1, 0),
+         ("new", 1, 4)])
+    assert [len(r["definition"]) for r in table_rows(t, "event_types")
+            if r["name"] == "t"] == [60_000]
+    if db.backend == "sqlite":  # SQLite does not check a VARCHAR's length
+        return
+    with pytest.raises(StoreRejected), db.write() as conn:
+        db.insert_many(conn, users, [{"user_id": "ok", "created_at": 1, "inbox_rows": None},
+                                     {"user_id": "y" * 300, "created_at": 1,
+                                      "inbox_rows": None}])
+    assert "ok" not in {r["user_id"] for r in table_rows(t, "users")}
+
+
 def test_a_fanout_sends_its_users_as_the_one_array(t: Tidings) -> None:
     for follower in ("bob", "carol", "dave"):
         t.follow(follower, "alice")
@@ -44,6 +78,9 @@ def test_a_fanout_sends_its_users_as_the_one_array(t: Tidings) -> None:
         # the users' bounds grow in the same statement, by the rows that went in
         assert "INSERT INTO users" in insert
         assert not [s for s in seen if "INTO users" in s and s != insert]
+    if t.store.db.backend == "mysql":  # type: ignore[attr-defined]  # the rows as one JSON text
+        (insert,) = [s for s in seen if "INTO notifications" in s]
+        assert "JSON_TABLE" in insert and insert.count("%(") == 1
 
 
 def test_a_fanout_meeting_an_entry_already_there_writes_each_entry_once(t: Tidings) -> None:

@@ -1,5 +1,6 @@
 """PostgreSQL bulk writes (every column of any number of rows sent as one JSON array) and bulk
-lookups (one index probe per value of a JSON array).
+lookups (one index probe per value of a JSON array); MariaDB bulk writes (the rows sent as one
+JSON array of arrays, read by ``JSON_TABLE``: :func:`json_batches`).
 
 A column goes as the text of a JSON array (:func:`column_arrays`), which ``json.dumps`` writes
 at C speed, where the driver adapts a list parameter element by element in Python (for text,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,9 +30,11 @@ from sqlalchemy import (
     text,
     true,
 )
+from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import postgresql as pg_dialect
 
 _PG = pg_dialect.dialect()  # type: ignore[no-untyped-call]
+_LENGTH = re.compile(r"(?<=^VARCHAR)\(\d+\)$")
 SCALARS = (str, int, float, type(None))  # what a column sends as one value (bool is an int)
 
 
@@ -50,7 +54,9 @@ def unnest_insert(table: Table, columns: tuple[str, ...], ignore: bool,
     ``where``: a condition the rows go in under (SQL text), all of them or none."""
     quote = _PG.identifier_preparer.quote
     single = single or (False,) * len(columns)
-    kinds = [table.c[c].type.compile(dialect=_PG) for c in columns]
+    # a VARCHAR's length is left to the INSERT, which refuses a longer value (a CAST to
+    # VARCHAR(n) would cut it short without a word)
+    kinds = [_LENGTH.sub("", table.c[c].type.compile(dialect=_PG)) for c in columns]
     values = ", ".join(f"CAST(:c{i} AS {kind})" if one else f"CAST(x{i} AS {kind})"
                        for i, (kind, one) in enumerate(zip(kinds, single, strict=True)))
     spread = [i for i, one in enumerate(single) if not one]
@@ -134,3 +140,57 @@ def any_within(table: Table, fixed: tuple[str, ...], column: str) -> Select[Any]
             .where(*(table.c[f] == bindparam(f) for f in fixed),
                    key >= select(span.c.lo).scalar_subquery(),
                    key <= select(span.c.hi).scalar_subquery()).limit(1))
+
+
+JSON_ROWS = 5000  # rows per MariaDB JSON_TABLE insert
+_STAGED = "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+
+
+@functools.lru_cache(maxsize=128)
+def json_table_insert(table: Table, columns: tuple[str, ...], ignore: bool,
+                      add: str = "") -> TextClause:
+    """MariaDB/MySQL: one INSERT of the rows of ``:rows``, the text of a JSON array of rows
+    (each an array of ``columns``' values), read by ``JSON_TABLE``. Every value is read as
+    text and converted to its column's type by the INSERT itself, as a literal of a
+    multi-row VALUES list is (a value too long or out of range is refused alike, in strict
+    mode). ``add``: an existing key adds the row's value of that column to the stored one
+    (NULL counting as 0)."""
+    quote = mysql_dialect.dialect().identifier_preparer.quote
+    target = quote(table.name)
+    staged = ", ".join(f"c{i} {_STAGED} PATH '$[{i}]'" for i in range(len(columns)))
+    picked = ", ".join(f"j.c{i}" for i in range(len(columns)))
+    sql = (f"INSERT {'IGNORE ' if ignore else ''}INTO {target} "
+           f"({', '.join(quote(c) for c in columns)}) SELECT {picked} "
+           f"FROM JSON_TABLE(:rows, '$[*]' COLUMNS ({staged})) AS j")
+    if add:
+        name = quote(add)
+        sql += f" ON DUPLICATE KEY UPDATE {name} = COALESCE({target}.{name}, 0) + VALUES({name})"
+    return text(sql)
+
+
+def json_batches(table: Table, rows: Sequence[Mapping[str, Any]], *, ignore: bool = False,
+                 add: str = "") -> list[tuple[TextClause, dict[str, str]]] | None:
+    """MariaDB: ``rows`` as :func:`json_table_insert` statements of up to :data:`JSON_ROWS`
+    rows, with their parameters; None where they cannot go that way (no rows, rows naming
+    different columns, a value that is not a plain string, number or NULL, a table with an
+    auto-increment key, whose ids an ``INSERT … SELECT`` may hand out otherwise than a VALUES
+    list). ``json.dumps`` writes the rows at C speed, where the driver escaped each value in
+    Python (about 3 µs a row of a fan-out)."""
+    if not rows or table.autoincrement_column is not None:
+        return None
+    columns = tuple(rows[0])
+    names = rows[0].keys()
+    values: list[list[Any]] = []
+    for row in rows:
+        if row.keys() != names:
+            return None
+        line = [row[c] for c in columns]
+        for i, value in enumerate(line):
+            if type(value) is bool:
+                line[i] = int(value)
+            elif not isinstance(value, SCALARS):
+                return None
+        values.append(line)
+    statement = json_table_insert(table, columns, ignore, add)
+    return [(statement, {"rows": json.dumps(values[start:start + JSON_ROWS])})
+            for start in range(0, len(values), JSON_ROWS)]

@@ -44,7 +44,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from tidings.exceptions import ConfigError, StoreUnavailable
-from tidings.store.sql.bulk import column_arrays, unnest_insert
+from tidings.store.sql.bulk import column_arrays, json_batches, unnest_insert
 from tidings.store.sql.driver_errors import classify, is_retryable
 
 T = TypeVar("T")
@@ -269,6 +269,11 @@ class Database:
                 return self.fetch(conn, stmt, params)
             self.run(conn, stmt, params)
             return []
+        batches = json_batches(table, rows, add=column) if self.backend == "mysql" else None
+        if batches is not None:  # MariaDB hands no rows back
+            for statement, params in batches:
+                self.run(conn, statement, params)
+            return None if returning else []
         upsert = self.upsert_add(table, keys, column)
         if returning and self.backend == "sqlite":
             return list(conn.execute(upsert.returning(*(table.c[c] for c in returning)),
@@ -291,6 +296,11 @@ class Database:
                 single, params = column_arrays(rows, columns)
                 self.run(conn, unnest_insert(table, columns, ignore, single=single), params)
                 return
+        batches = json_batches(table, rows, ignore=ignore) if self.backend == "mysql" else None
+        for statement, params in batches or ():
+            self.run(conn, statement, params)
+        if batches is not None:
+            return
         stmt = self.insert_ignore(table) if ignore else insert(table)
         for start in range(0, len(rows), batch):
             conn.execute(stmt, [dict(row) for row in rows[start:start + batch]])
