@@ -54,6 +54,26 @@ def test_retracted_and_deleted_events_are_not_shown(store: ports.Store,
     assert _page(store, "ann") == [kept]
 
 
+def test_a_head_fills_its_page_past_retracted_events(store: ports.Store,
+                                                    clock: FrozenClock) -> None:
+    """The head's page (with the floor, in one read where the store can) still holds
+    ``limit`` entries when retracted or deleted events sat among its newest."""
+    events = [publish(store, clock.now_us()) for _ in range(6)]
+    for event in events:
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
+    write(store, lambda tx: tx.timeline.raise_floor("ann", events[0]))
+    write(store, lambda tx: tx.events.mark_retracted([events[5]], clock.now_us()))
+    write(store, lambda tx: tx.events.delete([events[3]]))
+
+    def head(**kw: int | None) -> tuple[int, list[int]]:
+        floor, page = read(store, lambda tx: tx.timeline.head("ann", limit=3, **kw))
+        return floor, [e.id for e in page]
+
+    assert head(before=None, after=None) == (events[0], [events[4], events[2], events[1]])
+    assert head(before=events[4], after=None) == (events[0], [events[2], events[1]])
+    assert head(before=None, after=events[2]) == (events[0], [events[4]])
+
+
 def test_trim_keeps_the_newest_entries(store: ports.Store, clock: FrozenClock) -> None:
     events = [publish(store, clock.now_us()) for _ in range(5)]
     for event in events:

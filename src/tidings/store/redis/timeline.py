@@ -63,6 +63,21 @@ class RedisTimeline(StepwiseTimeline):
             top = f"({ids[-1]}"
         return out
 
+    def head(self, user: str, *, limit: int, before: int | None,
+             after: int | None) -> tuple[int, list[TimelineEntry]]:
+        """The floor and the page above it in one round trip (``tl_head.lua``), where the
+        steps' :meth:`floor` then :meth:`page` took two."""
+        top = f"({before}" if before is not None else "+inf"
+        (found,) = self.redis.pipeline([("tl_head", self.keys.user(user),
+                                         [top, after or 0, limit])], "timeline")
+        floor, ids = int(found[0]), [int(i) for i in found[1]]
+        bodies = self.bodies(ids) if ids else {}
+        out = [bodies[i] for i in ids if i in bodies]  # retracted and deleted: not shown
+        if len(ids) == limit and len(out) < limit:  # those left the page short
+            out += self.page(user, limit=limit - len(out), before=ids[-1],
+                             after=max(floor, after or 0) or None)
+        return floor, out
+
     def trim(self, user: str, cap: int) -> int:
         with guard("timeline"):
             size = int(self.redis.client.zcard(self.keys.timeline(user)))
