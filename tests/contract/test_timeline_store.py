@@ -287,3 +287,14 @@ def test_cap_holds_where_a_bound_counted_more_entries_than_are_held(
     write(store, lambda tx: (tx.timeline.push(third, ["ann"], clock.now_us()),
                              tx.timeline.cap(["ann"], 1)))
     assert _page(store, "ann") == [third]
+
+
+def test_push_capped_takes_more_entries_for_one_mailbox_than_a_command_holds(
+        store: ports.Store, clock: FrozenClock) -> None:
+    """One mailbox given a thousand entries and more at once (Redis: more ids than one
+    ``ZADD`` of the script takes) keeps the newest ``cap``."""
+    events = [publish(store, clock.now_us()) for _ in range(1_100)]
+    write(store, lambda tx: tx.timeline.push_capped(
+        [(e, ["ann"], clock.now_us()) for e in events], 1_050))
+    assert _page(store, "ann", limit=2_000) == list(reversed(events[50:]))
+    assert read(store, lambda tx: tx.timeline.floor("ann")) == events[49]

@@ -277,7 +277,7 @@ def run(settings: TimelineSettings, url: str, progress: Progress) -> dict[str, A
         "settings": {"scale": settings.scale, "graphs": list(settings.graphs),
                      "models": list(settings.models), "rounds": settings.rounds,
                      "ops": settings.ops, "submits": settings.submits, "seed": settings.seed,
-                     "baseline": settings.baseline,
+                     "baseline": settings.baseline, "submit_batch": settings.submit_batch,
                      "celebrity_followers": settings.threshold()},
         "environment": environment(), "notes": sorted(set(notes)), "data": graphs,
         "baseline_label": "raw_redis.py"}

@@ -30,10 +30,11 @@ OUTAGES: tuple[type[BaseException], ...] = (
     rex.ReadOnlyError, rex.TryAgainError, OSError)
 SCRIPT_NAMES = ("deliver", "insert", "demote", "page", "count", "groups", "rows", "match",
                 "bundle_base", "changed", "mark", "remove", "oldest", "marker", "position",
-                "writers", "tl_cap", "tl_floor", "tl_head", "view", "badge")
+                "writers", "tl_cap", "tl_floor", "tl_head", "tl_push", "view", "badge")
 # Scripts that take many users' key prefixes (KEYS) in one call: the users of one node, each
 # user's keys in that user's own slot (Redis 7's allow-cross-slot-keys).
 MANY_USERS = {"deliver": "#!lua flags=allow-cross-slot-keys\n",
+              "tl_push": "#!lua flags=allow-cross-slot-keys\n",
               "writers": "#!lua flags=no-writes,allow-cross-slot-keys\n"}
 USERS_A_CALL = 256  # users in one call of a many-user script
 # scripts small enough to go without common.lua (it costs each call ~3 µs)

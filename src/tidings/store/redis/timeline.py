@@ -40,6 +40,20 @@ class RedisTimeline(StepwiseTimeline):
             pairs = [value for event_id in mine for value in (event_id, event_id)]
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
 
+    def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
+        """The entries and the cap over every mailbox they grow, one script call per node for
+        up to 256 mailboxes (``tl_push.lua``), where a ZADD and a ``tl_cap.lua`` call per
+        mailbox were two commands for each."""
+        ids: dict[str, list[int]] = {}
+        for event_id, users, _ in entries:
+            for user in users:
+                ids.setdefault(user, []).append(event_id)
+        users = sorted(ids)
+        prefixes = [self.keys.user(user) for user in users]
+        for group in self.redis.by_node(prefixes):
+            self.buffer.script_users("tl_push", tuple(prefixes[i] for i in group), [
+                cap, *(",".join(map(str, ids[users[i]])) for i in group)], [])
+
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         if entries:
             pairs = [value for event_id, _ in entries for value in (event_id, event_id)]
