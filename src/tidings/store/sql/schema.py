@@ -80,9 +80,8 @@ events = Table(
     Index(None, "actor", "id", postgresql_include=["type"],
           postgresql_where=text("retracted_at IS NULL"),
           postgresql_ops={"actor": "varchar_pattern_ops"}),
-    # SQLite and MariaDB: the pull read's ids from an index alone (a partial index is no help
-    # on SQLite, which still reads each row for the retraction the index's WHERE rules out, and
-    # MariaDB has none; 0018, 0020)
+    # SQLite and MariaDB: the pull read's ids from an index alone (no partial index on MariaDB;
+    # SQLite would still read each row for the retraction its WHERE rules out: 0018, 0020)
     Index("ix_events_actor_type_retracted_at", "actor", "type", "retracted_at").ddl_if(
         dialect=NOT_PG),
     # SQLite would otherwise hand the highest id out again once that event is deleted
