@@ -77,13 +77,16 @@ ACTORS_PER_UNION = 100
 
 
 @lru_cache(maxsize=128)
-def _followers_union(actors: int) -> TextClause:
+def _followers_union(actors: int, aggregated: bool = False) -> TextClause:
     """The first ``:n`` followers of each of ``:a0``… (``actors`` of them) without LATERAL
     (SQLite, MariaDB): a ``UNION ALL`` of one index range per actor, its text built once per
     number of actors (SQLAlchemy built and compiled a select of 100 subqueries on every
-    call: about 75 ms of a claim's fan-out on SQLite)."""
-    part = ("SELECT followee, follower FROM (SELECT followee, follower FROM follows"
-            " WHERE followee = :a{i} ORDER BY follower LIMIT :n) AS p{i}")
+    call: about 75 ms of a claim's fan-out on SQLite). ``aggregated`` (MariaDB): one row an
+    actor, its followers as a JSON array."""
+    picked = "JSON_ARRAYAGG(follower)" if aggregated else "follower"
+    grouped = " GROUP BY followee" if aggregated else ""
+    part = (f"SELECT followee, {picked} FROM (SELECT followee, follower FROM follows"
+            f" WHERE followee = :a{{i}} ORDER BY follower LIMIT :n) AS p{{i}}{grouped}")
     return text(" UNION ALL ".join(part.format(i=i) for i in range(actors)))
 
 
@@ -232,6 +235,12 @@ class SqlGraph:
             part = wanted[start:start + ACTORS_PER_UNION]
             params: dict[str, Any] = {f"a{i}": actor for i, actor in enumerate(part)}
             params["n"] = limit
+            if self.db.backend == "mysql":  # an actor's followers as one JSON array: the
+                # driver reads one row an actor, not one a follower (4 µs a row in pymysql)
+                for actor, followers in self.db.fetch(
+                        self.conn, _followers_union(len(part), aggregated=True), params):
+                    found.setdefault(actor, []).extend(json.loads(followers))
+                continue
             for actor, follower in self.db.fetch(self.conn, _followers_union(len(part)),
                                                  params):
                 found.setdefault(actor, []).append(follower)
