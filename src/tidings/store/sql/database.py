@@ -46,7 +46,6 @@ from sqlalchemy.pool import NullPool
 from tidings.exceptions import ConfigError, StoreUnavailable
 from tidings.store.sql.bulk import column_arrays, json_batches, unnest_insert
 from tidings.store.sql.driver_errors import classify, is_retryable
-from tidings.store.sql.mariadb import rollback_if_open
 
 T = TypeVar("T")
 
@@ -111,10 +110,7 @@ class Database:
                 kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4",
                                           "read_timeout": 120, "write_timeout": 120}
                 kwargs["isolation_level"] = "READ COMMITTED"
-                kwargs["pool_reset_on_return"] = None  # mariadb.rollback_if_open instead
         self.engine: Engine = create_engine(self.url, **kwargs)
-        if self.backend == "mysql":
-            event.listen(self.engine, "reset", rollback_if_open)
         if self.backend == "postgresql":
             # executemany as multi-row INSERT … VALUES statements (pymysql rewrites its own),
             # not one statement per row
