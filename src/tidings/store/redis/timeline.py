@@ -32,11 +32,8 @@ class RedisTimeline(StepwiseTimeline):
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", event_id, event_id])
 
     def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
-        ids: dict[str, list[int]] = {}  # one ZADD per mailbox, whatever the events
-        for event_id, users, _ in entries:
-            for user in users:
-                ids.setdefault(user, []).append(event_id)
-        for user, mine in ids.items():
+        # one ZADD per mailbox, whatever the events
+        for user, mine in _by_mailbox(entries).items():
             pairs = [value for event_id in mine for value in (event_id, event_id)]
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
 
@@ -44,10 +41,7 @@ class RedisTimeline(StepwiseTimeline):
         """The entries and the cap over every mailbox they grow, one script call per node for
         up to 256 mailboxes (``tl_push.lua``), where a ZADD and a ``tl_cap.lua`` call per
         mailbox were two commands for each."""
-        ids: dict[str, list[int]] = {}
-        for event_id, users, _ in entries:
-            for user in users:
-                ids.setdefault(user, []).append(event_id)
+        ids = _by_mailbox(entries)
         users = sorted(ids)
         prefixes = [self.keys.user(user) for user in users]
         for group in self.redis.by_node(prefixes):
@@ -121,3 +115,12 @@ class RedisTimeline(StepwiseTimeline):
         if doomed:
             self.buffer.command("ZREM", [self.keys.timeline(user), *doomed])
         return len(doomed)
+
+
+def _by_mailbox(entries: Sequence[tuple[int, Sequence[str], int]]) -> dict[str, list[int]]:
+    """(event id, users, time) entries as each mailbox's event ids."""
+    ids: dict[str, list[int]] = {}
+    for event_id, users, _ in entries:
+        for user in users:
+            ids.setdefault(user, []).append(event_id)
+    return ids
