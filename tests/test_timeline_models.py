@@ -68,6 +68,27 @@ def test_posts_of_followees_newest_first(tl: Tidings) -> None:
     assert (entry.type, entry.actor, entry.object) == ("post", "cat", "blog:cat0")
 
 
+def test_pages_where_one_followee_posts_most(tl: Tidings) -> None:
+    """A followee giving a page more posts than the others (the pull's first pass reads a
+    few of each followee's newest, a second pass the rest of the one that may hold more),
+    with retracted posts among them: every page is the newest of what is left."""
+    tl.follow("bob", "ann")
+    tl.follow("bob", "cat")
+    tl.follow("bob", "dan")
+    every: list[int] = []
+    for burst in (9, 1, 12, 2, 7):
+        every += post(tl, "ann", burst)
+        every += post(tl, "cat" if burst % 2 else "dan", 1)
+    gone = every[3::5]
+    for event_id in gone:
+        tl.retract(event_id=event_id)
+    tl.run_jobs()
+    left = sorted(set(every) - set(gone), reverse=True)
+    for limit in (1, 4, 5, 6, 11, 100):
+        assert walk(tl, "bob", limit) == left
+    assert ids(tl, "bob", max_id=left[6]) == left[7:]
+
+
 def test_a_follow_shows_the_followees_earlier_posts(tl: Tidings) -> None:
     earlier = post(tl, "ann", 30)
     assert ids(tl, "bob") == []
