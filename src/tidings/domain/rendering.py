@@ -26,6 +26,7 @@ from markupsafe import escape
 
 from tidings.domain.bundling import OTHERS_CAP
 from tidings.domain.links import LINK_LIMIT, safe_link
+from tidings.domain.plain import plain, run_plain
 from tidings.domain.sandbox import compile_template, run
 from tidings.domain.types import DEFAULT_TITLE, EventType, Templates
 from tidings.i18n import DEFAULT_LOCALE, translations
@@ -119,7 +120,10 @@ def render(source: str, ctx: RenderContext, *, html: bool = False,
     if variables is None:
         variables = _variables(ctx, locale)
     try:
-        text, more = run(compile_template(source, html, locale), variables, limit)
+        fast = plain(source, html, locale)
+        done = run_plain(fast, variables, limit) if fast is not None else None
+        text, more = done if done is not None else run(
+            compile_template(source, html, locale), variables, limit)
     except Exception as exc:  # a template may fail in any way; one item must not break a page
         log.warning("template of event type %r failed for event %s: %s: %s", ctx.type,
                     ctx.event_id, type(exc).__name__, str(exc)[:200])

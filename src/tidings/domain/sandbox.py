@@ -33,6 +33,7 @@ SOURCE_LIMIT = 10_000  # characters in one template
 # the guards inserted into every parsed template (filters, so Jinja compiles them as calls)
 _STEPS, _OUTPUT, _CONCAT, _SIZE = ("tidings_steps__", "tidings_output__", "tidings_concat__",
                                    "tidings_size__")
+OUTPUT_GUARD = _OUTPUT  # the filter wrapped around every piece of output (tidings.domain.plain)
 
 
 def _safe_range(*args: int) -> range:
