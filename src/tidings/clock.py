@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Protocol
 
 
@@ -49,8 +50,24 @@ def to_datetime(us: int) -> datetime:
     return datetime.fromtimestamp(us / 1_000_000, tz=UTC)
 
 
+# seconds since the epoch below which a float of microseconds / 10**6 keeps every microsecond
+# (its spacing there is under half a microsecond), so the two forms below agree
+_EXACT_SECONDS = 2**31
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:19]
+
+
 def to_rfc3339(us: int) -> str:
-    return to_datetime(us).isoformat().replace("+00:00", "Z")
+    """``2026-11-24T09:30:00.123456Z`` (no fraction when it is zero), as ``datetime``'s
+    ``isoformat`` writes it; within a second only the fraction is written anew (the inbox
+    writes a date per item)."""
+    seconds, fraction = divmod(us, 1_000_000)
+    if not 0 <= seconds < _EXACT_SECONDS:
+        return to_datetime(us).isoformat().replace("+00:00", "Z")
+    return f"{_second(seconds)}.{fraction:06d}Z" if fraction else _second(seconds) + "Z"
 
 
 def from_datetime(value: datetime) -> int:
