@@ -74,10 +74,12 @@ events = Table(
     Index(None, "actor", "type"),
     Index(None, "object"),
     Index(None, "created_at"),
-    # a followee's newest events (the pull read); on PostgreSQL only those not retracted, with
-    # their type, actors compared byte by byte: the scan never leaves the index (0014, 0015)
-    Index(None, "actor", "id", postgresql_include=["type"], postgresql_where=text(
-        "retracted_at IS NULL"), postgresql_ops={"actor": "varchar_pattern_ops"}),
+    # a followee's newest events (the pull model's read); on PostgreSQL only those not
+    # retracted, with their type: the read's scan never leaves the index (migration 0014),
+    # and actors compared byte by byte, not through the collation (migration 0015)
+    Index(None, "actor", "id", postgresql_include=["type"],
+          postgresql_where=text("retracted_at IS NULL"),
+          postgresql_ops={"actor": "varchar_pattern_ops"}),
     # SQLite and MariaDB: the pull read's ids from an index alone (no partial index on MariaDB;
     # SQLite would still read each row for the retraction its WHERE rules out: 0018, 0020)
     Index("ix_events_actor_type_retracted_at", "actor", "type", "retracted_at").ddl_if(
@@ -166,10 +168,10 @@ preferences = Table(
 
 # One row per (user, event). ``bundle_base`` marks the newest member of each display group:
 # lists and unread counts read base rows only, through an index, with no GROUP BY. ``fresh_at``
-# is what read watermarks compare against: the delivery time, or when the user marked it
-# unread again. ``joined`` is False on a row that started its display group, True on one that
-# joined a group someone else started (or from before it existed): a base row with False is its
-# group's only member, so a page need not read its members. It errs only towards True.
+# is what read watermarks compare against: the delivery time, or when the user marked it unread
+# again. ``joined`` is False on a row that started its display group, True on one that joined
+# a group someone else started (and on rows from before it existed): a base row with False is
+# its group's only member, so a page need not read its members. It errs only towards True.
 notifications = Table(
     "notifications",
     metadata,
@@ -189,17 +191,15 @@ notifications = Table(
     Column("joined", Boolean, nullable=False, server_default="1"),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
-    # the unread count's and bundling lookup's rows: partial on PostgreSQL (0019), the columns
-    # in full elsewhere; a group's members, in order and actors included on PostgreSQL (0021)
+    # the unread count's and the bundling lookup's rows: on PostgreSQL, partial indexes of the
+    # unread base rows and of the base rows (migration 0019); elsewhere the columns in full
     Index(None, "user_id", "fresh_at", postgresql_where=text("bundle_base AND read_at IS NULL")
           ).ddl_if(dialect="postgresql"),
     Index(None, "user_id", "bundle_hash", postgresql_where=text("bundle_base")
           ).ddl_if(dialect="postgresql"),
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
     Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
-    Index(None, "user_id", "display_hash", "created_at").ddl_if(dialect=NOT_PG),
-    Index(None, "user_id", "display_hash", "created_at", "event_id",
-          postgresql_include=["actor"]).ddl_if(dialect="postgresql"),
+    Index(None, "user_id", "display_hash", "created_at"),
     # (event, user): "who already has this event?" in fan-out, and retraction, by index only
     Index(None, "event_id", "user_id"),
     **MYSQL,
