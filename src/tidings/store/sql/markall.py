@@ -11,35 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from functools import cache
-from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, literal, select
-from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy import BigInteger, Connection, bindparam, text
 
 from tidings.store.sql.database import Database
-from tidings.store.sql.readmarkers import unread_count_statement
-from tidings.store.sql.schema import read_markers
+from tidings.store.sql.readmarkers import PG_ALL, PG_COUNTED, PG_MARKS
 
-m = read_markers.c
-
-
-@cache
-def _statement(channel: str) -> Any:
-    counted = unread_count_statement(False, False, False).cte("counted")
-    values = select(bindparam("user", type_=read_markers.c.user_id.type), literal("all"),
-                    bindparam("now", type_=read_markers.c.until_at.type)
-                    ).where(counted.c.narrower == 0)
-    upsert = pg_dialect.insert(read_markers).from_select(["user_id", "scope", "until_at"],
-                                                          values)
-    moved = upsert.on_conflict_do_update(
-        index_elements=["user_id", "scope"],
-        set_={"until_at": func.greatest(m.until_at, upsert.excluded.until_at)},
-    ).returning(m.user_id).cte("moved")
-    told = select(func.pg_notify(literal(channel), moved.c.user_id).label("told")).cte(
-        "told").prefix_with("MATERIALIZED", dialect="postgresql")
-    announced = select(func.count()).select_from(told).scalar_subquery()
-    return select(counted.c.unread, counted.c.narrower, announced.label("announced"))
+# the count (readmarkers.PG_COUNTED, under the "all" watermark), the upsert where no narrower
+# watermark makes the count inexact, and the announcement (pg_notify, delivered at commit)
+_STATEMENT = f"""
+WITH w AS ({PG_MARKS.format(everything=PG_ALL)}),
+counted AS ({PG_COUNTED}),
+moved AS (
+  INSERT INTO read_markers (user_id, scope, until_at)
+  SELECT :user, 'all', :now FROM counted WHERE narrower = 0
+  ON CONFLICT (user_id, scope) DO UPDATE
+  SET until_at = greatest(read_markers.until_at, excluded.until_at)
+  RETURNING read_markers.user_id),
+told AS MATERIALIZED (SELECT pg_notify(:channel, user_id) AS told FROM moved)
+SELECT unread, narrower, (SELECT count(*) FROM told) AS announced FROM counted
+"""
+STATEMENT = text(_STATEMENT).bindparams(bindparam("now", type_=BigInteger))
 
 
 def mark_all_read(db: Database, read: Callable[[], AbstractContextManager[Connection]],
@@ -48,6 +40,6 @@ def mark_all_read(db: Database, read: Callable[[], AbstractContextManager[Connec
     done) when a narrower watermark makes the count inexact. ``read`` gives an autocommit
     connection (:meth:`Database.read`, or a held one)."""
     with read() as conn:  # autocommit: one statement, committed when it returns
-        ((unread, narrower, _announced),) = db.fetch(conn, _statement(channel),
-                                                     {"user": user, "now": now})
+        ((unread, narrower, _announced),) = db.fetch(conn, STATEMENT, {
+            "user": user, "now": now, "channel": channel})
     return None if narrower else int(unread)

@@ -186,22 +186,22 @@ FROM v CROSS JOIN LATERAL (
 """
 
 
-# PostgreSQL, no filter, one count (a badge's): the rows are only counted, in no order, so
-# the count is a plain scalar subquery under the watermark the one pass over the user's
-# watermark rows gives (no lateral join, no sort key, no second count); 15-25 µs a count
-# less than _PG_COUNT's form, alternately on W2's data
-_PG_ONE_COUNT = """
-WITH w AS (
+# PostgreSQL, no filter, one count (a badge's, mark all read's): the rows are only counted,
+# in no order, so the count is a plain scalar subquery under the watermark that one pass over
+# the user's watermark rows gives (no lateral join, no sort key, no second count); 15-25 µs a
+# count less than _PG_COUNT's form, alternately on W2's data. ``w`` is the watermarks' CTE
+# (PG_MARKS), PG_COUNTED the count and whether a narrower watermark makes it inexact.
+PG_MARKS = """
   SELECT {everything} AS everything,
          max(until_at) FILTER (WHERE scope <> 'all' AND scope <> 'seen') AS narrow_at
-  FROM read_markers WHERE user_id = :user)
+  FROM read_markers WHERE user_id = :user"""
+PG_COUNTED = f"""
 SELECT (SELECT count(*) FROM (SELECT 1 FROM notifications n
           WHERE n.user_id = :user AND n.bundle_base = TRUE AND n.read_at IS NULL
-            AND n.fresh_at > w.everything LIMIT {cap}) c) AS unread,
+            AND n.fresh_at > w.everything LIMIT {UNREAD_CAP}) c) AS unread,
        CASE WHEN w.narrow_at > w.everything THEN 1 ELSE 0 END AS narrower
-FROM w
-"""
-_ALL = "coalesce(max(until_at) FILTER (WHERE scope = 'all'), 0)"
+FROM w"""
+PG_ALL = "coalesce(max(until_at) FILTER (WHERE scope = 'all'), 0)"
 _SEEN = "coalesce(max(until_at) FILTER (WHERE scope = 'seen'), 0)"
 
 
@@ -213,8 +213,8 @@ def count_statement(backend: str, types: bool, category: bool, section: bool,
     if backend != "postgresql" or types or category or section:
         return unread_count_statement(types, category, section, unseen, both)
     if not both:
-        return text(_PG_ONE_COUNT.format(
-            everything=f"greatest({_ALL}, {_SEEN})" if unseen else _ALL, cap=UNREAD_CAP))
+        marks = PG_MARKS.format(everything=f"greatest({PG_ALL}, {_SEEN})" if unseen else PG_ALL)
+        return text(f"WITH w AS ({marks}){PG_COUNTED}")
     return text(_PG_COUNT.format(everything="all_at", unseen=" k.unseen,", cap=UNREAD_CAP))
 
 
