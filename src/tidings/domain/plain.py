@@ -7,7 +7,8 @@ Jinja builds a context, starts a generator and runs the sandbox's guards for eac
 before. A template is *plain* when its parsed form (the sandbox's own parse, guards included) is
 one run of output whose pieces are each literal text or a value: a variable, items of a
 dictionary read by name (``payload.from``, where ``from`` is not an attribute of ``dict``), and
-filters with constant arguments taking no context (``replace``, ``upper``, ``truncate`` …).
+filters with constant arguments taking no context or environment (``replace``,
+``upper``, ``trim`` …; not ``truncate``, which takes the environment).
 Such a template is rendered here exactly as Jinja would:
 
 * each piece is weighed against the render's output budget before it is output (the sandbox's

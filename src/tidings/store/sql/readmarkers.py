@@ -167,29 +167,29 @@ def unread_count_statement(types: bool, category: bool, section: bool,
     return select(count_under(everything).label("unread"), narrower.label("narrower"))
 
 
-# PostgreSQL, no filter: the same columns in one pass over the user's watermark rows (each
-# read once, where the portable form reads the "all" row twice and the narrower ones apart)
-_PG_COUNT = """
+# PostgreSQL, no filter, both counts: the same columns in one pass over the user's watermark
+# rows (each read once, where the portable form reads the "all" row twice and the narrower ones
+# apart), the unread rows freshest first so the unseen ones are a prefix of the capped count
+_PG_BOTH = f"""
 WITH w AS (
   SELECT coalesce(max(until_at) FILTER (WHERE scope = 'all'), 0) AS all_at,
          coalesce(max(until_at) FILTER (WHERE scope = 'seen'), 0) AS seen_at,
          max(until_at) FILTER (WHERE scope <> 'all' AND scope <> 'seen') AS narrow_at
-  FROM read_markers WHERE user_id = :user),
-v AS (SELECT {everything} AS everything, seen_at, narrow_at FROM w)
-SELECT k.unread,{unseen} CASE WHEN v.narrow_at > v.everything THEN 1 ELSE 0 END AS narrower
-FROM v CROSS JOIN LATERAL (
-  SELECT count(*) AS unread, count(*) FILTER (WHERE c.fresh_at > v.seen_at) AS unseen
+  FROM read_markers WHERE user_id = :user)
+SELECT k.unread, k.unseen, CASE WHEN w.narrow_at > w.all_at THEN 1 ELSE 0 END AS narrower
+FROM w CROSS JOIN LATERAL (
+  SELECT count(*) AS unread, count(*) FILTER (WHERE c.fresh_at > w.seen_at) AS unseen
   FROM (SELECT n.fresh_at FROM notifications n
         WHERE n.user_id = :user AND n.bundle_base = TRUE AND n.read_at IS NULL
-          AND n.fresh_at > v.everything
-        ORDER BY n.fresh_at DESC LIMIT {cap}) c) k
+          AND n.fresh_at > w.all_at
+        ORDER BY n.fresh_at DESC LIMIT {UNREAD_CAP}) c) k
 """
 
 
 # PostgreSQL, no filter, one count (a badge's, mark all read's): the rows are only counted,
 # in no order, so the count is a plain scalar subquery under the watermark that one pass over
 # the user's watermark rows gives (no lateral join, no sort key, no second count); 15-25 µs a
-# count less than _PG_COUNT's form, alternately on W2's data. ``w`` is the watermarks' CTE
+# count less than _PG_BOTH's form, alternately on W2's data. ``w`` is the watermarks' CTE
 # (PG_MARKS), PG_COUNTED the count and whether a narrower watermark makes it inexact.
 PG_MARKS = """
   SELECT {everything} AS everything,
@@ -215,7 +215,7 @@ def count_statement(backend: str, types: bool, category: bool, section: bool,
     if not both:
         marks = PG_MARKS.format(everything=f"greatest({PG_ALL}, {_SEEN})" if unseen else PG_ALL)
         return text(f"WITH w AS ({marks}){PG_COUNTED}")
-    return text(_PG_COUNT.format(everything="all_at", unseen=" k.unseen,", cap=UNREAD_CAP))
+    return text(_PG_BOTH)
 
 
 def watermarks_only(filters: Filters) -> bool:
