@@ -41,6 +41,7 @@ from tidings.client._requests import (
     read_body,
     retraction_body,
     seen_body,
+    tls_context,
     user_path,
 )
 from tidings.client._sse import SseParser, aiter_lines_until, stream_timeout
@@ -60,7 +61,8 @@ class AsyncClient(ClientBase):
     ) -> None:
         super().__init__(base_url, token)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport)
+            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
+            verify=tls_context())
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -45,6 +45,7 @@ from tidings.client._requests import (
     read_body,
     retraction_body,
     seen_body,
+    tls_context,
     user_path,
 )
 from tidings.client._sse import SseParser, iter_lines_until, stream_timeout
@@ -64,7 +65,8 @@ class Client(ClientBase):
     ) -> None:
         super().__init__(base_url, token)
         self._http = httpx.Client(
-            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport)
+            base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
+            verify=tls_context())
 
     def close(self) -> None:
         self._http.close()

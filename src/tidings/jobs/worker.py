@@ -89,6 +89,10 @@ class Worker:
         self.exclude = exclude
         self.maintenance = maintenance
         self._stop = threading.Event()
+        # nudge(): a generation count under a condition, so that a nudge while a loop runs
+        # its jobs is not lost (the loop then looks again at once instead of waiting)
+        self._nudged = threading.Condition()
+        self._generation = 0
         self._threads: list[threading.Thread] = []
         self.processed = 0
         self._count_lock = threading.Lock()
@@ -287,11 +291,26 @@ class Worker:
 
     # -- the loop -----------------------------------------------------------------------------
 
+    def nudge(self) -> None:
+        """Jobs were queued (and committed) in this process: idle loops look at once rather
+        than at their next poll. Jobs queued by other processes are found by the poll."""
+        with self._nudged:
+            self._generation += 1
+            self._nudged.notify_all()
+
+    def _idle(self, generation: int) -> None:
+        """Wait up to the poll interval, or until a nudge since ``generation`` or a stop."""
+        with self._nudged:
+            self._nudged.wait_for(
+                lambda: self._generation != generation or self._stop.is_set(),
+                self.poll_seconds)
+
     def _loop(self, lane: Lane) -> None:
         while not self._stop.is_set():
             try:
+                generation = self._generation
                 if self.run_once(lane) == 0:
-                    self._stop.wait(self.poll_seconds)
+                    self._idle(generation)
             except StoreUnavailable as exc:
                 log.warning("store unavailable, retrying: %s", exc)
                 self._stop.wait(1.0)
@@ -307,8 +326,13 @@ class Worker:
                 log.warning("could not schedule maintenance: %s", exc)
             self._stop.wait(self.maintenance_seconds)
 
+    def _heard(self, name: str, _value: float) -> None:
+        if name == "job_queued":  # the store's on_enqueue, after the unit's commit
+            self.nudge()
+
     def start(self) -> None:
         self._stop.clear()
+        self.ctx.observer.listeners.append(self._heard)
         for lane in self.lanes:
             for i in range(max(1, lane.threads)):
                 thread = threading.Thread(target=self._loop, args=(lane,), daemon=True,
@@ -323,6 +347,9 @@ class Worker:
     def stop(self, timeout: float | None = 30.0) -> None:
         """Finish running jobs, take no new ones, and return when the threads have ended."""
         self._stop.set()
+        self.nudge()  # idle loops end now
+        with contextlib.suppress(ValueError):  # not started, or stopped before
+            self.ctx.observer.listeners.remove(self._heard)
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
@@ -337,3 +364,4 @@ class Worker:
 
     def request_stop(self) -> None:
         self._stop.set()
+        self.nudge()

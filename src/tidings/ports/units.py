@@ -52,7 +52,9 @@ class Tx(Protocol):
 class Store(Protocol):
     """A configured store: units of work, the queue's own operations, and its lifecycle."""
 
-    on_enqueue: Callable[[int], None] | None  # told how many jobs each unit enqueued (metrics)
+    # told how many jobs each unit of work queued, once it has committed (metrics, and the
+    # workers of this process it wakes)
+    on_enqueue: Callable[[int], None] | None
 
     @property
     def backend(self) -> str: ...  # the kind of store: memory, sqlite, postgresql, mysql

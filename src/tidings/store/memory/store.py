@@ -41,7 +41,9 @@ class MemoryTx(AfterCommit):
         self.timeline = MemoryTimeline(state, journal)
         self.settings = MemorySettings(state, journal)
         self.mail = MemoryMail(state, journal)
-        self.jobs = MemoryJobQueue(state, journal, store.queue_settings, store.enqueued)
+        # the store hears of queued jobs once the unit has committed (a woken worker finds them)
+        self.jobs = MemoryJobQueue(state, journal, store.queue_settings,
+                                   lambda count: self.after_commit(lambda: store.enqueued(count)))
 
 
 class MemoryStore:
@@ -59,7 +61,7 @@ class MemoryStore:
             backoff_us=int(backoff_seconds * SECOND))
         self.queue = MemoryJobAdmin(self._unit, self.queue_settings)
         self.notifier = LocalNotifier()
-        # told how many jobs each enqueue added (metrics)
+        # told how many jobs each unit of work queued, once it has committed
         self.on_enqueue: Callable[[int], None] | None = None
 
     def enqueued(self, count: int) -> None:

@@ -4,12 +4,15 @@ A committed change is announced with ``pg_notify`` on one channel; every process
 listeners keeps one extra connection that LISTENs and calls them. A process that only writes
 (a worker) never opens that connection; the first listener waits until its LISTEN is in place.
 When the listening connection drops, it is opened again and every listener is called once,
-since changes may have gone unheard meanwhile.
+since changes may have gone unheard meanwhile. The listening connection also LISTENs on a
+channel of its own, on which :meth:`PgNotifier.close` wakes it to end at once rather than at
+its next second's poll.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 
@@ -52,6 +55,7 @@ class PgNotifier(LocalNotifier):
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
         self._ready = threading.Event()  # set once the first LISTEN is in place
+        self._wake = f"tidings_wake_{secrets.token_hex(8)}"  # this notifier's own channel
 
     def changed(self, users: Sequence[str]) -> None:
         if not users:
@@ -80,6 +84,14 @@ class PgNotifier(LocalNotifier):
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
+            if self._ready.is_set():  # wake the listening connection from its wait
+                try:
+                    with self.db.engine.connect() as conn:
+                        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                        conn.execute(text("SELECT pg_notify(:channel, '')"),
+                                     {"channel": self._wake})
+                except Exception:  # the server is away: the listener ends within a second
+                    pass
             self._thread.join(timeout=5)
 
     def _dsn(self) -> str:
@@ -91,12 +103,15 @@ class PgNotifier(LocalNotifier):
             try:
                 with psycopg.connect(self._dsn(), autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self._wake}")
                     # changes may have gone unheard while disconnected, or before the first
                     # LISTEN by a listener that stopped waiting for it
                     self._call_everyone()
                     self._ready.set()
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=1.0):
+                            if note.channel == self._wake:
+                                break
                             LocalNotifier.changed(self, note.payload.split("\n"))
             except Exception as exc:
                 if self._stop.is_set():

@@ -71,7 +71,15 @@ class SqlTx(AfterCommit):
 
     @cached_property
     def jobs(self) -> SqlJobs:
-        return SqlJobs(self._db, self.conn, self._store.clock, self._store.on_enqueue)
+        return SqlJobs(self._db, self.conn, self._store.clock,
+                       self._enqueued if self._store.on_enqueue is not None else None)
+
+    def _enqueued(self, count: int) -> None:
+        """Jobs were queued in this unit: the store's ``on_enqueue`` hears of them once it
+        has committed (a worker it wakes then finds them; a unit rolled back queued none)."""
+        on_enqueue = self._store.on_enqueue
+        if on_enqueue is not None:
+            self.after_commit(lambda: on_enqueue(count))
 
 
 class SqlStore:
