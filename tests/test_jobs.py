@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -317,3 +318,39 @@ def test_a_job_that_always_meets_an_unavailable_store_spends_its_attempts(
     assert t.queue.stats() == {"queued": 0, "runnable": 0, "running": 0, "failed": 1}
     assert runs == 3 * OUTAGE_GIVEBACKS
     assert all("store unavailable on every run" in f.error for f in t.queue.failures())
+
+
+def test_the_store_hears_of_queued_jobs_only_once_their_unit_committed(t: Tidings) -> None:
+    heard: list[tuple[int, int]] = []  # (jobs queued, jobs the queue holds when told)
+    t.listeners.append(lambda name, value: heard.append((int(value), t.queue.stats()["queued"]))
+                       if name == "job_queued" else None)
+
+    def queue_then_fail(tx: Tx) -> None:
+        tx.jobs.enqueue_many([JobSpec("probe", {"n": 1})])
+        raise ValueError("roll back")
+
+    with pytest.raises(ValueError):
+        t.store.transact(queue_then_fail)
+    assert heard == []  # a unit rolled back queued nothing
+
+    enqueue(t, JobSpec("probe", {"n": 2}), JobSpec("probe", {"n": 3}))
+    assert heard == [(2, 2)]  # told after the commit: the jobs are there to be claimed
+
+
+def test_a_worker_of_this_process_is_woken_by_jobs_queued_here(t: Tidings) -> None:
+    """With a poll far longer than the wait below, only the wake can run the job in time."""
+    t.handlers["add_user"] = _add_user
+    worker = t.worker(poll_seconds=600.0)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 0.5
+        while t.queue.stats()["queued"] and time.monotonic() < deadline:
+            time.sleep(0.01)  # the start-up maintenance job, woken the same way
+        enqueue(t, JobSpec("add_user", {"user": "bob"}))
+        deadline = time.monotonic() + 20.0
+        while "bob" not in _users(t) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        worker.stop()
+    assert "bob" in _users(t)
+    assert t.queue.stats()["queued"] == 0
