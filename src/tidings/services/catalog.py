@@ -74,6 +74,10 @@ class Catalog:
     def not_queryable(self, names: Iterable[str], types: Sequence[str] | None) -> list[str]:
         """Of the payload fields ``names``, those that no type (of ``types`` when given)
         marks ``queryable``; stored types are read again before one is refused."""
+        names = list(names)
+        if not names:  # nothing asked (every unnarrowed read): no type needs looking at
+            return []
+
         def missing() -> list[str]:
             chosen = [self.types.get(t) for t in types if t in self.types] if types else list(
                 self.types)
