@@ -422,3 +422,34 @@ def test_a_delivery_registers_only_users_not_registered_before(
         assert known == {"ann": 10, "bob": 10, "cat": 30}
     finally:
         hot.close()
+
+
+def test_groups_of_a_type_that_never_bundles_read_mark_and_go_like_any(
+        store: ports.Store) -> None:
+    e = [publish(store, n, type="badge", actor=actor)
+         for n, actor in ((1, "bob"), (2, "cat"), (3, "dan"))]
+    for n, event in enumerate(e):
+        deliver(store, delivery(event, 10 * (n + 1), bundle=f"own{event}", bundled=False,
+                                type="badge", actor=("bob", "cat", "dan")[n]), ["ann"])
+    mine = [display_hash(f"own{event}", event) for event in e]
+    assert groups(store, "ann") == [(e[2], mine[2], False), (e[1], mine[1], False),
+                                    (e[0], mine[0], False)]
+    info = read(store, lambda tx: tx.inbox.group_info("ann", mine))
+    assert [(info[g].count, info[g].actors) for g in mine] == [
+        (1, ["bob"]), (1, ["cat"]), (1, ["dan"])]
+    assert write(store, lambda tx: tx.inbox.mark_groups(
+        "ann", [mine[1]], read=True, now=50, markers=Markers())) == 1
+    assert write(store, lambda tx: tx.inbox.mark_groups(
+        "ann", [mine[1]], read=True, now=60, markers=Markers())) == 0  # read already
+    assert unread(store, "ann") == 2
+    keys = read(store, lambda tx: tx.inbox.keys_by_match("ann", actor="cat", type="badge",
+                                                         object="post:1"))
+    assert write(store, lambda tx: tx.inbox.remove(keys)) == 1
+    assert ids(page(store, "ann")) == [e[2], e[0]]
+    assert read(store, lambda tx: tx.inbox.group_info("ann", [mine[1]])).get(mine[1]) is None
+    if isinstance(store, HotStore):  # one key a row: no group, group-base or bundle key
+        user = f"{store.redis.prefix}{{u:ann}}:"
+        where = {"target_nodes": "all"} if store.redis.cluster else {}
+        own = {k[len(user):].split(":")[0]
+               for k in store.redis.client.scan_iter(match=f"{user}*", **where)}
+        assert own <= {"n", "ids", "base", "unread", "solo", "m"}, own

@@ -4,7 +4,7 @@ local q = query_of(ARGV[1])
 local read = ARGV[2] == '1'
 local changed = 0
 for i = 3, #ARGV do
-  for _, id in ipairs(redis.call('SMEMBERS', P .. ':gb:' .. ARGV[i])) do
+  for _, id in ipairs(bases_of(ARGV[i])) do
     local h = load(id)
     if h and is_unread(q.mk, h) == read then changed = changed + 1 end
   end

@@ -11,6 +11,8 @@
 --   :g:<display>   zset of a display group's members, score = created
 --   :gb:<display>  set of the group's base row ids (one, unless written out of order)
 --   :bb:<bundle>   zset of the bundle's base rows, score = created
+--   :solo          hash, display hash -> id, of the groups that can have no other member (a
+--                  type that does not bundle): such a row has no :g:, :gb: or :bb: key
 --   :m             hash of watermarks, scope -> until; 'position_place' holds the place
 --                  ("created:id") of the read-up-to mark, whose until is under 'position'
 -- Members are enc(id): the id's length as a letter, then the id, so that members of equal
@@ -70,13 +72,15 @@ local function json_rows(hs)
   return '[' .. table.concat(parts, ',') .. ']'
 end
 
-local function set_base(h, on, stored)
+local function set_base(h, on, stored, solo)
   local m = enc(h.id)
   if on then
     if not stored then redis.call('HSET', nkey(h.id), 'base', '1') end
     redis.call('ZADD', P .. ':base', h.c, m)
-    redis.call('ZADD', P .. ':bb:' .. h.b, h.c, m)
-    redis.call('SADD', P .. ':gb:' .. h.d, h.id)
+    if not solo then
+      redis.call('ZADD', P .. ':bb:' .. h.b, h.c, m)
+      redis.call('SADD', P .. ':gb:' .. h.d, h.id)
+    end
     if not h.r then redis.call('ZADD', P .. ':unread', h.f, m) end
     h.base = '1'
   else
@@ -91,8 +95,9 @@ end
 
 -- Store a notification as the base row of group d; a (user, event) already stored is skipped.
 -- q: its queryable payload fields as a JSON object of texts, or '' for none; checked: the
--- caller knows it is not stored yet.
-local function insert(id, c, t, k, s, a, o, b, d, w, q, checked)
+-- caller knows it is not stored yet; solo: its type does not bundle, so no other row will
+-- ever join its group or look for its bundle (the group is named in :solo alone).
+local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo)
   if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
   local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w}
   if a then table.insert(fields, 'a'); table.insert(fields, a) end
@@ -105,9 +110,34 @@ local function insert(id, c, t, k, s, a, o, b, d, w, q, checked)
   redis.call('HSET', nkey(id), unpack(fields))
   local m = enc(id)
   redis.call('ZADD', P .. ':ids', c, m)
-  redis.call('ZADD', P .. ':g:' .. d, c, m)
-  set_base({id = id, c = c, f = c, r = false, b = b, d = d}, true, true)  -- 'base' set above
+  if solo then
+    redis.call('HSET', P .. ':solo', d, id)
+  else
+    redis.call('ZADD', P .. ':g:' .. d, c, m)
+  end
+  set_base({id = id, c = c, f = c, r = false, b = b, d = d}, true, true, solo)  -- 'base' set
   return 1
+end
+
+-- A display group's members (enc(id)), newest first, the first n (all without n): its :g:
+-- set, or the one row :solo names.
+local function members_of(d, n)
+  local ms = redis.call('ZREVRANGE', P .. ':g:' .. d, 0, n and n - 1 or -1)
+  if #ms == 0 then
+    local id = redis.call('HGET', P .. ':solo', d)
+    if id then ms = {enc(id)} end
+  end
+  return ms
+end
+
+-- The ids of a display group's base rows: its :gb: set, or the row :solo names while base.
+local function bases_of(d)
+  local ids = redis.call('SMEMBERS', P .. ':gb:' .. d)
+  if #ids == 0 then
+    local id = redis.call('HGET', P .. ':solo', d)
+    if id and redis.call('HGET', nkey(id), 'base') == '1' then ids = {id} end
+  end
+  return ids
 end
 
 -- (created, id) of h at or below the place (created, id)
@@ -141,7 +171,7 @@ end
 
 -- The group's base rows step down.
 local function demote(d)
-  for _, id in ipairs(redis.call('SMEMBERS', P .. ':gb:' .. d)) do
+  for _, id in ipairs(bases_of(d)) do
     local h = load(id)
     if h then set_base(h, false) end
   end
@@ -259,7 +289,7 @@ end
 -- A display group's member count (up to scan) and its newest distinct actors:
 -- {count, actor, actor, ...} (groups.lua, view.lua).
 local function group_of(d, scan)
-  local members = redis.call('ZREVRANGE', P .. ':g:' .. d, 0, scan - 1)
+  local members = members_of(d, scan)
   local info, seen = {#members}, {}
   for _, m in ipairs(members) do
     local a = redis.call('HGET', nkey(dec(m)), 'a')

@@ -30,7 +30,7 @@ for j = 1, #users do
       end
     end
     insert(id, string.format('%.0f', created), A[3], A[4], A[5], a, o, A[8],
-      group, writer, A[13], true)
+      group, writer, A[13], true, not bundled)
     out[j] = 1
   end
 end

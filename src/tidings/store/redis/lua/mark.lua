@@ -2,7 +2,7 @@
 -- fresh from now). ARGV: read (1|0), now, display hashes.
 local read, now = ARGV[1] == '1', ARGV[2]
 for i = 3, #ARGV do
-  for _, m in ipairs(redis.call('ZRANGE', P .. ':g:' .. ARGV[i], 0, -1)) do
+  for _, m in ipairs(members_of(ARGV[i])) do
     local id = dec(m)
     local base = redis.call('HGET', nkey(id), 'base') == '1'
     if read then

@@ -9,6 +9,7 @@ for _, id in ipairs(ARGV) do
     redis.call('DEL', nkey(id))
     redis.call('ZREM', P .. ':ids', m)
     redis.call('ZREM', P .. ':g:' .. h.d, m)
+    if redis.call('HGET', P .. ':solo', h.d) == id then redis.call('HDEL', P .. ':solo', h.d) end
     removed = removed + 1
     if was_base then
       local newest = redis.call('ZREVRANGE', P .. ':g:' .. h.d, 0, 0)
