@@ -226,7 +226,8 @@ def test_following_shows_the_timeline(browser: Any, site: Site) -> None:
     assert wait_until(lambda: bool(site.tidings.timeline("bob").items))
     page = open_inbox(browser, site, "bob", width=390)
     page.get_by_role("link", name="Following").click()
-    row = page.locator("#list li").first
+    # the inbox's rows stay until the timeline's replace them: wait for a timeline row
+    row = page.locator("#list li", has=page.locator(".title", has_text=" · ")).first
     row.wait_for()
     assert row.locator(".title").inner_text() == "alice · Page edited · San Francisco"
     assert row.locator("img.face").get_attribute("src") == "/static/favicon.svg"
