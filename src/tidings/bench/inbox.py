@@ -40,7 +40,7 @@ from tidings.bench import BenchFailure, inbox_storage
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.compare import Side, comparison, comparison_table, sweep_table
 from tidings.bench.inbox_raw import RawInbox, baselines
-from tidings.bench.measure import Latencies, Timed, median, time_each
+from tidings.bench.measure import Latencies, Timed, alternating, median
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
@@ -59,7 +59,6 @@ PUBLISH_BATCH = 500
 # mentions 1.5 on average).
 EVENT_WEIGHTS = {"link": 40 / LINK_WATCHERS, "mention": 25 / 1.5, "talk": 20.0, "thanks": 15.0}
 FIGURES = ("unread count", "first page (20, bundled)", "mark all read")
-BLOCK = 20  # requests a side makes before the other takes its turn (alternating)
 
 
 # Each goal is a ratio to the baseline in the same run (issue: "within reach of the raw
@@ -242,26 +241,6 @@ def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
         progress.advance(task)
     progress.remove_task(task)
     return sides
-
-
-def alternating(users: list[str], sides: list[Callable[[str], object]],
-                after: Callable[[list[str]], None] | None) -> list[Timed]:
-    """Each side's calls for ``users``, in blocks of :data:`BLOCK` users taken in turn, which
-    side goes first alternating too: both sides meet the same load on a busy machine and the
-    same caches (a side timed whole right after the other would find the database's pages
-    warmed by it). ``after`` runs untimed after each side's block."""
-    seconds = [0.0] * len(sides)
-    latencies: list[list[float]] = [[] for _ in sides]
-    for n, start in enumerate(range(0, len(users), BLOCK)):
-        block = users[start:start + BLOCK]
-        order = list(range(len(sides)))
-        for i in order if n % 2 == 0 else order[::-1]:
-            timed = time_each([partial(sides[i], u) for u in block])
-            seconds[i] += timed.seconds
-            latencies[i] += timed.latencies
-            if after is not None:
-                after(block)
-    return [Timed(s, tuple(lat)) for s, lat in zip(seconds, latencies, strict=True)]
 
 
 def _mark(raw: RawInbox, now: int, user: str) -> None:

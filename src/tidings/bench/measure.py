@@ -7,7 +7,11 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+BLOCK = 20  # requests a side makes before the other takes its turn (alternating)
 
 
 def median(values: Sequence[float]) -> float:
@@ -70,3 +74,24 @@ def time_each(calls: Sequence[Callable[[], object]]) -> Timed:
         call()
         latencies.append(clock() - before)
     return Timed(clock() - started, tuple(latencies))
+
+
+def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
+                after: Callable[[list[T]], None] | None = None) -> list[Timed]:
+    """Each side's calls for ``items``, in blocks of :data:`BLOCK` items taken in turn, which
+    side goes first alternating too: both sides meet the same load on a busy machine and the
+    same caches (a side timed whole right after the other would find the database's pages
+    warmed by it, or the box busier or quieter). ``after`` runs untimed after each side's
+    block."""
+    seconds = [0.0] * len(sides)
+    latencies: list[list[float]] = [[] for _ in sides]
+    for n, start in enumerate(range(0, len(items), BLOCK)):
+        block = list(items[start:start + BLOCK])
+        order = list(range(len(sides)))
+        for i in order if n % 2 == 0 else order[::-1]:
+            timed = time_each([partial(sides[i], item) for item in block])
+            seconds[i] += timed.seconds
+            latencies[i] += timed.latencies
+            if after is not None:
+                after(block)
+    return [Timed(s, tuple(lat)) for s, lat in zip(seconds, latencies, strict=True)]

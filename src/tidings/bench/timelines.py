@@ -34,7 +34,7 @@ from rich.progress import Progress
 
 from tidings.bench import BenchFailure, timeline_seed
 from tidings.bench import timeline_data as tl
-from tidings.bench.measure import Timed, time_each
+from tidings.bench.measure import Timed, alternating, time_each
 from tidings.bench.report import environment
 from tidings.bench.storage import table_bytes
 from tidings.bench.stores import BenchStore, redacted
@@ -140,19 +140,25 @@ def check(t: Tidings, url: str, data: tl.Data, seed: Seed | None,
 
 def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
           phases: Phases) -> None:
-    """Time the first and later pages of ``users`` on tidings, then on the seed."""
-    phases.tidings["first page"].append(
-        time_each([partial(t.timeline, tl.user_id(u), limit=20) for u in users]))
+    """Time the first and later pages of ``users`` on tidings and on the seed, the two
+    taking turns in blocks (:func:`~tidings.bench.measure.alternating`)."""
+    def first(u: int) -> object:
+        return t.timeline(tl.user_id(u), limit=20)
+
+    def later_page(item: tuple[int, str, int]) -> object:
+        return t.timeline(tl.user_id(item[0]), limit=20, cursor=item[1])
+
+    page = None if seed is None else (seed.pull_page if model == "pull" else seed.push_page)
+    timed = alternating(users, [first] if page is None else [first, page])
     firsts = [(u, t.timeline(tl.user_id(u), limit=20)) for u in users]
     later = [(u, p.next_cursor, ids_of(p)[-1]) for u, p in firsts if p.next_cursor]
-    phases.tidings["later page"].append(time_each(
-        [partial(t.timeline, tl.user_id(u), limit=20, cursor=c) for u, c, _ in later]))
-    if seed is None:
-        return
-    page = seed.pull_page if model == "pull" else seed.push_page
-    phases.baseline["first page"].append(time_each([partial(page, u) for u in users]))
-    phases.baseline["later page"].append(time_each([partial(page, u, last)
-                                                    for u, _, last in later]))
+    timed_later = alternating(later, [later_page] if page is None else [
+        later_page, lambda item: page(item[0], item[2])])
+    phases.tidings["first page"].append(timed[0])
+    phases.tidings["later page"].append(timed_later[0])
+    if page is not None:
+        phases.baseline["first page"].append(timed[1])
+        phases.baseline["later page"].append(timed_later[1])
 
 
 def submit(t: Tidings, count: Callable[[], int], model: str, messages: list[tuple[int, str]],
