@@ -111,6 +111,23 @@ def test_concurrent_publishes_share_one_transaction(t: Tidings) -> None:
     assert len(event_ids(t)) == 15
 
 
+def test_a_request_after_every_committer_ended_starts_one_of_its_own(t: Tidings) -> None:
+    """A committer whose task has ended leaves the set only when the loop runs its done
+    callback, later. A request arriving in between must still get a committer: counted as
+    busy, the ended one had left it waiting for ever, its event never published."""
+    commits = GroupCommit(t, in_flight=1)
+
+    async def publish_after_an_ended_committer() -> Published:
+        ended = asyncio.create_task(asyncio.sleep(0))
+        await ended
+        commits._committers.add(ended)  # ended, its discard not run yet
+        return await asyncio.wait_for(
+            commits.publish(mention("ann", "bob", "after-ended"), "default"), 10)
+
+    published = asyncio.run(publish_after_an_ended_committer())
+    assert published.created and event_ids(t) == [int(published.id)]
+
+
 def test_many_concurrent_posts_over_http_are_each_answered(live: LiveServer) -> None:
     events = [mention(f"user{i}", "bob", f"http-key-{i % 40}") for i in range(60)]
     events += [dict(events[0])] * 5  # the same key and body: the first event again

@@ -54,7 +54,9 @@ class GroupCommit:
         """Publish one event (``scope``: its idempotency scope) with the next group."""
         future: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, scope, future))
-        if len(self._committers) < self.in_flight:
+        # a committer that has ended leaves the set only when the loop runs its done callback,
+        # later: counted until then, it could leave this request with no committer at all
+        if sum(not c.done() for c in self._committers) < self.in_flight:
             committer = asyncio.create_task(self._commit_all())
             self._committers.add(committer)
             committer.add_done_callback(self._committers.discard)
