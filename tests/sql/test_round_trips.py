@@ -128,10 +128,11 @@ def test_a_first_page_is_one_statement_on_postgresql_and_no_transaction(t: Tidin
     with counted(t) as counts:
         assert [i.id for i in t.notifications("bob", unread=True).items] == [second.id]
     assert counts == {"statements": stepwise, "transactions": 0}
-    # an empty page still reads the watermarks
+    # an empty page still reads the watermarks: on PostgreSQL in the page's statement
+    t.mark_all_read("nobody")
     with counted(t) as counts:
         assert t.notifications("nobody", limit=20).items == []
-    assert counts == {"statements": 2, "transactions": 0}
+    assert counts == {"statements": 1 if one else 2, "transactions": 0}
 
 
 def test_mark_all_read_is_a_count_and_one_upsert(t: Tidings) -> None:

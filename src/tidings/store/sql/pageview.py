@@ -2,8 +2,10 @@
 rows with their events' payloads, and the newest members' actors of each listed row's display
 group — what the three reads of :mod:`tidings.store.pageview` fetch in three round trips.
 
-The watermarks come in an uncorrelated subquery (evaluated once, as JSON text on every row);
-each row's group members come from a correlated subquery on the (user, display hash, created)
+The watermarks come in an uncorrelated subquery, one row that the page is joined to (``LEFT
+JOIN LATERAL``): every row carries them as JSON text, and an empty page is that row alone, with
+no page columns, so a user with nothing listed still costs one statement. Each row's group
+members come from a correlated subquery on the (user, display hash, created)
 index, evaluated for the listed rows that were joined (``notifications.joined``): a row that
 started its group and was never joined is its group's only member. Only pages that do not
 filter on read state take this path: that filter needs the watermarks before the page's
@@ -56,14 +58,18 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
         .order_by(member.c.created_at.desc(), member.c.event_id.desc())
         .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())),
         else_=pg_array([n.actor]))
-    marks = select(cast(func.json_agg(func.json_build_array(
+    marks = select(select(cast(func.json_agg(func.json_build_array(
         m.scope, m.until_at, m.position_at, m.position_id)), String)).where(
-        m.user_id == bindparam("user")).scalar_subquery()
-    return (select(*ROW_COLUMNS, members.label("members"), marks.label("markers"))
+        m.user_id == bindparam("user")).scalar_subquery().label("markers")).subquery("marks")
+    page = (select(*ROW_COLUMNS, members.label("members"))
             .join_from(notifications, events, events.c.id == n.event_id)
             .where(*conditions)
             .order_by(n.created_at.desc(), n.event_id.desc())
-            .limit(limit))
+            .limit(limit)
+            .lateral("page"))
+    return (select(*page.c, marks.c.markers)
+            .select_from(marks.outerjoin(page, true()))
+            .order_by(page.c.created_at.desc(), page.c.event_id.desc()))
 
 
 def unfiltered_conditions(keyset: bool) -> list[ColumnElement[bool]]:
@@ -101,15 +107,19 @@ def group_of(members: Sequence[str | None]) -> GroupInfo:
 def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
          fallback: Callable[[], Markers]) -> PageView:
     """The page view from a :func:`statement`'s rows (by position: the row columns, then
-    ``members`` and ``markers``); ``fallback`` reads the markers when the page is empty."""
+    ``members`` and ``markers``; an empty page is one row of the markers alone, its event id
+    null); ``fallback`` reads the markers when there is no row at all."""
     rows: list[InboxRow] = []
     groups: dict[str, GroupInfo] = {}
     marks: str | None = None
+    read = False
     for r in found:
+        if not read:
+            marks, read = r[WIDTH + 1], True
+        if r[0] is None:  # the empty page's row
+            continue
         row = InboxRow(*r[:WIDTH])
-        if not rows:
-            marks = r[WIDTH + 1]
         rows.append(row)
         if bundles(row.type):
             groups[row.display_hash] = group_of(r[WIDTH] or [])
-    return PageView(markers_of(marks) if rows else fallback(), rows, groups)
+    return PageView(markers_of(marks) if read else fallback(), rows, groups)

@@ -140,7 +140,7 @@ class SqlStore:
             return None
         found = await self.async_reads.fetch(sql_pageview.unfiltered(False, limit),
                                              {"user": user})
-        if not found:  # busy, or an empty page: its watermarks are read in a unit
+        if not found:  # busy: read in a unit
             return None
         return sql_pageview.view(found, bundles, Markers)
 
