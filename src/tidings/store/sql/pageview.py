@@ -67,9 +67,8 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
             .order_by(n.created_at.desc(), n.event_id.desc())
             .limit(limit)
             .lateral("page"))
-    return (select(*page.c, marks.c.markers)
-            .select_from(marks.outerjoin(page, true()))
-            .order_by(page.c.created_at.desc(), page.c.event_id.desc()))
+    # no ORDER BY out here (a Sort node over the page): view() puts the rows in order
+    return select(*page.c, marks.c.markers).select_from(marks.outerjoin(page, true()))
 
 
 def unfiltered_conditions(keyset: bool) -> list[ColumnElement[bool]]:
@@ -122,4 +121,11 @@ def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
         rows.append(row)
         if bundles(row.type):
             groups[row.display_hash] = group_of(r[WIDTH] or [])
+    # newest first, as the lateral page has them (the join keeps them so in practice; this
+    # makes it certain, at the cost of one pass over rows already in order)
+    rows.sort(key=_place, reverse=True)
     return PageView(markers_of(marks) if read else fallback(), rows, groups)
+
+
+def _place(row: InboxRow) -> tuple[int, int]:
+    return row.created_at, row.event_id
