@@ -1,5 +1,6 @@
 """InboxStore: read up to a place, one user's own rows, bundle bases before a place, the users
-an insert registers, the size bound of the inbox cap, and the bundle locks' upkeep."""
+an insert registers, the size bound of the inbox cap, the bundle locks' upkeep, and several
+events delivered in one call as one by one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from contract_kit import deliver, ids, note, page, publish, read, unread, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.domain.views import NotificationKey
+from tidings.domain.bundling import display_hash
+from tidings.domain.views import Delivery, NotificationKey
 
 
 def _events(store: ports.Store, clock: FrozenClock, count: int) -> list[int]:
@@ -106,3 +108,42 @@ def test_insert_registers_the_users_it_writes_to(store: ports.Store, clock: Froz
     assert write(store, lambda tx: tx.graph.add_user("bob", 500)) is False
     assert write(store, lambda tx: tx.graph.add_user("cat", 500)) is True
     assert read(store, lambda tx: tx.inbox.load_markers("bob")).all == 0  # no watermark
+
+
+def _delivery(event: int, at: int, *, bundled: bool) -> Delivery:
+    return Delivery(event_id=event, created_at=at, type="comment", category="general",
+                    section="alert", actor="bob", object="o",
+                    bundle_hash="b" if bundled else f"own{event}", bundled=bundled)
+
+
+def test_held_names_the_events_anyone_holds(store: ports.Store, clock: FrozenClock) -> None:
+    e = _events(store, clock, 3)
+    deliver(store, [note("ann", e[0], 1), note("bob", e[2], 2)])
+    assert read(store, lambda tx: tx.inbox.held([e[0], e[1], e[2]])) == {e[0], e[2]}
+    assert read(store, lambda tx: tx.inbox.held([e[1]])) == set()
+    assert read(store, lambda tx: tx.inbox.held([])) == set()
+
+
+def test_several_deliveries_at_once_end_as_one_by_one(store: ports.Store,
+                                                      clock: FrozenClock) -> None:
+    """Events that never bundle around one that does, an event given twice, a user who
+    already holds an event: the same users written, the same rows and groups."""
+    e = _events(store, clock, 4)
+    deliver(store, [note("cat", e[3], 5, group=display_hash(f"own{e[3]}", e[3]),
+                         bundle=f"own{e[3]}")])
+    items = [(_delivery(e[0], 10, bundled=False), ["bob", "ann"]),
+             (_delivery(e[1], 11, bundled=True), ["ann"]),
+             (_delivery(e[2], 12, bundled=True), ["ann", "cat"]),
+             (_delivery(e[0], 13, bundled=False), ["ann", "dan"]),
+             (_delivery(e[3], 14, bundled=False), ["cat", "ann"]),
+             (_delivery(e[3], 15, bundled=False), [])]
+    assert write(store, lambda tx: tx.inbox.deliver_many(items)) == [
+        ["ann", "bob"], ["ann"], ["ann", "cat"], ["dan"], ["ann"], []]
+    assert [(r.event_id, r.created_at, r.display_hash) for r in page(store, "ann")] == [
+        (e[3], 14, display_hash(f"own{e[3]}", e[3])),
+        (e[2], 12, display_hash("b", e[1])),  # joined the group e[1] started
+        (e[0], 10, display_hash(f"own{e[0]}", e[0]))]
+    assert ids(page(store, "cat")) == [e[2], e[3]]
+    assert ids(page(store, "dan")) == [e[0]]
+    assert unread(store, "ann") == 3
+    assert write(store, lambda tx: tx.inbox.deliver_many([])) == []

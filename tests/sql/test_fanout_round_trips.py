@@ -60,3 +60,25 @@ def test_a_batch_of_fanouts_is_a_few_statements_for_any_number_of_events(t: Tidi
     assert counts[0] == counts[1] <= 20  # two claims (the first job, then its batch), BEGINs
     for n in range(45):
         assert [e.actor for e in t.timeline("u1", limit=100).items].count(f"a{n:03d}") == 1
+
+
+# inbox rows that never bundle, as the fan-out bench's posts: mail and webhooks on
+POST = EventType("post", category="post", audience=("actor_followers",))
+
+
+def test_a_batch_of_inbox_fanouts_is_a_few_statements_for_any_number_of_events(
+        t: Tidings) -> None:
+    """Events of a type that never bundles: who holds any of them read once, their rows and
+    their users' size bounds written once, for the whole batch."""
+    t.define_type(POST)
+    _follow(t, 45)
+    counts = []
+    for size, first in ((5, 0), (40, 5)):
+        t.publish_many([{**p, "type": "post"} for p in _posts(size, first)])
+        with statements(t) as seen:
+            assert t.run_jobs() == size
+        counts.append(len(seen))
+    assert counts[0] == counts[1] <= 24, counts
+    for user in FOLLOWERS:
+        assert t.unread_count(user).count == 45
+        assert len(t.notifications(user, limit=50).items) == 45

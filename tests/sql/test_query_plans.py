@@ -14,7 +14,7 @@ from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql.inbox import ANY_HOLDER, HOLDERS
+from tidings.store.sql.holders import ANY_HOLDER, HOLDERS
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]

@@ -6,12 +6,14 @@ Per batch, not per event: the events (one read, locked as :meth:`EventStore.get`
 first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
 preferences and bounces of everyone reached, the timeline sources of every actor, the
 timeline entries with the timeline cap over every mailbox they grow (one
-:meth:`TimelineStore.push_capped`: one statement on PostgreSQL), and one live notification after
-the commit.
+:meth:`TimelineStore.push_capped`: one statement on PostgreSQL), the inbox rows of each run of
+events that never bundle (:meth:`InboxStore.deliver_many`) with the inbox cap after the run,
+and one live notification after the commit.
 
 Per event, as before, inside the unit: the exclusions, the type's privacy rule, the inbox
-write (bundling decides per (user, bundle) against what the previous events of the batch
-wrote), the inbox cap after it, the channels' scheduling and the hybrid/pull decision with
+write of a type that bundles (it decides per (user, bundle) against what the previous events
+of the batch wrote), the inbox cap after it, the channels' scheduling and the hybrid/pull
+decision with
 its source-state flip (kept in order on the batch's copy of the states). An event whose
 audience needs more than one chunk, or whose type has object subscribers, runs the existing
 one-event handler in its place in the order (the batch gathered so far is written first).
@@ -25,7 +27,15 @@ from dataclasses import dataclass
 from tidings.channels.registry import Channel
 from tidings.domain.audience import ACTOR_FOLLOWERS, RECIPIENTS
 from tidings.domain.views import StoredEvent
-from tidings.fanout.deliver import addresses_of, by_channel, cap_inboxes, pushed, write_inbox
+from tidings.fanout.deliver import (
+    Planned,
+    addresses_of,
+    cap_inboxes,
+    inbox_only,
+    plan_channels,
+    pushed,
+    schedule,
+)
 from tidings.fanout.privacy import permitted
 from tidings.jobs.context import DEFERRED, Deferred, JobContext, Replacements
 from tidings.jobs.model import Job
@@ -105,30 +115,50 @@ class Batch:
         known = (prefs, tx.settings.bounced(addresses_of(prefs)))
         actors = sorted({i.event.actor for i, _ in chosen if i.timeline and i.event.actor})
         sources = tx.graph.timeline_sources(actors) if actors else {}
-        pushes: list[tuple[int, Sequence[str], int]] = []
+        planned: list[Planned] = []
         for item, candidates in chosen:
             event = item.event
             now = item.at if item.at is not None else ctx.clock.now_us()
             if not ctx.catalog.known(event.type):
-                delivered = write_inbox(tx, event, category="general", section="alert",
-                                        bundle="none", users=candidates, now=now,
-                                        writer=item.writer)
+                planned.append(inbox_only(event, candidates, now, item.writer))
             else:
-                delivered = by_channel(ctx, tx, event, ctx.catalog.types.get(event.type),
-                                       candidates, self.channels, now,
-                                       backfill=item.at is not None, writer=item.writer,
-                                       known=known)
-            cap_inboxes(ctx, tx, delivered)
+                planned.append(plan_channels(
+                    ctx, tx, event, ctx.catalog.types.get(event.type), candidates, now,
+                    backfill=item.at is not None, writer=item.writer, known=known))
+        pushes: list[tuple[int, Sequence[str], int]] = []
+        for (item, candidates), plan, delivered in zip(chosen, planned, self._write(planned),
+                                                        strict=True):
+            event = item.event
+            schedule(ctx, tx, plan, delivered, self.channels)
             self.touched.update(delivered)
             if item.timeline:
                 allowed = set(candidates)
                 reached = [u for u in item.timeline if u in allowed]
                 if pushed(ctx, tx, event, sources):
-                    pushes.append((event.id, reached, now))
+                    pushes.append((event.id, reached, plan.delivery.created_at))
                 self.touched.update(reached)
             ctx.observer.delivered(len(delivered))
         if pushes:  # the cap held over every mailbox written: the newest kept
             tx.timeline.push_capped(pushes, ctx.config.timeline_cap)
+
+    def _write(self, planned: Sequence[Planned]) -> list[list[str]]:
+        """The inbox rows of the planned deliveries, in order, each followed by the inbox cap
+        as one by one. A run of events that never bundle is written in one step
+        (``InboxStore.deliver_many``) and capped after it: its rows depend on no row but their
+        own, and capping once after the run keeps the same newest rows as after each."""
+        tx, ctx = self.tx, self.ctx
+        written: list[list[str]] = []
+        start = 0
+        while start < len(planned):
+            end = start + 1
+            if not planned[start].delivery.bundled:
+                while end < len(planned) and not planned[end].delivery.bundled:
+                    end += 1
+            run = tx.inbox.deliver_many([(p.delivery, p.web) for p in planned[start:end]])
+            cap_inboxes(ctx, tx, sorted({u for users in run for u in users}))
+            written += run
+            start = end
+        return written
 
     def announce(self) -> None:
         """One live notification, after the commit, for every user the batch touched."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tidings.channels.registry import Channel, Outgoing
@@ -18,6 +18,16 @@ from tidings.jobs.context import JobContext
 from tidings.ports import Tx
 
 
+def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, now: int,
+              backfill: bool = False, writer: str = "",
+              fields: tuple[tuple[str, str], ...] = ()) -> Delivery:
+    return Delivery(
+        event_id=event.id, created_at=now, type=event.type, category=category, section=section,
+        actor=event.actor, object=event.object,
+        bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
+        bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
+
+
 def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
                 users: Iterable[str], now: int, backfill: bool = False,
                 writer: str = "", fields: tuple[tuple[str, str], ...] = ()) -> list[str]:
@@ -28,11 +38,8 @@ def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bund
     (:func:`tidings.domain.bundling.join_or_start`, applied by ``InboxStore.deliver``); a
     back-filled one (dated ``now`` in the past) only looks at groups older than itself.
     """
-    delivery = Delivery(
-        event_id=event.id, created_at=now, type=event.type, category=category, section=section,
-        actor=event.actor, object=event.object,
-        bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
-        bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
+    delivery = _delivery(event, category=category, section=section, bundle=bundle, now=now,
+                         backfill=backfill, writer=writer, fields=fields)
     return tx.inbox.deliver(delivery, sorted(set(users)))
 
 
@@ -113,10 +120,27 @@ def addresses_of(prefs: dict[str, dict[str, Any]]) -> list[str]:
             if isinstance(p.get("email"), dict) and p["email"].get("address")]
 
 
-def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
-               candidates: list[str], channels: Sequence[Channel], now: int, *,
-               backfill: bool, writer: str,
-               known: tuple[dict[str, dict[str, Any]], set[str]] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class Planned:
+    """One event's delivery to a chunk, decided but not written: its inbox row (``delivery``),
+    who gets it (``web``), and for the other channels (``outgoing`` None: none), every user of
+    the chunk with their plan."""
+
+    delivery: Delivery
+    web: list[str]
+    outgoing: Outgoing | None = None
+    others: frozenset[str] = frozenset()  # the chunk's users with the web channel off
+
+
+def inbox_only(event: StoredEvent, users: Iterable[str], now: int, writer: str) -> Planned:
+    """A type since removed: the inbox only, each row its own group."""
+    return Planned(_delivery(event, category="general", section="alert", bundle="none",
+                             now=now, writer=writer), sorted(set(users)))
+
+
+def plan_channels(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
+                  candidates: list[str], now: int, *, backfill: bool, writer: str,
+                  known: tuple[dict[str, dict[str, Any]], set[str]] | None = None) -> Planned:
     """Inbox rows for users with the web channel on; other channels as preferences say,
     within the channels of the subscriptions that brought the user (``fanout/routing.py``).
     ``known``: the candidates' preferences and bounced addresses, read already (a batch)."""
@@ -136,18 +160,37 @@ def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventTyp
         if user in prefs or user in limits else default
         for user in candidates
     }
-    delivered = write_inbox(tx, event, category=event_type.category,
-                            section=event_type.section, bundle=event_type.bundle,
-                            users=[u for u in candidates if plans[u].web], now=now,
-                            backfill=backfill, writer=writer,
-                            fields=event_type.query_fields(event.payload))
+    delivery = _delivery(event, category=event_type.category, section=event_type.section,
+                         bundle=event_type.bundle, now=now, backfill=backfill, writer=writer,
+                         fields=event_type.query_fields(event.payload))
+    web = sorted({u for u in candidates if plans[u].web})
     if backfill:
-        return delivered  # an imported event is history: no mail, no webhooks
-    reached = set(delivered) | {u for u in candidates if not plans[u].web}
-    outgoing = Outgoing(event=event, event_type=event_type,
-                        bundle_hash=bundle_hash(event_type.bundle, event.type, event.actor,
-                                                event.object, event.id),
-                        plans={u: plans[u] for u in sorted(reached)}, prefs=prefs, now=now)
+        return Planned(delivery, web)  # an imported event is history: no mail, no webhooks
+    outgoing = Outgoing(event=event, event_type=event_type, bundle_hash=delivery.bundle_hash,
+                        plans=plans, prefs=prefs, now=now)
+    return Planned(delivery, web, outgoing, frozenset(u for u in candidates if not plans[u].web))
+
+
+def schedule(ctx: JobContext, tx: Tx, planned: Planned, delivered: Sequence[str],
+             channels: Sequence[Channel]) -> None:
+    """The other channels of a planned delivery, for the users it reached: those whose inbox
+    row was written now, and those with the web channel off."""
+    if planned.outgoing is None:
+        return
+    reached = planned.others.union(delivered)
+    plans = planned.outgoing.plans
+    outgoing = replace(planned.outgoing, plans={u: plans[u] for u in sorted(reached)})
     for channel in channels:
         channel.schedule(ctx, tx, outgoing)
+
+
+def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
+               candidates: list[str], channels: Sequence[Channel], now: int, *,
+               backfill: bool, writer: str,
+               known: tuple[dict[str, dict[str, Any]], set[str]] | None = None) -> list[str]:
+    """:func:`plan_channels`, the inbox rows, then :func:`schedule`; the users newly written."""
+    planned = plan_channels(ctx, tx, event, event_type, candidates, now, backfill=backfill,
+                            writer=writer, known=known)
+    delivered = tx.inbox.deliver(planned.delivery, planned.web)
+    schedule(ctx, tx, planned, delivered, channels)
     return delivered

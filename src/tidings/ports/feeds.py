@@ -57,6 +57,9 @@ class InboxStore(Protocol):
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         """Those of ``users`` who already hold a notification of this event."""
 
+    def held(self, event_ids: Sequence[int]) -> set[int]:
+        """Those of the events of which any user holds a notification (one read for all)."""
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         """Write base rows; a (user, event) already stored is skipped. Registers the users
         written to (as ``GraphStore.add_user`` would, dated with their row, no watermark) and
@@ -86,6 +89,13 @@ class InboxStore(Protocol):
         watermarks. Stores with transactions run it as the steps above (``bundle_bases``,
         ``delivered``, ``demote``, ``insert``); a store without them (Redis) runs the same
         rule per user as one atomic server-side step.
+        """
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        """:meth:`deliver` of each (delivery, users) item, in order, with the same outcome;
+        the users newly written by each. Stores with transactions write the rows of a run of
+        events that never bundle (each row its own group: nothing to decide but who holds the
+        event already) in one step: one read of who holds any of them, one insert.
         """
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,

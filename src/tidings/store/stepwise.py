@@ -4,11 +4,15 @@ A transactional store (SQL, memory) delivers by reading the bundle bases (locked
 store has row locks), skipping users who hold the event, applying
 :func:`tidings.domain.bundling.join_or_start` and writing: every step inside the caller's unit.
 The Redis store runs the same rule in one Lua script per user instead.
+
+:func:`deliver_many` delivers several events in order as :func:`deliver` one by one would; a
+run of events that never bundle is written in one step, as nothing in it depends on what the
+others write: each row starts a group of its own, and the events are distinct.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tidings.domain.bundling import join_or_start
@@ -22,6 +26,7 @@ class Steps(Protocol):
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]: ...
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]: ...
+    def held(self, event_ids: Sequence[int]) -> set[int]: ...
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]: ...
     def demote(self, groups: Sequence[tuple[str, str]]) -> None: ...
     def insert(self, rows: Sequence[NewNotification]) -> None: ...
@@ -62,3 +67,47 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
     inbox.demote(demote)
     inbox.insert(rows)
     return [r.user_id for r in rows]
+
+
+def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
+                 ) -> list[list[str]]:
+    """:func:`deliver` of each item in order; the rows of every event that never bundles are
+    written together, after one read of which of those events any user holds already
+    (usually none: then nobody is looked up)."""
+    results: list[list[str]] = []
+    plain = sorted({d.event_id for d, users in items if not d.bundled and users})
+    held = inbox.held(plain) if plain else set()
+    rows: list[NewNotification] = []
+    written: set[tuple[int, str]] = set()  # an event given twice is written once
+    for delivery, users in items:
+        if delivery.bundled:
+            results.append(deliver(inbox, delivery, users))
+            continue
+        event = delivery.event_id
+        candidates = [u for u in sorted(set(users)) if (event, u) not in written]
+        if event in held and candidates:
+            existing = inbox.delivered(event, candidates)
+            candidates = [u for u in candidates if u not in existing]
+        written.update((event, u) for u in candidates)
+        # no base to join (as deliver() finds for a type that never bundles), back-filled or not
+        alone = join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at,
+                              None, False)
+        rows += [delivery.row(u, alone.group, alone.created_at, joined=False)
+                 for u in candidates]
+        results.append(candidates)
+    inbox.insert(rows)
+    return results
+
+
+
+def one_by_one(deliver: Callable[[Delivery, Sequence[str]], list[str]],
+               items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+    """``deliver`` of each item in order, for a store whose unit does not read its own writes
+    back before it ends (Redis): a user given one event twice is given it once."""
+    given: set[tuple[int, str]] = set()
+    results: list[list[str]] = []
+    for delivery, users in items:
+        results.append(deliver(delivery, [u for u in users
+                                          if (delivery.event_id, u) not in given]))
+        given.update((delivery.event_id, u) for u in users)
+    return results

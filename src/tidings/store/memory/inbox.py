@@ -102,6 +102,9 @@ class MemoryInbox:
         holders = self._s.holders.get(event_id, {})
         return {u for u in users if u in holders}
 
+    def held(self, event_ids: Sequence[int]) -> set[int]:
+        return {e for e in event_ids if self._s.holders.get(e)}
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         for new in rows:
             if new.event_id in self._s.notes.get(new.user_id, {}):
@@ -125,6 +128,9 @@ class MemoryInbox:
 
     def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
         return stepwise.deliver(self, delivery, users)
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        return stepwise.deliver_many(self, items)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for user, group in dict.fromkeys(groups):

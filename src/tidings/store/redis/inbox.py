@@ -24,6 +24,7 @@ from tidings.domain.views import (
     PageView,
     ReadState,
 )
+from tidings.store import stepwise
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys, opt
 from tidings.store.redis.queries import (
@@ -74,9 +75,7 @@ class RedisInbox:
     # -- watermarks -----------------------------------------------------------------------
 
     def load_markers(self, user: str) -> Markers:
-        with guard("markers"):
-            raw = self.redis.client.hgetall(self.keys.markers(user))
-        return markers_of(raw)
+        return self.load_markers_many([user]).get(user, Markers())
 
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
         results = self.redis.pipeline(
@@ -137,6 +136,10 @@ class RedisInbox:
         return {u for u, w in zip(users, self._writers(event_id, users), strict=True)
                 if w is not None}
 
+    def held(self, event_ids: Sequence[int]) -> set[int]:
+        found = self.redis.pipeline([("", "EXISTS", [self.keys.recipients(e)]) for e in event_ids])
+        return {e for e, there in zip(event_ids, found, strict=True) if there}
+
     def _index(self, event_id: int, users: Sequence[str]) -> None:
         if users:
             self.buffer.command("SADD", [self.keys.recipients(event_id), *users], phase=INDEX)
@@ -188,6 +191,9 @@ class RedisInbox:
             self.pending[user].append((d.created_at, d.event_id))
         written = again.union(fresh)
         return [u for u in candidates if u in written]
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        return stepwise.one_by_one(self.deliver, items)
 
     # -- removal ----------------------------------------------------------------------------
 

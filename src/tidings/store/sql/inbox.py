@@ -8,7 +8,6 @@ by the caller (``tidings.domain.bundling``); this module stores what it decided.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -42,9 +41,8 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store import pageview, stepwise
-from tidings.store.sql import bundlelocks, inboxcap, pagereads, readmarkers
+from tidings.store.sql import bundlelocks, holders, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
-from tidings.store.sql.bulk import any_within, probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
@@ -52,9 +50,6 @@ from tidings.store.sql.schema import event_fields, events, notifications
 n = notifications.c
 IN_LIST = 5000
 BATCH = 500
-HOLDERS = probes(notifications, ("event_id",), "user_id", ("user_id",))
-ANY_HOLDER = any_within(notifications, ("event_id",), "user_id")
-EVENT_USER = "ix_notifications_event_id_user_id"  # which MariaDB's estimates may pass over
 
 
 def _group_members_query() -> Any:
@@ -138,40 +133,10 @@ class SqlInbox:
         return bases
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        if not users:
-            return found
-        if self.db.backend == "postgresql":
-            params = {"values": json.dumps(list(users)), "event_id": event_id}
-            if not self.db.fetch(self.conn, ANY_HOLDER, params, planned_each_time=True):
-                return found  # the usual case, a first delivery: one descent of the index
-            # else a probe of the (event, user) index per user
-            return {r[0] for r in self.db.fetch(self.conn, HOLDERS, params)}
-        if not self._any_holder(event_id, users):
-            return found
-        for start in range(0, len(users), IN_LIST):
-            part = list(users[start:start + IN_LIST])
-            # SQLite and MariaDB: the chunk's ids as literals. (On PostgreSQL, as a bound
-            # list, a prepared statement's generic plan filtered the event's rows with an
-            # unhashed IN list: (rows of the event so far) x (chunk size) comparisons a chunk;
-            # HOLDERS probes user by user instead.)
-            found.update(self.conn.execute(
-                select(n.user_id).where(n.event_id == event_id, n.user_id.in_(
-                    bindparam("chunk_users", part, expanding=True, literal_execute=True)))
-            ).scalars().all())
-        return found
+        return holders.delivered(self.db, self.conn, event_id, users)
 
-    def _any_holder(self, event_id: int, users: Sequence[str]) -> bool:
-        """SQLite and MariaDB: whether any user between the least and the greatest of
-        ``users`` holds the event (the (event, user) index's range of the chunk), the bounds
-        computed here, as their binary collations order user ids as Python does (PostgreSQL
-        runs ``ANY_HOLDER``, in the column's collation): when none does, no user of the chunk
-        is looked up."""
-        query = select(n.event_id).where(n.event_id == event_id, n.user_id >= min(users),
-                                         n.user_id <= max(users)).limit(1)
-        for name in ("mysql", "mariadb"):  # not the primary key's range of the users' rows,
-            query = query.with_hint(notifications, f"FORCE INDEX ({EVENT_USER})", name)
-        return self.conn.execute(query).first() is not None
+    def held(self, event_ids: Sequence[int]) -> set[int]:
+        return holders.held(self.db, self.conn, event_ids)
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
         values = [
@@ -200,6 +165,9 @@ class SqlInbox:
 
     def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
         return stepwise.deliver(self, delivery, users)
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        return stepwise.deliver_many(self, items)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         for start in range(0, len(groups), BATCH):
