@@ -12,7 +12,7 @@ others write: each row starts a group of its own, and the events are distinct.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from tidings.domain.bundling import join_or_start
@@ -99,15 +99,3 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
     return results
 
 
-
-def one_by_one(deliver: Callable[[Delivery, Sequence[str]], list[str]],
-               items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
-    """``deliver`` of each item in order, for a store whose unit does not read its own writes
-    back before it ends (Redis): a user given one event twice is given it once."""
-    given: set[tuple[int, str]] = set()
-    results: list[list[str]] = []
-    for delivery, users in items:
-        results.append(deliver(delivery, [u for u in users
-                                          if (delivery.event_id, u) not in given]))
-        given.update((delivery.event_id, u) for u in users)
-    return results

@@ -24,7 +24,7 @@ from tidings.domain.views import (
     PageView,
     ReadState,
 )
-from tidings.store import stepwise
+from tidings.store.redis import holders
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.keys import Keys, opt
 from tidings.store.redis.queries import (
@@ -119,26 +119,12 @@ class RedisInbox:
                                  type=r.type, category=r.category, section=r.section)
                 for user, rows in zip(users, found, strict=True) for r in rows[:1]}
 
-    def _writers(self, event_id: int, users: Sequence[str]) -> list[str | None]:
-        """Per user, the writer of their row of this event ('' for none), or None if absent."""
-        prefixes = [self.keys.user(u) for u in users]
-        groups = self.redis.by_node(prefixes)
-        found = self.redis.pipeline(
-            [("writers", tuple(prefixes[i] for i in g), [event_id]) for g in groups],
-            "delivered")
-        writers: list[str | None] = [None] * len(users)
-        for group, answers in zip(groups, found, strict=True):
-            for index, writer in zip(group, answers, strict=True):
-                writers[index] = writer
-        return writers
-
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
-        return {u for u, w in zip(users, self._writers(event_id, users), strict=True)
-                if w is not None}
+        (writers,) = holders.writers_of(self.redis, self.keys, [(event_id, users)])
+        return {u for u, w in zip(users, writers, strict=True) if w is not None}
 
     def held(self, event_ids: Sequence[int]) -> set[int]:
-        found = self.redis.pipeline([("", "EXISTS", [self.keys.recipients(e)]) for e in event_ids])
-        return {e for e, there in zip(event_ids, found, strict=True) if there}
+        return holders.held(self.redis, self.keys, event_ids)
 
     def _index(self, event_id: int, users: Sequence[str]) -> None:
         if users:
@@ -170,19 +156,36 @@ class RedisInbox:
             self.buffer.script("demote", self.keys.user(user), mine, user=user)
 
     def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        candidates = sorted(set(users))
-        writers = self._writers(delivery.event_id, candidates)
+        return self.deliver_many([(delivery, users)])[0]
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        """Who holds each event read for all the items in one pipeline, the users written to
+        registered at once; each event's scripts buffered in order (an event given twice:
+        its users once, as the unit's writes are not read back before it ends)."""
+        given: set[tuple[int, str]] = set()
+        wanted: list[tuple[Delivery, list[str]]] = []
+        for d, users in items:
+            wanted.append((d, sorted({u for u in users if (d.event_id, u) not in given})))
+            given.update((d.event_id, u) for u in users)
+        found = holders.writers_of(self.redis, self.keys, [(d.event_id, c) for d, c in wanted])
+        registered: list[tuple[str, int]] = []
+        results = [self._deliver(d, c, w, registered)
+                   for (d, c), w in zip(wanted, found, strict=True)]
+        if registered and self.register is not None:
+            self.register(registered)
+        return results
+
+    def _deliver(self, d: Delivery, candidates: list[str], writers: list[str | None],
+                 registered: list[tuple[str, int]]) -> list[str]:
         fresh = [u for u, w in zip(candidates, writers, strict=True) if w is None]
         again = {u for u, w in zip(candidates, writers, strict=True)
-                 if w is not None and delivery.writer and w == delivery.writer}
-        d = delivery
+                 if w is not None and d.writer and w == d.writer}
         own = display_hash(d.bundle_hash, d.event_id)
         self._index(d.event_id, fresh)
         args = [d.event_id, d.created_at, d.type, d.category, d.section, opt(d.actor),
                 opt(d.object), d.bundle_hash, "1" if d.bundled else "0", d.writer, own,
                 "1" if d.backfill else "0", fields_arg(d.fields)]
-        if fresh and self.register is not None:
-            self.register([(u, d.created_at) for u in fresh])
+        registered += [(u, d.created_at) for u in fresh]
         prefixes = [self.keys.user(u) for u in fresh]
         for group in self.redis.by_node(prefixes):  # one script call per node
             self.buffer.script_users("deliver", tuple(prefixes[i] for i in group), args,
@@ -191,9 +194,6 @@ class RedisInbox:
             self.pending[user].append((d.created_at, d.event_id))
         written = again.union(fresh)
         return [u for u in candidates if u in written]
-
-    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
-        return stepwise.one_by_one(self.deliver, items)
 
     # -- removal ----------------------------------------------------------------------------
 
@@ -225,8 +225,8 @@ class RedisInbox:
             self.buffer.script("remove", self.keys.user(user), [r.id for r in rows], user=user)
             for r in rows:
                 by_event[r.id].append(user)
-        for event_id, holders in by_event.items():
-            self.buffer.command("SREM", [self.keys.recipients(event_id), *holders],
+        for event_id, gone in by_event.items():
+            self.buffer.command("SREM", [self.keys.recipients(event_id), *gone],
                                 phase=CLEANUP)
         return removed
 
