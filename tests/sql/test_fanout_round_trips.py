@@ -82,3 +82,28 @@ def test_a_batch_of_inbox_fanouts_is_a_few_statements_for_any_number_of_events(
     for user in FOLLOWERS:
         assert t.unread_count(user).count == 45
         assert len(t.notifications(user, limit=50).items) == 45
+
+
+# a bundled type, as a "like": its rows join the newest unread group of their object
+LIKED = EventType("liked", category="liked", bundle="object", audience=("recipients",))
+
+
+def test_a_batch_of_bundled_fanouts_is_a_few_statements_for_any_number_of_events(
+        t: Tidings) -> None:
+    """Likes of distinct posts: the (user, bundle) pairs locked and their bases read at once,
+    the rows written in one wave; a second round's likes of the same posts join the groups
+    the first started, in as many statements."""
+    t.define_type(LIKED)
+    counts = []
+    for size in (5, 40):
+        for round_ in range(2):
+            t.publish_many([{"type": "liked", "actor": f"fan{round_}", "object": f"post:{size}:{n}",
+                             "recipients": list(FOLLOWERS)} for n in range(size)])
+            with statements(t) as seen:
+                assert t.run_jobs() == size
+            counts.append(len(seen))
+    assert counts[0] == counts[2] and counts[1] == counts[3] and max(counts) <= 30, counts
+    for user in FOLLOWERS:
+        items = t.notifications(user, limit=100).items
+        assert len(items) == 45 and {i.count for i in items} == {2}
+        assert t.unread_count(user).count == 45

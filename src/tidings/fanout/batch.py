@@ -6,14 +6,13 @@ Per batch, not per event: the events (one read, locked as :meth:`EventStore.get`
 first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
 preferences and bounces of everyone reached, the timeline sources of every actor, the
 timeline entries with the timeline cap over every mailbox they grow (one
-:meth:`TimelineStore.push_capped`: one statement on PostgreSQL), the inbox rows of each run of
-events that never bundle (:meth:`InboxStore.deliver_many`) with the inbox cap after the run,
-and one live notification after the commit.
+:meth:`TimelineStore.push_capped`: one statement on PostgreSQL), the inbox rows
+(:meth:`InboxStore.deliver_many`: bundling decided in claim order against the bases read at
+once and the groups the batch's earlier events wrote) with the inbox cap after them (see
+:meth:`Batch._runs`), and one live notification after the commit.
 
-Per event, as before, inside the unit: the exclusions, the type's privacy rule, the inbox
-write of a type that bundles (it decides per (user, bundle) against what the previous events
-of the batch wrote), the inbox cap after it, the channels' scheduling and the hybrid/pull
-decision with
+Per event, as before, inside the unit: the exclusions, the type's privacy rule, the
+channels' scheduling and the hybrid/pull decision with
 its source-state flip (kept in order on the batch's copy of the states). An event whose
 audience needs more than one chunk, or whose type has object subscribers, runs the existing
 one-event handler in its place in the order (the batch gathered so far is written first).
@@ -21,6 +20,7 @@ one-event handler in its place in the order (the batch gathered so far is writte
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -143,22 +143,41 @@ class Batch:
 
     def _write(self, planned: Sequence[Planned]) -> list[list[str]]:
         """The inbox rows of the planned deliveries, in order, each followed by the inbox cap
-        as one by one. A run of events that never bundle is written in one step
-        (``InboxStore.deliver_many``) and capped after it: its rows depend on no row but their
-        own, and capping once after the run keeps the same newest rows as after each."""
-        tx, ctx = self.tx, self.ctx
+        as one by one, written a run at a time (``InboxStore.deliver_many``) and capped after
+        each run (:meth:`_runs`)."""
         written: list[list[str]] = []
+        for start, end in self._runs(planned):
+            run = self.tx.inbox.deliver_many([(p.delivery, p.web) for p in planned[start:end]])
+            cap_inboxes(self.ctx, self.tx, sorted({u for users in run for u in users}))
+            written += run
+        return written
+
+    def _runs(self, planned: Sequence[Planned]) -> list[tuple[int, int]]:
+        """Where capping once after a run keeps what capping after each event would: all the
+        deliveries together when none of their users can pass the inbox cap within them (no
+        trim could then come between two decisions), and never a back-filled bundled event
+        among others; else each event that bundles on its own, between runs of events that
+        never bundle (their rows depend on no other row, and capping once after them keeps
+        the same newest rows as after each)."""
+        bundled = [p.delivery.bundled for p in planned]
+        if not any(bundled):
+            return [(0, len(planned))]
+        if not any(p.delivery.bundled and p.delivery.backfill for p in planned):
+            rows = Counter(u for p in planned for u in p.web)
+            most = max(rows.values(), default=0)
+            cap = self.ctx.config.inbox_cap
+            if most <= cap and not self.tx.inbox.over_cap(sorted(rows), cap - most):
+                return [(0, len(planned))]
+        runs: list[tuple[int, int]] = []
         start = 0
         while start < len(planned):
             end = start + 1
-            if not planned[start].delivery.bundled:
-                while end < len(planned) and not planned[end].delivery.bundled:
+            if not bundled[start]:
+                while end < len(planned) and not bundled[end]:
                     end += 1
-            run = tx.inbox.deliver_many([(p.delivery, p.web) for p in planned[start:end]])
-            cap_inboxes(ctx, tx, sorted({u for users in run for u in users}))
-            written += run
+            runs.append((start, end))
             start = end
-        return written
+        return runs
 
     def announce(self) -> None:
         """One live notification, after the commit, for every user the batch touched."""

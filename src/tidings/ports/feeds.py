@@ -93,9 +93,11 @@ class InboxStore(Protocol):
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         """:meth:`deliver` of each (delivery, users) item, in order, with the same outcome;
-        the users newly written by each. Stores with transactions write the rows of a run of
-        events that never bundle (each row its own group: nothing to decide but who holds the
-        event already) in one step: one read of who holds any of them, one insert.
+        the users newly written by each (an event given twice: its users once). Stores with
+        transactions do it set-based (``tidings.store.stepwise.deliver_many``): one read of
+        who holds any of the events, the bundles' pairs locked and their bases read at once,
+        the decisions made in order, the rows written in a few inserts; Redis reads who holds
+        the events in one pipeline and decides per user in its scripts, in order.
         """
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,

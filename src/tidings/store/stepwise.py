@@ -12,7 +12,7 @@ others write: each row starts a group of its own, and the events are distinct.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tidings.domain.bundling import join_or_start
@@ -21,12 +21,16 @@ from tidings.domain.views import BundleBase, Delivery, NewNotification
 
 
 class Steps(Protocol):
-    """The inbox steps a stepwise delivery is made of (a subset of ``InboxStore``)."""
+    """The inbox steps a stepwise delivery is made of (``InboxStore``'s, and
+    ``bundle_bases_many``: :meth:`InboxStore.bundle_bases` of many (user, bundle) pairs,
+    keyed by pair, the pairs locked in their order)."""
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]: ...
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]: ...
     def held(self, event_ids: Sequence[int]) -> set[int]: ...
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]: ...
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]: ...
     def demote(self, groups: Sequence[tuple[str, str]]) -> None: ...
     def insert(self, rows: Sequence[NewNotification]) -> None: ...
@@ -71,31 +75,85 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
 
 def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
                  ) -> list[list[str]]:
-    """:func:`deliver` of each item in order; the rows of every event that never bundles are
-    written together, after one read of which of those events any user holds already
-    (usually none: then nobody is looked up)."""
+    """:func:`deliver` of each item in order, set-based: one read of which events anyone holds
+    already (usually none: then nobody is looked up), the (user, bundle) pairs of every
+    bundled event locked and their newest bases read at once, the decisions made here in
+    order (a later event sees the groups the earlier ones start or join), and the rows written
+    in *waves*: a wave ends before an event that decides for a pair an event of the wave
+    decided for, so each wave is one demotion and one insert. Back-filled bundled events
+    (they look only at older groups) go one by one, as :func:`deliver`."""
+    if any(d.bundled and d.backfill for d, _ in items):
+        return [deliver(inbox, d, users) if d.bundled else deliver_many(inbox, [(d, users)])[0]
+                for d, users in items]
+    given: set[tuple[int, str]] = set()  # an event given twice is written once
+    wanted: list[tuple[Delivery, list[str]]] = []
+    for d, users in items:
+        wanted.append((d, [u for u in sorted(set(users)) if (d.event_id, u) not in given]))
+        given.update((d.event_id, u) for u in users)
+    events = sorted({d.event_id for d, users in wanted if users})
+    held = inbox.held(events) if events else set()
+    pairs = sorted({(u, d.bundle_hash) for d, users in wanted if d.bundled for u in users})
+    bases = inbox.bundle_bases_many(pairs) if pairs else {}
+    # every bundled user's, not only theirs with a base now: a group this batch starts is
+    # judged under them too
+    markers = inbox.load_markers_many(sorted({u for u, _ in pairs})) if pairs else {}
+    wave = _Wave(inbox)
     results: list[list[str]] = []
-    plain = sorted({d.event_id for d, users in items if not d.bundled and users})
-    held = inbox.held(plain) if plain else set()
-    rows: list[NewNotification] = []
-    written: set[tuple[int, str]] = set()  # an event given twice is written once
-    for delivery, users in items:
-        if delivery.bundled:
-            results.append(deliver(inbox, delivery, users))
-            continue
-        event = delivery.event_id
-        candidates = [u for u in sorted(set(users)) if (event, u) not in written]
-        if event in held and candidates:
-            existing = inbox.delivered(event, candidates)
+    for d, candidates in wanted:
+        if d.event_id in held and candidates:
+            existing = inbox.delivered(d.event_id, candidates)
             candidates = [u for u in candidates if u not in existing]
-        written.update((event, u) for u in candidates)
-        # no base to join (as deliver() finds for a type that never bundles), back-filled or not
-        alone = join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at,
-                              None, False)
-        rows += [delivery.row(u, alone.group, alone.created_at, joined=False)
-                 for u in candidates]
         results.append(candidates)
-    inbox.insert(rows)
+        if not d.bundled:
+            # no base to join (as deliver() finds for a type that never bundles)
+            alone = join_or_start(d.bundle_hash, d.event_id, d.created_at, None, False)
+            wave.rows += [d.row(u, alone.group, alone.created_at, joined=False)
+                          for u in candidates]
+            continue
+        mine = {(u, d.bundle_hash) for u in candidates}
+        if not mine.isdisjoint(wave.pairs):
+            wave.write()
+        wave.pairs |= mine
+        for user in candidates:
+            base = bases.get((user, d.bundle_hash))
+            unread = base is not None and markers.get(user, Markers()).is_unread(
+                base.read_at, base.fresh_at, base.type, base.category, base.section,
+                position=(base.created_at, base.event_id))
+            place = join_or_start(d.bundle_hash, d.event_id, d.created_at, base, unread)
+            if place.joins:
+                wave.demote.append((user, place.group))
+            wave.rows.append(d.row(user, place.group, place.created_at, joined=place.joins))
+            bases[(user, d.bundle_hash)] = BundleBase(
+                user_id=user, event_id=d.event_id, display_hash=place.group,
+                created_at=place.created_at, fresh_at=place.created_at, read_at=None,
+                type=d.type, category=d.category, section=d.section)
+    wave.write()
     return results
 
 
+class _Wave:
+    """Rows decided but not written yet, with the groups they demote and the (user, bundle)
+    pairs they decided for."""
+
+    def __init__(self, inbox: Steps) -> None:
+        self.inbox = inbox
+        self.rows: list[NewNotification] = []
+        self.demote: list[tuple[str, str]] = []
+        self.pairs: set[tuple[str, str]] = set()
+
+    def write(self) -> None:
+        if self.demote:
+            self.inbox.demote(self.demote)
+        if self.rows:
+            self.inbox.insert(self.rows)
+        self.rows, self.demote, self.pairs = [], [], set()
+
+
+def bases_by_pair(bundle_bases: Callable[[Sequence[str], str], dict[str, BundleBase]],
+                  pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], BundleBase]:
+    """``bundle_bases_many`` from ``bundle_bases``: one call per bundle."""
+    users: dict[str, list[str]] = {}
+    for user, bundle in sorted(set(pairs), key=lambda p: (p[1], p[0])):
+        users.setdefault(bundle, []).append(user)
+    return {(user, bundle): base for bundle, mine in users.items()
+            for user, base in bundle_bases(mine, bundle).items()}

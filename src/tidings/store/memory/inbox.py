@@ -98,6 +98,10 @@ class MemoryInbox:
                 type=row.type, category=row.category, section=row.section)
         return bases
 
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]:
+        return stepwise.bases_by_pair(self.bundle_bases, pairs)
+
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         holders = self._s.holders.get(event_id, {})
         return {u for u in users if u in holders}

@@ -16,9 +16,10 @@ reads after the first one committed, so it sees the group the first one started.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, delete, select, tuple_
+from sqlalchemy import Connection, delete, select, text, tuple_
 from sqlalchemy.dialects import mysql as mysql_dialect
 
 from tidings.clock import Clock
@@ -27,38 +28,48 @@ from tidings.store.sql.schema import bundle_locks
 
 IN_LIST = 5000
 b = bundle_locks.c
+# PostgreSQL: the lock rows of the (user, bundle) pairs of ``:pairs`` (a JSON array in key
+# order), one probe of the primary key a pair, each locked as it is found: in the array's order
+LOCK_PAIRS = text("""
+SELECT l.user_id, l.bundle_hash FROM json_array_elements(CAST(:pairs AS JSON)) AS k(v)
+CROSS JOIN LATERAL (SELECT user_id, bundle_hash FROM bundle_locks
+                    WHERE user_id = k.v->>0 AND bundle_hash = k.v->>1 LIMIT 1 FOR UPDATE) l""")
 
 
 def lock(db: Database, conn: Connection, users: Sequence[str], bundle_hash: str,
          clock: Clock) -> None:
     """Hold the (user, bundle) locks of these users until the unit ends."""
-    if db.backend == "sqlite" or not users:
+    lock_pairs(db, conn, [(u, bundle_hash) for u in users], clock)
+
+
+def lock_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]],
+               clock: Clock) -> None:
+    """Hold the locks of these (user, bundle) pairs until the unit ends, taken in key order
+    (user, then bundle): for one bundle, the users' order, as every unit takes them."""
+    if db.backend == "sqlite" or not pairs:
         return
     now = clock.now_us()
-    wanted = sorted(set(users))
+    wanted = sorted(set(pairs))
     if db.backend == "mysql":
         upsert = mysql_dialect.insert(bundle_locks)
         upsert = upsert.on_duplicate_key_update(bundle_hash=upsert.inserted.bundle_hash)
         for start in range(0, len(wanted), 1000):
-            conn.execute(upsert, [{"user_id": u, "bundle_hash": bundle_hash, "created_at": now}
-                                  for u in wanted[start:start + 1000]])
+            conn.execute(upsert, [{"user_id": u, "bundle_hash": h, "created_at": now}
+                                  for u, h in wanted[start:start + 1000]])
         return
     missing = wanted
     while missing:
         db.insert_many(conn, bundle_locks, [
-            {"user_id": u, "bundle_hash": bundle_hash, "created_at": now} for u in missing
+            {"user_id": u, "bundle_hash": h, "created_at": now} for u, h in missing
         ], ignore=True)
-        locked: set[str] = set()
+        locked: set[tuple[str, str]] = set()
         for start in range(0, len(missing), IN_LIST):
-            part = missing[start:start + IN_LIST]
-            locked.update(conn.execute(
-                select(b.user_id)
-                .where(b.bundle_hash == bundle_hash, b.user_id.in_(part))
-                .order_by(b.user_id.collate("C"))
-                .with_for_update()).scalars())
+            part = missing[start:start + IN_LIST]  # each pair locked in this (key) order
+            locked.update((r[0], r[1]) for r in db.fetch(
+                conn, LOCK_PAIRS, {"pairs": json.dumps(part)}))
         # A row deleted (by the retention job) while this unit waited for it is not returned
         # locked: make it again and lock it.
-        missing = [u for u in missing if u not in locked]
+        missing = [p for p in missing if p not in locked]
 
 
 def forget(conn: Connection, before: int, limit: int) -> int:

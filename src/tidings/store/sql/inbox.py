@@ -41,7 +41,7 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store import pageview, stepwise
-from tidings.store.sql import bundlelocks, holders, inboxcap, pagereads, readmarkers
+from tidings.store.sql import bundlebases, bundlelocks, holders, inboxcap, pagereads, readmarkers
 from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
@@ -108,6 +108,9 @@ class SqlInbox:
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
+        if before is None:  # the newest base of each pair, as a batch reads them
+            found = self.bundle_bases_many([(u, bundle_hash) for u in users])
+            return {user: base for (user, _), base in found.items()}
         bundlelocks.lock(self.db, self.conn, users, bundle_hash, self.clock)
         bases: dict[str, BundleBase] = {}
         for start in range(0, len(users), IN_LIST):
@@ -131,6 +134,11 @@ class SqlInbox:
                         newest.created_at, newest.event_id):
                     bases[row.user_id] = BundleBase(**row._mapping)
         return bases
+
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]:
+        bundlelocks.lock_pairs(self.db, self.conn, pairs, self.clock)
+        return bundlebases.of_pairs(self.db, self.conn, pairs)
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         return holders.delivered(self.db, self.conn, event_id, users)
