@@ -185,11 +185,13 @@ def test_a_bad_job_in_a_batch_holds_up_none_of_the_others(
 
 def test_after_a_unit_puts_jobs_back_the_next_claims_ask_for_what_a_unit_takes(
         pair: tuple[Tidings, Tidings]) -> None:
-    """Jobs run on their own (here: a type with object subscribers) count a fifth of a chunk
-    each, so ten make a unit; a claim of 40 puts 30 back, and the claims after it ask for
-    about ten, not 40 again, so few jobs go back each time. Every event is delivered."""
+    """Jobs run on their own (here: events whose subscribers need more than one chunk) count
+    a fifth of a chunk each, so ten make a unit; a claim of 40 puts 30 back, and the claims
+    after it ask for about ten, not 40 again, so few jobs go back each time. Every event is
+    delivered."""
     t, _ = pair
-    t.subscribe("u5", "page-linked", "page:x")
+    for user in USERS[:6]:  # more than a chunk (5)
+        t.subscribe(user, "page-linked", "page:x")
     t.publish_many([{"type": "page-linked", "actor": "a1", "object": "page:x",
                      "recipients": ["u7"], "payload": {"n": n}} for n in range(60)])
     deferred: list[int] = []

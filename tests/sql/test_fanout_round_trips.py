@@ -107,3 +107,27 @@ def test_a_batch_of_bundled_fanouts_is_a_few_statements_for_any_number_of_events
         items = t.notifications(user, limit=100).items
         assert len(items) == 45 and {i.count for i in items} == {2}
         assert t.unread_count(user).count == 45
+
+
+# an object's watchers, as the demo's page links: bundled by page
+LINKED = EventType("linked", category="linked", bundle="object",
+                   audience=("object_subscribers",))
+
+
+def test_a_batch_of_object_subscriber_fanouts_reads_little_per_event(t: Tidings) -> None:
+    """Events reaching their object's subscribers join the batch: per event only the read of
+    those subscribers and of their subscriptions' channels; the rest once for the batch."""
+    t.define_type(LINKED)
+    for n in range(45):
+        for user in FOLLOWERS:
+            t.subscribe(user, "linked", f"page:{n}")
+    counts = []
+    for size, first in ((5, 0), (40, 5)):
+        t.publish_many([{"type": "linked", "actor": "ann", "object": f"page:{n}"}
+                        for n in range(first, first + size)])
+        with statements(t) as seen:
+            assert t.run_jobs() == size
+        counts.append(len(seen))
+    assert counts[1] - counts[0] <= 2 * 35, counts
+    for user in FOLLOWERS:
+        assert t.unread_count(user).count == 45

@@ -11,11 +11,12 @@ timeline entries with the timeline cap over every mailbox they grow (one
 once and the groups the batch's earlier events wrote) with the inbox cap after them (see
 :meth:`Batch._runs`), and one live notification after the commit.
 
-Per event, as before, inside the unit: the exclusions, the type's privacy rule, the
-channels' scheduling and the hybrid/pull decision with
-its source-state flip (kept in order on the batch's copy of the states). An event whose
-audience needs more than one chunk, or whose type has object subscribers, runs the existing
-one-event handler in its place in the order (the batch gathered so far is written first).
+Per event, as before, inside the unit: the subscribers of its object (the first
+``chunk_size + 1``, as the one-event handler reads them), the exclusions, the type's privacy
+rule, the channels' scheduling and the hybrid/pull decision with its source-state flip (kept
+in order on the batch's copy of the states). An event whose audience needs more than one
+chunk runs the existing one-event handler in its place in the order (the batch gathered so far
+is written first).
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tidings.channels.registry import Channel
-from tidings.domain.audience import ACTOR_FOLLOWERS, RECIPIENTS
+from tidings.domain.audience import (
+    ACTOR_FOLLOWERS,
+    OBJECT_SUBSCRIBERS,
+    RECIPIENTS,
+    AudienceSource,
+)
 from tidings.domain.views import StoredEvent
 from tidings.fanout.deliver import (
     Planned,
@@ -41,12 +47,12 @@ from tidings.jobs.context import DEFERRED, Deferred, JobContext, Replacements
 from tidings.jobs.model import Job
 from tidings.ports import Tx
 
-BATCHED_SOURCES = frozenset({RECIPIENTS, ACTOR_FOLLOWERS})
+BATCHED_SOURCES = frozenset({RECIPIENTS, ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS})
 # A unit of batched fan-out delivers about this many chunks' worth of users at most (the
 # jobs past it wait for another unit), whatever the claim's size.
 BUDGET_CHUNKS = 2
-# A job run on its own (object subscribers, a chunked audience) counts as this share of a
-# chunk, its audience unknown until it runs: ten of them make a unit, as before the budget.
+# A job run on its own (a chunked audience) counts as this share of a chunk, its audience
+# unknown until it runs: ten of them make a unit, as before the budget.
 ONE_JOB_SHARE = 5
 
 
@@ -215,7 +221,7 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
         event = live.get(i)
         if event is None:
             continue  # gone or retracted: nothing to deliver
-        item = _item(event, kinds[i], followers, jobs[i], chunk) if i in simple else None
+        item = _item(tx, event, kinds[i], followers, jobs[i], chunk) if i in simple else None
         size = len(item.users) if item is not None else max(chunk // ONE_JOB_SHARE, 1)
         if taken and taken + size > budget:  # this one and the rest: later, in their order
             results[i:] = [DEFERRED] * (len(jobs) - i)
@@ -231,10 +237,11 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
     return results
 
 
-def _item(event: StoredEvent, kinds: list[str], followers: dict[str, list[str]], job: Job,
-          chunk: int) -> Item | None:
+def _item(tx: Tx, event: StoredEvent, kinds: list[str], followers: dict[str, list[str]],
+          job: Job, chunk: int) -> Item | None:
     """The event's batch item, or None if its audience does not fit one chunk (as the
-    one-event handler's fast path decides)."""
+    one-event handler's fast path decides). The subscribers of its object are read here, as
+    that handler reads them (the first ``chunk + 1``)."""
     recipients = sorted(set(event.recipients)) if RECIPIENTS in kinds else []
     theirs: list[str] = []
     if ACTOR_FOLLOWERS in kinds and event.actor is not None:
@@ -242,6 +249,12 @@ def _item(event: StoredEvent, kinds: list[str], followers: dict[str, list[str]],
         if len(theirs) > chunk:
             return None
     audience = set(recipients).union(theirs)
+    source = AudienceSource.of(OBJECT_SUBSCRIBERS, event.type, event.actor, event.object)
+    if OBJECT_SUBSCRIBERS in kinds and source is not None:
+        subscribers = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
+        if len(subscribers) > chunk:
+            return None
+        audience.update(subscribers)
     if len(audience) > chunk:
         return None
     return Item(event, sorted(audience), theirs, job.args.get("at"), f"job:{job.id}")

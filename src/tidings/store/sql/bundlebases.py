@@ -1,5 +1,6 @@
 """The newest base row of many (user, bundle) pairs at once: what a fan-out batch's bundled
-events decide against (``InboxStore.bundle_bases`` of many bundles), read in one statement."""
+events decide against (``InboxStore.bundle_bases`` of many bundles), read in one statement;
+and on PostgreSQL the demotion of the groups they join."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ CROSS JOIN LATERAL (
   SELECT * FROM notifications m
   WHERE m.user_id = k.v->>0 AND m.bundle_hash = k.v->>1 AND m.bundle_base
   ORDER BY m.created_at DESC, m.event_id DESC LIMIT 1 FOR UPDATE) b""")
+# PostgreSQL: the (user, display hash) groups of ``:groups`` (a JSON array) stop having a base
+# row: each group's base found by a probe of the (user, display hash) index, not by a plan of
+# an IN list of row values (whose planning alone grew with the list: 12 ms a call in a batch,
+# and a sequential scan where the table had no statistics yet). The caller holds those rows
+# locked (read by BASES_OF_PAIRS, or written by its own unit), so they keep their ctid.
+DEMOTE = text("""
+UPDATE notifications SET bundle_base = false
+WHERE ctid = ANY(ARRAY(
+  SELECT m.ctid FROM json_array_elements(CAST(:groups AS JSON)) AS k(v)
+  CROSS JOIN LATERAL (SELECT ctid FROM notifications
+                      WHERE user_id = k.v->>0 AND display_hash = k.v->>1 AND bundle_base) m))""")
+
+
+def demote(db: Database, conn: Connection, groups: Sequence[tuple[str, str]]) -> None:
+    """PostgreSQL: :data:`DEMOTE` of these (user, display hash) groups."""
+    if groups:
+        db.run(conn, DEMOTE, {"groups": json.dumps(list(groups))})
 
 
 def of_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]]

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Select,
     TextClause,
@@ -18,6 +19,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 
@@ -58,6 +60,42 @@ def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
         return select(follows.c.follower.label("user_id")).where(
             follows.c.followee == source.actor)
     return None
+
+
+def ranged(source: AudienceSource, backend: str, after: str, upto: str | None,
+           limit: int | None, offset: int = 0) -> Select[tuple[str]] | None:
+    """The source's users above ``after`` (and up to ``upto``), in id order, ``limit`` of
+    them from the ``offset``-th. On PostgreSQL an object's subscribers are one ordered range
+    of the (type, object, user) index per (type, object) pair the source matches, merged:
+    a prepared statement's generic plan otherwise walked the whole (user, type, object) index
+    in user order, filtering every subscription (O(table) per chunk)."""
+    query = source_query(source)
+    if query is None:
+        return None
+    column: ColumnElement[Any]
+    if backend == "postgresql" and source.kind == OBJECT_SUBSCRIBERS:
+        c = subscriptions.c
+        objects = ["*"] if source.object is None else [source.object, "*"]
+        parts = []
+        for kind in (source.type, "*"):
+            for obj in objects:
+                part = select(c.user_id).where(c.type == kind, c.object == obj, c.user_id > after)
+                if upto is not None:
+                    part = part.where(c.user_id <= upto)
+                part = part.order_by(c.user_id)
+                parts.append(part.limit(limit + offset) if limit is not None else part)
+        merged = union_all(*parts).subquery("s")
+        query = select(merged.c.user_id).distinct()
+        column = merged.c.user_id
+    else:
+        column = query.selected_columns[0]
+        query = query.where(column > after)
+        if upto is not None:
+            query = query.where(column <= upto)
+    query = query.order_by(column)
+    if limit is not None:
+        query = query.limit(limit)
+    return query.offset(offset) if offset else query
 
 
 # a timeline read's statements, built once (run straight on the driver: Database.fetch)
@@ -209,17 +247,10 @@ class SqlGraph:
 
     def audience(self, source: AudienceSource, *, after: str, upto: str | None,
                  limit: int | None = None) -> list[str]:
-        query = source_query(source)
+        query = ranged(source, self.db.backend, after, upto, limit)
         if query is None:
             return []
-        column = query.selected_columns[0]
-        ranged = query.where(column > after)
-        if upto is not None:
-            ranged = ranged.where(column <= upto)
-        ranged = ranged.order_by(column)
-        if limit is not None:
-            ranged = ranged.limit(limit)
-        return [str(u) for u in self.conn.execute(ranged).scalars().all()]  # fetched at once
+        return [str(u) for u in self.conn.execute(query).scalars().all()]  # fetched at once
 
     def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
         wanted = sorted(set(actors))
@@ -247,12 +278,10 @@ class SqlGraph:
         return {actor: sorted(users) for actor, users in found.items()}
 
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
-        query = source_query(source)
+        query = ranged(source, self.db.backend, after, None, 1, n - 1)
         if query is None:
             return None
-        column = query.selected_columns[0]
-        row = self.conn.execute(
-            query.where(column > after).order_by(column).limit(1).offset(n - 1)).first()
+        row = self.conn.execute(query).first()
         return str(row[0]) if row is not None else None
 
     def subscription_channels(self, users: Sequence[str], type: str, object: str | None

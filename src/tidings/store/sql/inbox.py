@@ -178,6 +178,9 @@ class SqlInbox:
         return stepwise.deliver_many(self, items)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
+        if self.db.backend == "postgresql":
+            bundlebases.demote(self.db, self.conn, groups)
+            return
         for start in range(0, len(groups), BATCH):
             self.conn.execute(
                 update(notifications)

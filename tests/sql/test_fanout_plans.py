@@ -1,0 +1,80 @@
+"""Fan-out's reads keep to their indexes on PostgreSQL whatever plan the statement gets: a
+prepared statement's generic plan (``plan_cache_mode = force_generic_plan``, which psycopg's
+prepared statements come to) must not walk a whole table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from stores import PostgresStores
+from tidings.clock import FrozenClock
+from tidings.config import Config
+from tidings.domain.audience import OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.engine import Tidings
+from tidings.store.sql.bundlebases import BASES_OF_PAIRS, DEMOTE
+from tidings.store.sql.graph import ranged
+from tidings.store.sql.schema import notifications, subscriptions
+
+PAGES = 300
+WATCHERS = 10
+
+
+@pytest.fixture
+def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
+    url = postgresql_stores.clone()
+    t = Tidings(Config(database_url=url), clock=FrozenClock())
+    with t.store.db.write() as conn:  # type: ignore[attr-defined]
+        t.store.db.insert_many(conn, subscriptions, [  # type: ignore[attr-defined]
+            {"user_id": f"u{(p * 7 + w * 31) % 2000:04d}", "type": "linked",
+             "object": f"page:{p}", "channels": "", "created_at": 0}
+            for p in range(PAGES) for w in range(WATCHERS)])
+        t.store.db.insert_many(conn, notifications, [  # type: ignore[attr-defined]
+            {"user_id": f"u{i % 2000:04d}", "event_id": i, "created_at": i, "fresh_at": i,
+             "type": "linked", "category": "general", "section": "alert", "actor": "ann",
+             "object": f"page:{i % PAGES}", "bundle_hash": f"h{i % PAGES}",
+             "display_hash": f"d{i}", "bundle_base": True, "read_at": None, "joined": False}
+            for i in range(1, 20_001)])
+    with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
+        conn.execute(text("ANALYZE"))
+        conn.commit()
+    yield t
+    t.close()
+    postgresql_stores.drop(url)
+
+
+def _generic_plan(t: Tidings, sql: str, params: Any) -> str:
+    with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql, params))
+        conn.rollback()
+    return plan
+
+
+def test_an_objects_subscribers_are_read_from_their_index_ranges(loaded: Tidings) -> None:
+    source = AudienceSource(OBJECT_SUBSCRIBERS, "linked", "ann", "page:5")
+    with loaded.store.read() as tx:
+        first = tx.graph.audience(source, after="", upto=None, limit=WATCHERS + 1)
+        assert len(first) == WATCHERS and first == sorted(first)
+        assert tx.graph.nth_after(source, "", 3) == first[2]
+    query = ranged(source, "postgresql", "", None, WATCHERS + 1)
+    assert query is not None
+    compiled = query.compile(dialect=loaded.store.db.engine.dialect)  # type: ignore[attr-defined]
+    plan = _generic_plan(loaded, compiled.string, compiled.params)
+    assert "ix_subscriptions_type_object_user_id" in plan, plan
+    assert "uq_subscriptions_user_id_type_object" not in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+def test_bundle_bases_and_demotions_probe_a_pair_at_a_time(loaded: Tidings) -> None:
+    pairs = json.dumps([[f"u{i:04d}", f"h{i}"] for i in range(50)])
+    db = loaded.store.db  # type: ignore[attr-defined]
+    for statement, params in ((BASES_OF_PAIRS, {"pairs": pairs}),
+                              (DEMOTE, {"groups": pairs})):
+        sql, args = db.driver_form(statement, params)
+        plan = _generic_plan(loaded, sql, args)
+        assert "Nested Loop" in plan and "Seq Scan on notifications" not in plan, plan
