@@ -5,9 +5,8 @@ store has row locks), skipping users who hold the event, applying
 :func:`tidings.domain.bundling.join_or_start` and writing: every step inside the caller's unit.
 The Redis store runs the same rule in one Lua script per user instead.
 
-:func:`deliver_many` delivers several events in order as :func:`deliver` one by one would; a
-run of events that never bundle is written in one step, as nothing in it depends on what the
-others write: each row starts a group of its own, and the events are distinct.
+:func:`deliver_many` delivers several events in order as :func:`deliver` one by one would,
+with each step taken once for all of them (see there).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tidings.domain.bundling import join_or_start
+from tidings.domain.bundling import Placement, join_or_start
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery, NewNotification
 
@@ -56,15 +55,7 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
     alone = join_or_start(bhash, delivery.event_id, delivery.created_at, None, False,
                           backfill=delivery.backfill)
     for user in fresh:
-        base = bases.get(user)
-        if base is None:
-            place = alone
-        else:
-            unread = markers.get(user, Markers()).is_unread(
-                base.read_at, base.fresh_at, base.type, base.category, base.section,
-                position=(base.created_at, base.event_id))
-            place = join_or_start(bhash, delivery.event_id, delivery.created_at, base, unread,
-                                  backfill=delivery.backfill)
+        place = _placement(delivery, bases.get(user), markers.get(user), alone)
         if place.joins:
             demote.append((user, place.group))
         rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))
@@ -104,9 +95,9 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
             existing = inbox.delivered(d.event_id, candidates)
             candidates = [u for u in candidates if u not in existing]
         results.append(candidates)
-        if not d.bundled:
-            # no base to join (as deliver() finds for a type that never bundles)
-            alone = join_or_start(d.bundle_hash, d.event_id, d.created_at, None, False)
+        # a user with no base starts a group of the same hash and date as every other such user
+        alone = join_or_start(d.bundle_hash, d.event_id, d.created_at, None, False)
+        if not d.bundled:  # no base to join (as deliver() finds for a type that never bundles)
             wave.rows += [d.row(u, alone.group, alone.created_at, joined=False)
                           for u in candidates]
             continue
@@ -115,11 +106,7 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
             wave.write()
         wave.pairs |= mine
         for user in candidates:
-            base = bases.get((user, d.bundle_hash))
-            unread = base is not None and markers.get(user, Markers()).is_unread(
-                base.read_at, base.fresh_at, base.type, base.category, base.section,
-                position=(base.created_at, base.event_id))
-            place = join_or_start(d.bundle_hash, d.event_id, d.created_at, base, unread)
+            place = _placement(d, bases.get((user, d.bundle_hash)), markers.get(user), alone)
             if place.joins:
                 wave.demote.append((user, place.group))
             wave.rows.append(d.row(user, place.group, place.created_at, joined=place.joins))
@@ -129,6 +116,19 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
                 type=d.type, category=d.category, section=d.section)
     wave.write()
     return results
+
+
+def _placement(delivery: Delivery, base: BundleBase | None, markers: Markers | None,
+               alone: Placement) -> Placement:
+    """Where one user's row of ``delivery`` goes: ``alone`` (a group of its own) without a
+    base, else :func:`join_or_start` on that base, judged unread under ``markers``."""
+    if base is None:
+        return alone
+    unread = (markers or Markers()).is_unread(
+        base.read_at, base.fresh_at, base.type, base.category, base.section,
+        position=(base.created_at, base.event_id))
+    return join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at, base,
+                         unread, backfill=delivery.backfill)
 
 
 class _Wave:
