@@ -349,4 +349,30 @@ def test_a_worker_of_this_process_is_woken_by_jobs_queued_here(t: Tidings) -> No
             time.sleep(0.01)
     finally:
         worker.stop()
-    assert "bob" in _users(t)
+    assert "bob" in _users(t), (t.queue.stats(), t.queue.failures())
+
+
+def test_a_failed_job_runs_again_when_its_backoff_ends_not_at_the_next_poll(
+        t: Tidings, clock: FrozenClock) -> None:
+    """The worker that retried a job looks for it once its backoff has passed."""
+    def flaky(ctx: JobContext, tx: Tx, job: Job) -> None:
+        if job.attempts == 1:
+            raise ValueError("boom on the first attempt")
+        _register(ctx, tx, job)
+
+    t.handlers["add_user"] = Handler(run=flaky)
+    worker = t.worker(poll_seconds=600.0)
+    worker.start()
+    try:
+        enqueue(t, JobSpec("add_user", {"user": "bob"}))
+        deadline = time.monotonic() + 20.0
+        failed = False
+        while "bob" not in _users(t) and time.monotonic() < deadline:
+            if not failed and t.queue.failures():
+                failed = True
+                clock.advance(BACKOFF)  # the store's time passes as the worker waits
+            time.sleep(0.01)
+    finally:
+        worker.stop()
+    assert "bob" in _users(t), (t.queue.stats(), t.queue.failures())
+    assert [f.attempt for f in t.queue.failures()] == [1]

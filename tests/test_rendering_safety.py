@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tidings.domain import budget
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.types import EventType, Templates
 
@@ -126,6 +127,19 @@ def test_a_costly_template_renders_fast_and_falls_back(title: str) -> None:
 ])
 def test_ordinary_templates_stay_within_the_bounds(title: str, expected: str) -> None:
     assert render_all(mention(title=title), ctx()).title == expected
+
+
+def test_the_time_bound_counts_cpu_time_not_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A render is cut for what it spends, not for the time it waited for a core."""
+    monkeypatch.setattr(budget, "TIME_LIMIT", 0.05)
+    waited = budget.Budget()
+    time.sleep(0.1)  # descheduled: no CPU spent
+    waited.step()
+    spinning = budget.Budget()
+    with pytest.raises(budget.RenderLimit, match="CPU time"):
+        while True:
+            spinning.step()
+            sum(range(2_000))
 
 
 def test_long_output_is_cut() -> None:

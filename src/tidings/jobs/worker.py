@@ -13,6 +13,7 @@ every thread from fan-out.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from tidings.exceptions import LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
-from tidings.jobs.model import Job
+from tidings.jobs.model import SECOND, Job, backoff_us
 from tidings.ports import Tx
 
 log = logging.getLogger("tidings.worker")
@@ -37,6 +38,10 @@ OUTAGE_GIVEBACKS = 10
 # ``batch`` (default one).
 WORKER_BATCH = 40
 RUN_JOBS_BATCH = 200
+# The queue's longest backoff (SqlStore and MemoryStore's default), and how long after a
+# retry's due time an idle loop looks for it (the queue computes the time a little later).
+MAX_BACKOFF_US = 3600 * SECOND
+RETRY_MARGIN = 0.05
 
 
 def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
@@ -93,6 +98,9 @@ class Worker:
         # its jobs is not lost (the loop then looks again at once instead of waiting)
         self._nudged = threading.Condition()
         self._generation = 0
+        # when the retries this worker scheduled are due (time.monotonic(), a heap): an idle
+        # loop looks again then, so a failed job runs again on time however long the poll is
+        self._retries_due: list[float] = []
         self._threads: list[threading.Thread] = []
         self.processed = 0
         self._count_lock = threading.Lock()
@@ -166,6 +174,8 @@ class Worker:
                 log.warning("could not record the failure of job %s; its lease will expire",
                             job.id)
             observer.job("retried" if retried else "failed")
+            if retried:
+                self._retry_later(job)
             return False
         if job.func.startswith("fanout"):
             observer.observe("fanout_seconds", time.perf_counter() - started)
@@ -298,12 +308,29 @@ class Worker:
             self._generation += 1
             self._nudged.notify_all()
 
-    def _idle(self, generation: int) -> None:
-        """Wait up to the poll interval, or until a nudge since ``generation`` or a stop."""
+    def _retry_later(self, job: Job) -> None:
+        """``job`` failed and will run again after its backoff: idle loops look then."""
+        delay = backoff_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
+                           MAX_BACKOFF_US) / SECOND
         with self._nudged:
+            if len(self._retries_due) < 10_000:  # beyond, the poll finds them
+                heapq.heappush(self._retries_due, time.monotonic() + delay + RETRY_MARGIN)
+
+    def _idle(self, generation: int) -> None:
+        """Wait up to the poll interval (or until a retry this worker scheduled is due), or
+        until a nudge since ``generation`` or a stop."""
+        with self._nudged:
+            wait = self.poll_seconds
+            now = time.monotonic()
+            due = self._retries_due
+            if due and due[0] <= now:  # a retry is due: look now, once for all that are
+                while due and due[0] <= now:
+                    heapq.heappop(due)
+                wait = 0.0
+            elif due:
+                wait = min(wait, due[0] - now)
             self._nudged.wait_for(
-                lambda: self._generation != generation or self._stop.is_set(),
-                self.poll_seconds)
+                lambda: self._generation != generation or self._stop.is_set(), wait)
 
     def _loop(self, lane: Lane) -> None:
         while not self._stop.is_set():
