@@ -4,7 +4,7 @@ and the date it is stored with."""
 from __future__ import annotations
 
 from tidings.domain.bundling import display_hash, join_or_start
-from tidings.domain.views import BundleBase
+from tidings.domain.views import BundleBase, Delivery
 
 BUNDLE = "b" * 32
 
@@ -53,3 +53,18 @@ def test_a_backfilled_notification_joins_an_older_unread_group_and_keeps_its_dat
 def test_a_backfilled_notification_dated_like_the_base_goes_by_event_id() -> None:
     assert join_or_start(BUNDLE, 12, 1_000, base(9, 1_000), True, backfill=True).joins
     assert not join_or_start(BUNDLE, 8, 1_000, base(9, 1_000), True, backfill=True).joins
+
+
+def test_a_deliverys_rows_at_once_are_its_rows_one_by_one() -> None:
+    """Delivery.rows (a fan-out's rows built from one shared mapping) equals Delivery.row."""
+    delivery = Delivery(event_id=7, created_at=100, type="page-linked", category="links",
+                        section="message", actor="alice", object="page:Fog",
+                        bundle_hash=BUNDLE, bundled=True, fields=(("from", "Rain"),))
+    users = ["bob", "carol", "dave"]
+    for joined in (False, True):
+        at_once = delivery.rows(users, "g" * 32, 90, joined=joined)
+        assert at_once == [delivery.row(u, "g" * 32, 90, joined=joined) for u in users]
+        assert [repr(r) for r in at_once] == [
+            repr(delivery.row(u, "g" * 32, 90, joined=joined)) for u in users]
+        assert len({id(r) for r in at_once}) == len(users)
+        assert hash(at_once[0]) == hash(delivery.row("bob", "g" * 32, 90, joined=joined))

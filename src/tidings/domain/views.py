@@ -6,12 +6,14 @@ beyond small conversions, so a store of any kind can build them and any layer ca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from tidings.domain.readstate import Markers
 
 T = TypeVar("T")
+_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,25 @@ class Delivery:
             category=self.category, section=self.section, actor=self.actor, object=self.object,
             bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
             joined=joined)
+
+    def rows(self, users: Sequence[str], display_hash: str, created_at: int, *,
+             joined: bool) -> list[NewNotification]:
+        """:meth:`row` for each of ``users``, all in one group and dated alike (a fan-out's
+        rows, thousands at a time): each row's attributes are set at once from one shared
+        mapping, where a frozen dataclass's ``__init__`` sets its 12 fields one by one through
+        ``object.__setattr__`` (about a third of the cost)."""
+        shared = {"event_id": self.event_id, "created_at": created_at, "type": self.type,
+                  "category": self.category, "section": self.section, "actor": self.actor,
+                  "object": self.object, "bundle_hash": self.bundle_hash,
+                  "display_hash": display_hash, "fields": self.fields, "joined": joined}
+        out: list[NewNotification] = []
+        for user in users:
+            row: NewNotification = _new(NewNotification)
+            attributes = row.__dict__
+            attributes["user_id"] = user
+            attributes.update(shared)
+            out.append(row)
+        return out
 
 
 @dataclass(frozen=True)

@@ -54,11 +54,14 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
     # a user with no base starts a group of the same hash and date as every other such user
     alone = join_or_start(bhash, delivery.event_id, delivery.created_at, None, False,
                           backfill=delivery.backfill)
-    for user in fresh:
-        place = _placement(delivery, bases.get(user), markers.get(user), alone)
-        if place.joins:
-            demote.append((user, place.group))
-        rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))
+    if not bases:  # nobody has a group to join: every row starts one, alike
+        rows = delivery.rows(fresh, alone.group, alone.created_at, joined=False)
+    else:
+        for user in fresh:
+            place = _placement(delivery, bases.get(user), markers.get(user), alone)
+            if place.joins:
+                demote.append((user, place.group))
+            rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))
     inbox.demote(demote)
     inbox.insert(rows)
     return [r.user_id for r in rows]
@@ -98,8 +101,7 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
         # a user with no base starts a group of the same hash and date as every other such user
         alone = join_or_start(d.bundle_hash, d.event_id, d.created_at, None, False)
         if not d.bundled:  # no base to join (as deliver() finds for a type that never bundles)
-            wave.rows += [d.row(u, alone.group, alone.created_at, joined=False)
-                          for u in candidates]
+            wave.rows += d.rows(candidates, alone.group, alone.created_at, joined=False)
             continue
         mine = {(u, d.bundle_hash) for u in candidates}
         if not mine.isdisjoint(wave.pairs):

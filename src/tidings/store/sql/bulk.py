@@ -83,10 +83,15 @@ def column_arrays(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
     as a JSON array, or the one value of a column that is the same in every row (a fan-out's
     rows differ in their user only: the server then splits one array, not one per column;
     the first column stays an array, so the rows are counted even when all are alike)."""
+    return column_params([[row[c] for row in rows] for c in columns])
+
+
+def column_params(columns: Sequence[Sequence[Any]]) -> tuple[tuple[bool, ...], dict[str, Any]]:
+    """:func:`column_arrays` of rows given column by column (each column's values, in the
+    rows' order), for a caller that holds its rows so: no row dictionaries to build."""
     single: list[bool] = []
     params: dict[str, Any] = {}
-    for i, c in enumerate(columns):
-        values = [row[c] for row in rows]
+    for i, values in enumerate(columns):
         first = values[0]
         one = (i > 0 and isinstance(first, SCALARS) and values.count(first) == len(values))
         single.append(one)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -50,6 +51,17 @@ from tidings.store.sql.schema import event_fields, events, notifications
 n = notifications.c
 IN_LIST = 5000
 BATCH = 500
+# a notification row's columns, each read from the NewNotification attribute named (or, where
+# that is empty, the value given): a new row is its group's base, unread, fresh when created
+ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
+    (attrgetter(name) if name else None, value) for name, value in (
+        ("user_id", None), ("event_id", None), ("created_at", None), ("created_at", None),
+        ("type", None), ("category", None), ("section", None), ("actor", None),
+        ("object", None), ("bundle_hash", None), ("display_hash", None), ("", True),
+        ("", None), ("joined", None)))
+ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "category", "section",
+               "actor", "object", "bundle_hash", "display_hash", "bundle_base", "read_at",
+               "joined")
 
 
 def _group_members_query() -> Any:
@@ -147,20 +159,20 @@ class SqlInbox:
         return holders.held(self.db, self.conn, event_ids)
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
-        values = [
-            {"user_id": r.user_id, "event_id": r.event_id, "created_at": r.created_at,
-             "fresh_at": r.created_at, "type": r.type, "category": r.category,
-             "section": r.section, "actor": r.actor, "object": r.object,
-             "bundle_hash": r.bundle_hash, "display_hash": r.display_hash,
-             "bundle_base": True, "read_at": None, "joined": r.joined} for r in rows]
         fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
         if fields:  # every chunk of an event carries the same rows: the first one stays
             self.db.insert_many(self.conn, event_fields, [
                 {"event_id": e, "name": name, "value": value}
                 for e, name, value in sorted(fields)], ignore=True)
-        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
-            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, values))
+        if not rows:
             return
+        # the rows column by column (a column of rows that share a value costs a compare)
+        columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
+        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
+                                                       columns))
+            return
+        values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
                                         [(r.user_id, r.created_at) for r in rows]))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 
 from tidings.domain.views import NotificationKey
-from tidings.store.sql.bulk import column_arrays, unnest_insert
+from tidings.store.sql.bulk import column_params, unnest_insert
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import notifications, users
 
@@ -68,15 +68,14 @@ ON CONFLICT (user_id) DO UPDATE SET inbox_rows = COALESCE(users.inbox_rows, 0) +
 RETURNING user_id, inbox_rows""")
 
 
-def insert_and_grow(db: Database, conn: Connection, rows: Sequence[Mapping[str, Any]]
-                    ) -> dict[str, int]:
-    """PostgreSQL: notification rows (each column's values as one array, a duplicate
-    skipped) and :func:`grow` of their users by the rows that went in, in one statement;
-    the new bounds."""
-    if not rows:
+def insert_and_grow(db: Database, conn: Connection, columns: tuple[str, ...],
+                    values: Sequence[Sequence[Any]]) -> dict[str, int]:
+    """PostgreSQL: notification rows given column by column (``values``: each of
+    ``columns``' values in the rows' order; a duplicate skipped) and :func:`grow` of their
+    users by the rows that went in, in one statement; the new bounds."""
+    if not values or not values[0]:
         return {}
-    columns = tuple(rows[0])
-    single, params = column_arrays(rows, columns)
+    single, params = column_params(values)
     return {user: bound for user, bound in db.fetch(conn, _insert_and_grow(columns, single),
                                                     params)}
 
