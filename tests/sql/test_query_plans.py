@@ -12,6 +12,7 @@ from sqlalchemy import event, text
 from stores import PostgresStores
 from tidings.clock import FrozenClock
 from tidings.config import Config
+from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.store.sql.holders import ANY_HOLDER, HOLDERS
@@ -70,6 +71,22 @@ def _plans(t: Tidings, call: Any) -> list[str]:
     return plans
 
 
+def _statements(engine: Any, needle: str, call: Any) -> list[tuple[str, Any]]:
+    """The statements (with their parameters) holding ``needle`` that ``call`` runs."""
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if needle in statement:
+            captured.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        call()
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    return captured
+
+
 def test_inbox_list_reads_base_rows_through_the_index(loaded: Tidings) -> None:
     plans = _plans(loaded, lambda: loaded.notifications("u3", limit=20))
     found = next(p for p in plans if "Limit" in p and "events" in p)
@@ -80,7 +97,7 @@ def test_inbox_list_reads_base_rows_through_the_index(loaded: Tidings) -> None:
     assert "Sort" not in listing and "Group" not in listing and "Unique" not in listing, found
     assert "Seq Scan on notifications" not in found, found
     if members:
-        assert "ix_notifications_user_id_display_hash_created_at" in members, found
+        assert "ix_notifications_display_hash_user_id_created_at_event_id" in members, found
 
 
 def test_unread_count_is_a_capped_index_scan(loaded: Tidings) -> None:
@@ -102,7 +119,7 @@ def test_group_members_use_the_display_index(loaded: Tidings) -> None:
         p.partition("SubPlan")[2] for p in plans if "events" in p and "SubPlan" in p]
     assert members, plans
     for plan in members:
-        assert "ix_notifications_user_id_display_hash_created_at" in plan, plan
+        assert "ix_notifications_display_hash_user_id_created_at_event_id" in plan, plan
 
 
 def test_idempotency_keys_are_looked_up_by_both_columns(
@@ -180,21 +197,13 @@ def test_group_members_are_probed_user_by_user(postgresql_stores: PostgresStores
         with t.store.db.write() as conn:  # type: ignore[attr-defined]
             conn.execute(text("INSERT INTO group_members SELECT 'fresh', 'u' || g, 0 "
                               "FROM generate_series(1, 3000) g"))
-        captured: list[tuple[str, Any]] = []
-
-        def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any,
-                    *_: Any) -> None:
-            if "FROM group_members" in statement:
-                captured.append((statement, parameters))
-
         engine = t.store.db.engine  # type: ignore[attr-defined]
-        event.listen(engine, "before_cursor_execute", capture)
-        try:
+
+        def among() -> None:
             with t.store.read() as tx:
                 assert tx.graph.members_among("fresh", ["u7", "u9", "nobody"]) == {"u7", "u9"}
-        finally:
-            event.remove(engine, "before_cursor_execute", capture)
-        (sql, params), = captured
+
+        (sql, params), = _statements(engine, "FROM group_members", among)
         with engine.connect() as conn:
             plan = "\n".join(r[0] for r in conn.exec_driver_sql(
                 "EXPLAIN (ANALYZE, COSTS OFF) " + sql, params))
@@ -237,3 +246,46 @@ def test_the_holder_check_is_planned_for_each_call(loaded: Tidings) -> None:
         prepared = [r[0] for r in tx.conn.exec_driver_sql(  # type: ignore[attr-defined]
             "SELECT statement FROM pg_prepared_statements").all()]
     assert not [s for s in prepared if "span" in s], prepared
+
+
+def test_a_big_groups_members_are_read_from_the_index_end_up_to_the_limit(
+        postgresql_stores: PostgresStores) -> None:
+    """A page lists a group of 3,000 notifications: its newest ACTOR_SCAN members come off the
+    (user, display hash, created_at, event id) index in order, the read stopping at the limit,
+    where a sort of every member took the group whole on every page."""
+    url = postgresql_stores.clone()
+    t = Tidings(Config(database_url=url), types=[EventType("link", bundle="object")],
+                clock=FrozenClock())
+    try:
+        size = 3000
+        with t.store.db.write() as conn:
+            t.store.db.insert_many(conn, events, [
+                {"id": i, "type": "link", "actor": f"a{i % 7}", "object": "page:Fog",
+                 "payload": "{}", "recipients": "[]", "exclude": "[]",
+                 "idempotency_key": None, "body_hash": "", "created_at": i // 3}
+                for i in range(1, size + 1)])
+            t.store.db.insert_many(conn, notifications, [{
+                "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i // 3,
+                "type": "link", "category": "general", "section": "alert",
+                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": "h",
+                "display_hash": "g", "bundle_base": i == size, "read_at": None,
+                "joined": True} for i in range(1, size + 1)])
+        with t.store.db.engine.connect() as conn:
+            conn.execute(text("ANALYZE"))
+            conn.commit()
+        page = t.notifications("u", limit=20)
+        assert [(n.count, n.actors) for n in page.items] == [
+            (ACTOR_SCAN, [f"a{i % 7}" for i in (size, size - 1, size - 2)])]
+        engine = t.store.db.engine
+        (sql, params), = _statements(engine, "member", lambda: t.notifications("u", limit=20))
+        with engine.connect() as conn:
+            plan = "\n".join(r[0] for r in conn.exec_driver_sql(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, params))
+        members = plan.partition("SubPlan")[2]
+        assert "ix_notifications_display_hash_user_id_created_at_event_id" in members, plan
+        assert "Sort" not in members, plan
+        scanned = [line for line in members.splitlines() if "Index Scan" in line]
+        assert scanned and all(f"rows={ACTOR_SCAN} " in line for line in scanned), plan
+    finally:
+        t.close()
+        postgresql_stores.drop(url)

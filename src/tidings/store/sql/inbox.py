@@ -17,7 +17,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     and_,
-    bindparam,
     delete,
     func,
     or_,
@@ -28,7 +27,7 @@ from sqlalchemy import (
 )
 
 from tidings.clock import Clock
-from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
+from tidings.domain.bundling import UNREAD_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -64,20 +63,6 @@ ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "categor
                "joined")
 
 
-def _group_members_query() -> Any:
-    """The newest ``ACTOR_SCAN`` members of each of a user's display groups, in one statement
-    built once (so its compiled form is cached): a window over the display index."""
-    ranked = select(
-        n.display_hash, n.actor, n.created_at, n.event_id,
-        func.row_number().over(partition_by=n.display_hash,
-                               order_by=(n.created_at.desc(), n.event_id.desc())).label("rank"),
-    ).where(n.user_id == bindparam("user"),
-            n.display_hash.in_(bindparam("groups", expanding=True))).subquery()
-    return select(ranked.c.display_hash, ranked.c.actor, ranked.c.rank).where(
-        ranked.c.rank <= ACTOR_SCAN)
-
-
-GROUP_MEMBERS = _group_members_query()
 
 
 class SqlInbox:
@@ -308,18 +293,8 @@ class SqlInbox:
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         if not groups:
             return {}
-        rows = self.conn.execute(GROUP_MEMBERS,
-                                 {"user": user, "groups": list(dict.fromkeys(groups))})
-        by_group: dict[str, list[Any]] = {}
-        for row in rows:
-            by_group.setdefault(row.display_hash, []).append(row)
-        info: dict[str, GroupInfo] = {}
-        for group, members in by_group.items():
-            members.sort(key=lambda r: r.rank)
-            actors = list(dict.fromkeys(m.actor for m in members if m.actor is not None))
-            info[group] = GroupInfo(count=len(members), actors=actors,
-                                    distinct_actors=len(actors))
-        return info
+        return {group: sql_pageview.group_of(actors) for group, actors in
+                pagereads.members_of(self.db, self.conn, user, groups).items()}
 
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:

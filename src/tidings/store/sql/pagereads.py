@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, select, union_all
 
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.readstate import POSITION, Markers
@@ -52,18 +52,41 @@ def rows_statement(backend: str, keyset: bool, limit: int) -> Any:
             .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))
 
 
+# groups a members statement reads at most (SQLite allows 500 terms in a compound SELECT)
+MEMBER_GROUPS = 50
+
+
 @lru_cache(maxsize=128)
 def members_statement(groups: int) -> Any:
-    """The newest ``ACTOR_SCAN`` members of ``groups`` display groups (``:g0`` …), newest
-    first within each: a window over the (user, display hash, created) index."""
-    names: list[Any] = [bindparam(f"g{i}") for i in range(groups)]
-    ranked = select(
-        n.display_hash, n.actor,
-        func.row_number().over(partition_by=n.display_hash,
-                               order_by=(n.created_at.desc(), n.event_id.desc())).label("rank"),
-    ).where(n.user_id == bindparam("user"), n.display_hash.in_(names)).subquery()
-    return (select(ranked.c.display_hash, ranked.c.actor).where(ranked.c.rank <= ACTOR_SCAN)
-            .order_by(ranked.c.display_hash, ranked.c.rank))
+    """The newest ``ACTOR_SCAN`` members of ``groups`` display groups (``:g0`` …, at most
+    :data:`MEMBER_GROUPS`): (display hash, actor), each group's newest first. Each group is a
+    range of the (user, display hash, created_at, event id) index read from its newest end and
+    cut at the limit, so a group costs at most ``ACTOR_SCAN`` entries whatever its size, where
+    a window numbering each group's members (``row_number() OVER …``) read every member of
+    the listed groups to keep their first 500."""
+    newest = [select(n.display_hash, n.actor, n.created_at, n.event_id)
+              .where(n.user_id == bindparam("user"), n.display_hash == bindparam(f"g{i}"))
+              .order_by(n.created_at.desc(), n.event_id.desc()).limit(ACTOR_SCAN)
+              .subquery(f"m{i}") for i in range(groups)]
+    each = [select(*group.c) for group in newest]
+    found = (each[0] if len(each) == 1 else union_all(*each)).subquery("members")
+    return (select(found.c.display_hash, found.c.actor)
+            .order_by(found.c.display_hash, found.c.created_at.desc(), found.c.event_id.desc()))
+
+
+def members_of(db: Database, conn: Any, user: str, groups: Sequence[str]
+               ) -> dict[str, list[str | None]]:
+    """Each of ``groups``' newest ``ACTOR_SCAN`` members' actors, newest first
+    (:func:`members_statement`, :data:`MEMBER_GROUPS` groups a statement)."""
+    members: dict[str, list[str | None]] = {}
+    wanted = list(dict.fromkeys(groups))
+    for start in range(0, len(wanted), MEMBER_GROUPS):
+        part = wanted[start:start + MEMBER_GROUPS]
+        params: dict[str, Any] = {"user": user}
+        params.update((f"g{i}", group) for i, group in enumerate(part))
+        for group, actor in db.fetch(conn, members_statement(len(part)), params):
+            members.setdefault(group, []).append(actor)
+    return members
 
 
 def page_view(db: Database, conn: Any, user: str, *, limit: int,
@@ -90,11 +113,5 @@ def page_view(db: Database, conn: Any, user: str, *, limit: int,
 
 def _groups(db: Database, conn: Any, user: str, wanted: Sequence[str]
             ) -> dict[str, GroupInfo]:
-    if not wanted:
-        return {}
-    params: dict[str, Any] = {"user": user}
-    params.update((f"g{i}", group) for i, group in enumerate(wanted))
-    members: dict[str, list[str | None]] = {}
-    for group, actor in db.fetch(conn, members_statement(len(wanted)), params):
-        members.setdefault(group, []).append(actor)
-    return {group: group_of(actors) for group, actors in members.items()}
+    return {group: group_of(actors)
+            for group, actors in members_of(db, conn, user, wanted).items()}
