@@ -60,10 +60,10 @@ MEMBER_GROUPS = 50
 def members_statement(groups: int) -> Any:
     """The newest ``ACTOR_SCAN`` members of ``groups`` display groups (``:g0`` …, at most
     :data:`MEMBER_GROUPS`): (display hash, actor), each group's newest first. Each group is a
-    range of the (user, display hash, created_at, event id) index read from its newest end and
-    cut at the limit, so a group costs at most ``ACTOR_SCAN`` entries whatever its size, where
-    a window numbering each group's members (``row_number() OVER …``) read every member of
-    the listed groups to keep their first 500."""
+    range of the (display hash, user, created_at, event id, actor) index, read from its newest
+    end (the index alone: it holds the actor) and cut at the limit, so a group costs at most
+    ``ACTOR_SCAN`` entries whatever its size, where a window numbering each group's members
+    (``row_number() OVER …``) read every member of the listed groups to keep their first 500."""
     newest = [select(n.display_hash, n.actor, n.created_at, n.event_id)
               .where(n.user_id == bindparam("user"), n.display_hash == bindparam(f"g{i}"))
               .order_by(n.created_at.desc(), n.event_id.desc()).limit(ACTOR_SCAN)

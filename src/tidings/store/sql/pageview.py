@@ -5,8 +5,8 @@ group — what the three reads of :mod:`tidings.store.pageview` fetch in three r
 The watermarks come in an uncorrelated subquery, one row that the page is joined to (``LEFT
 JOIN LATERAL``): every row carries them as JSON text, and an empty page is that row alone, with
 no page columns, so a user with nothing listed still costs one statement. Each row's group
-members come from a correlated subquery on the (display hash, user, created_at, event id)
-index (its newest end, in the subquery's order, cut at the limit), evaluated for the listed
+members come from a correlated subquery on the (display hash, user, created_at, event id,
+actor) index (its newest end, in the subquery's order, cut at the limit), evaluated for the listed
 rows that were joined (``notifications.joined``): a row that started its group and was never
 joined is its group's only member. Only pages that do not
 filter on read state take this path: that filter needs the watermarks before the page's

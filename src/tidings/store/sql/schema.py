@@ -199,7 +199,7 @@ notifications = Table(
           ).ddl_if(dialect="postgresql"),
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
     Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
-    Index(None, "display_hash", "user_id", "created_at", "event_id"),  # 0021
+    Index(None, "display_hash", "user_id", "created_at", "event_id", "actor"),  # 0021
     # (event, user): "who already has this event?" in fan-out, and retraction, by index only
     Index(None, "event_id", "user_id"),
     **MYSQL,
