@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from stores import PostgresStores
+from stores import MysqlStores, PostgresStores
 from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.store.sql.holders import ANY_HOLDER, HOLDERS
+from tidings.store.sql.pagereads import GROUP_INDEX, members_statement
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]
@@ -298,8 +299,6 @@ def test_sqlite_reads_each_listed_group_off_the_covering_index(tmp_path: Any) ->
     """SQLite (and MariaDB) read a page's groups as one limited range each: the group index
     covers the read (no table row per member) and gives its order (no sort within a group;
     only the few hundred rows kept are put in group order)."""
-    from tidings.store.sql.pagereads import members_statement
-
     t = Tidings(Config(database_url=f"sqlite:///{tmp_path / 'plans.db'}"))
     try:
         t.migrate()
@@ -318,3 +317,35 @@ def test_sqlite_reads_each_listed_group_off_the_covering_index(tmp_path: Any) ->
         assert not any("TEMP B-TREE" in str(row[3]) for row in plan if row[1] in inner), plan
     finally:
         t.close()
+
+
+def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores) -> None:
+    """Where a user's rows are mostly one group, MariaDB's estimates took the primary key's
+    range of the user's rows and sorted them all: the group index is named, and the read is
+    that index's range alone (no sort, no row read)."""
+    url = mysql_stores.clone()
+    t = Tidings(Config(database_url=url))
+    try:
+        with t.store.db.write() as conn:  # type: ignore[attr-defined]
+            t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
+                "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i,
+                "type": "link", "category": "general", "section": "alert",
+                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": "h",
+                "display_hash": "g", "bundle_base": i == 3000, "read_at": None,
+                "joined": True} for i in range(1, 3001)])
+        with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
+            conn.execute(text("ANALYZE TABLE notifications"))
+            compiled = members_statement(2).compile(dialect=conn.dialect)
+            values = {**compiled.params, "user": "u", "g0": "g", "g1": "other"}
+            plan = conn.exec_driver_sql("EXPLAIN " + str(compiled), values).all()
+            newest = conn.exec_driver_sql(str(compiled), values).all()
+        reads = [row for row in plan if row[2] == "notifications"]
+        assert len(reads) == 2, plan
+        for row in reads:
+            assert row[5] == GROUP_INDEX and "Using index" in str(row[9]), plan
+            assert "filesort" not in str(row[9]), plan
+        assert len(newest) == ACTOR_SCAN
+        assert [actor for _, actor in newest[:3]] == ["a4", "a3", "a2"]  # 3000, 2999, 2998
+    finally:
+        t.close()
+        mysql_stores.drop(url)
