@@ -50,19 +50,18 @@ from tidings.store.sql.schema import event_fields, events, notifications
 n = notifications.c
 IN_LIST = 5000
 BATCH = 500
-# a notification row's columns, each read from the NewNotification attribute named (or, where
-# that is empty, the value given): a new row is its group's base, unread, fresh when created
+# a notification row's columns, each read from the NewNotification attribute named (None: the
+# value given): a new row is its group's base, unread, fresh when created
+_ROW: tuple[tuple[str, str | None, Any], ...] = (
+    ("user_id", "user_id", None), ("event_id", "event_id", None),
+    ("created_at", "created_at", None), ("fresh_at", "created_at", None),
+    ("type", "type", None), ("category", "category", None), ("section", "section", None),
+    ("actor", "actor", None), ("object", "object", None),
+    ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),
+    ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None))
+ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
 ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
-    (attrgetter(name) if name else None, value) for name, value in (
-        ("user_id", None), ("event_id", None), ("created_at", None), ("created_at", None),
-        ("type", None), ("category", None), ("section", None), ("actor", None),
-        ("object", None), ("bundle_hash", None), ("display_hash", None), ("", True),
-        ("", None), ("joined", None)))
-ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "category", "section",
-               "actor", "object", "bundle_hash", "display_hash", "bundle_base", "read_at",
-               "joined")
-
-
+    (attrgetter(name) if name else None, value) for _, name, value in _ROW)
 
 
 class SqlInbox:
