@@ -93,29 +93,45 @@ local function set_base(h, on, stored, solo)
   end
 end
 
--- Store a notification as the base row of group d; a (user, event) already stored is skipped.
--- q: its queryable payload fields as a JSON object of texts, or '' for none; checked: the
--- caller knows it is not stored yet; solo: its type does not bundle, so no other row will
--- ever join its group or look for its bundle (the group is named in :solo alone).
-local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo)
-  if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
+-- A new row's HSET arguments: c and f at 2 and 4, d at 14 (deliver.lua sets them per user on
+-- a table built once per event), then the optional actor, object and queryable fields (q: a
+-- JSON object of texts, or '' for none).
+local function row_fields(c, t, k, s, a, o, b, d, w, q)
   local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w}
-  if a then table.insert(fields, 'a'); table.insert(fields, a) end
-  if o then table.insert(fields, 'o'); table.insert(fields, o) end
+  local n = 18
+  if a then fields[n + 1] = 'a'; fields[n + 2] = a; n = n + 2 end
+  if o then fields[n + 1] = 'o'; fields[n + 2] = o; n = n + 2 end
   if q and q ~= '' then
     for name, value in pairs(cjson.decode(q)) do
-      table.insert(fields, 'q:' .. name); table.insert(fields, value)
+      fields[n + 1] = 'q:' .. name; fields[n + 2] = value; n = n + 2
     end
   end
+  return fields
+end
+
+-- Write a row not stored yet (m = enc(id), fields of row_fields) as the unread base row of
+-- group d: what set_base(h, true, true, solo) adds, without building h. solo: its type does
+-- not bundle, so no other row will ever join its group or look for its bundle (the group is
+-- named in :solo alone).
+local function store_row(id, m, c, b, d, fields, solo)
   redis.call('HSET', nkey(id), unpack(fields))
-  local m = enc(id)
   redis.call('ZADD', P .. ':ids', c, m)
+  redis.call('ZADD', P .. ':base', c, m)
+  redis.call('ZADD', P .. ':unread', c, m)
   if solo then
     redis.call('HSET', P .. ':solo', d, id)
   else
     redis.call('ZADD', P .. ':g:' .. d, c, m)
+    redis.call('ZADD', P .. ':bb:' .. b, c, m)
+    redis.call('SADD', P .. ':gb:' .. d, id)
   end
-  set_base({id = id, c = c, f = c, r = false, b = b, d = d}, true, true, solo)  -- 'base' set
+end
+
+-- Store a notification as the base row of group d; a (user, event) already stored is skipped.
+-- checked: the caller knows it is not stored yet.
+local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo)
+  if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
+  store_row(id, enc(id), c, b, d, row_fields(c, t, k, s, a, o, b, d, w, q), solo)
   return 1
 end
 
@@ -169,10 +185,11 @@ local function newest_base(b, c, id)
   end
 end
 
--- The group's base rows step down.
-local function demote(d)
+-- The group's base rows step down; known: one of them already loaded (deliver.lua's newest
+-- base), not read again.
+local function demote(d, known)
   for _, id in ipairs(bases_of(d)) do
-    local h = load(id)
+    local h = (known and known.id == id) and known or load(id)
     if h then set_base(h, false) end
   end
 end

@@ -4,33 +4,40 @@
 -- user's watermarks, or start a group of its own (tidings.domain.bundling.join_or_start): a
 -- live notification is dated no earlier than just after the bundle's newest base; a
 -- back-filled one keeps its date and only looks at the newest base older than itself, so it
--- never takes a newer group over. Each user's keys stay in that user's slot.
+-- never takes a newer group over. Each user's keys stay in that user's slot. The row's fields
+-- are built once for the event: only a bundled row's date and group differ from user to user.
 -- ARGV: id, created, type, category, section, actor, object, bundle, bundled (1|0), writer,
 --       own display hash, backfill (1|0), queryable fields (JSON object, or '')
 -- Returns per user 1 (written, or written before by the same writer) or 0.
 local users, A = users_of()
 local id, writer = A[1], A[10]
 local backfill, bundled = A[12] == '1', A[9] == '1'
-local a, o = opt(A[6]), opt(A[7])
+local m, created0 = enc(id), tonumber(A[2])
+local c0 = string.format('%.0f', created0)
+local fields = row_fields(c0, A[3], A[4], A[5], opt(A[6]), opt(A[7]), A[8], A[11], writer,
+  A[13])
 local out = {}
 for j = 1, #users do
   P = users[j]
-  if redis.call('EXISTS', nkey(id)) == 1 then
-    out[j] = (writer ~= '' and redis.call('HGET', nkey(id), 'w') == writer) and 1 or 0
+  local key = nkey(id)
+  if redis.call('EXISTS', key) == 1 then
+    out[j] = (writer ~= '' and redis.call('HGET', key, 'w') == writer) and 1 or 0
   else
-    local group, created = A[11], tonumber(A[2])
+    local c, group = c0, A[11]
     if bundled then
+      local created = created0
       local base = newest_base(A[8], backfill and created or nil, tonumber(id))
       if base then
         if not backfill then created = math.max(created, tonumber(base.c) + 1) end
         if is_unread(markers_of(redis.call('HGETALL', P .. ':m')), base) then
           group = base.d
-          demote(group)
+          demote(group, base)
         end
       end
+      c = string.format('%.0f', created)
+      fields[2], fields[4], fields[14] = c, c, group
     end
-    insert(id, string.format('%.0f', created), A[3], A[4], A[5], a, o, A[8],
-      group, writer, A[13], true, not bundled)
+    store_row(id, m, c, A[8], group, fields, not bundled)
     out[j] = 1
   end
 end
