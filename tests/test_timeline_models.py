@@ -89,6 +89,30 @@ def test_pages_where_one_followee_posts_most(tl: Tidings) -> None:
     assert ids(tl, "bob", max_id=left[6]) == left[7:]
 
 
+def test_a_page_of_more_followees_than_it_holds(tl: Tidings) -> None:
+    """More followees than a page holds, one of them posting far more than the rest, some
+    posts retracted: every page is the newest of what is left (MariaDB reads the page above
+    a floor taken from each followee's newest post; the page's own bounds apply too)."""
+    followees = [f"f{i:02d}" for i in range(25)]
+    for other in followees:
+        tl.follow("bob", other)
+    events = [{"type": "post", "actor": other, "object": f"blog:{other}-{n}"}
+              for rounds in range(3) for i, other in enumerate(followees)
+              for n in range(1 + (i % 3) * rounds)]
+    events += [{"type": "post", "actor": "f07", "object": f"blog:burst{n}"} for n in range(30)]
+    every = [int(r.id) for r in tl.publish_many(events)]
+    tl.run_jobs()
+    gone = every[5::7]
+    for event_id in gone:
+        tl.retract(event_id=event_id)
+    tl.run_jobs()
+    left = sorted(set(every) - set(gone), reverse=True)
+    for limit in (1, 19, 20, 21, 50):
+        assert walk(tl, "bob", limit) == left
+    assert ids(tl, "bob", max_id=left[10], since_id=left[40]) == left[11:40]
+    assert ids(tl, "bob", since_id=left[3]) == left[:3]
+
+
 def test_a_follow_shows_the_followees_earlier_posts(tl: Tidings) -> None:
     earlier = post(tl, "ann", 30)
     assert ids(tl, "bob") == []
