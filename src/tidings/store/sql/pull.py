@@ -16,7 +16,8 @@ of those ids is a floor under the page, since that many followees hold an event 
 it; a second statement then takes the newest ids at or above the floor of the followees that
 reach it (one range of the same index each, no subquery a followee) and joins only the page's
 to ``events``. With fewer followees holding anything than a page holds, there is no floor: the
-``UNION ALL`` above, for those followees.
+``UNION ALL`` above, for those followees (for all of them at once, without the first
+statement, when there are fewer followees than that).
 
 Every statement is built once per shape (backend, followees in the group, types, which bounds,
 limit) and run straight on the driver (:meth:`Database.fetch`, prepared by psycopg): a read
@@ -139,7 +140,7 @@ def pull_page(db: Database, conn: Connection, sources: Sequence[tuple[str, int]]
             "actors": [a for a, _ in sources], "cuts": [c for _, c in sources],
             "types": list(types), **bounds})]
     kinds = {f"t{j}": name for j, name in enumerate(types)}
-    if db.backend == "mysql":
+    if db.backend == "mysql" and len(sources) >= limit:  # fewer can have no floor
         newest = sorted(_newest(db, conn, sources, kinds, bounds), reverse=True)
         if len(newest) >= limit:
             return _above_the_floor(db, conn, newest, kinds, limit, bounds)
