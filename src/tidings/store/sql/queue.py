@@ -11,15 +11,23 @@ number of machines share one queue; SQLite has a single writer and needs nothing
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, delete, func, insert, select, update
 
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import job_failures, jobs
+
+# MariaDB's locking scan locks the rows it reads and rejects (another lane's jobs) until its
+# transaction ends, so a claim at the same moment can skip a job nobody is taking. A claim that
+# found nothing while a plain read shows a job runnable looks again after these pauses
+# (seconds, each drawn between half and one and a half of it), then leaves it to the poll.
+LOOK_AGAIN = (0.005, 0.01, 0.02, 0.04, 0.08)
 
 
 def _row(spec: JobSpec, now: int) -> dict[str, Any]:
@@ -114,19 +122,40 @@ class SqlJobAdmin:
 
     def claim(self, limit: int = 1, funcs: Sequence[str] | None = None,
               exclude: Sequence[str] | None = None) -> list[Job]:
+        found = self._claim(limit, funcs, exclude)
+        if found or self.db.backend != "mysql":
+            return found
+        for pause in LOOK_AGAIN:  # skipped, or being claimed by a transaction not yet done?
+            with self.db.read() as conn:
+                look = self._runnable(self.clock.now_us(), 1, funcs, exclude)
+                if conn.execute(look.with_only_columns(jobs.c.id)).first() is None:
+                    return found
+            time.sleep(random.uniform(0.5, 1.5) * pause)
+            found = self._claim(limit, funcs, exclude)
+            if found:
+                return found
+        return found
+
+    def _runnable(self, now: int, limit: int, funcs: Sequence[str] | None,
+                  exclude: Sequence[str] | None) -> Select[Any]:
+        query = (
+            select(jobs.c.id, jobs.c.func, jobs.c.args, jobs.c.unique_key,
+                   jobs.c.priority, jobs.c.attempts)
+            .where(jobs.c.run_after <= now, jobs.c.grabbed_until <= now)
+            .order_by(jobs.c.priority, jobs.c.run_after, jobs.c.id)
+            .limit(limit)
+        )
+        if funcs is not None:
+            query = query.where(jobs.c.func.in_(list(funcs)))
+        if exclude:
+            query = query.where(jobs.c.func.not_in(list(exclude)))
+        return query
+
+    def _claim(self, limit: int, funcs: Sequence[str] | None,
+               exclude: Sequence[str] | None) -> list[Job]:
         def work(conn: Connection) -> list[Job]:
             now = self.clock.now_us()
-            query = (
-                select(jobs.c.id, jobs.c.func, jobs.c.args, jobs.c.unique_key,
-                       jobs.c.priority, jobs.c.attempts)
-                .where(jobs.c.run_after <= now, jobs.c.grabbed_until <= now)
-                .order_by(jobs.c.priority, jobs.c.run_after, jobs.c.id)
-                .limit(limit)
-            )
-            if funcs is not None:
-                query = query.where(jobs.c.func.in_(list(funcs)))
-            if exclude:
-                query = query.where(jobs.c.func.not_in(list(exclude)))
+            query = self._runnable(now, limit, funcs, exclude)
             if self.db.skip_locked:
                 query = query.with_for_update(skip_locked=True)
             rows = conn.execute(query).all()
