@@ -5,15 +5,23 @@ a unit of work takes BEGIN, the count, the upsert, COMMIT and then the announcem
 
 The statement moves nothing when a narrower watermark (per type, category or section) lies
 beyond "all": the count it returns would not be exact, so the caller does the work as a unit.
+
+On SQLite and MariaDB (:func:`in_one_transaction`) the same count and upsert run in one short
+transaction begun, and committed, on the driver of the thread's held connection: a unit of work
+(a connection checked out of the pool, SQLAlchemy's transaction and execution around each
+statement) cost SQLite about 200 µs more than the statements themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 from sqlalchemy import BigInteger, Connection, bindparam, text
 
+from tidings.store.sql import readmarkers
 from tidings.store.sql.database import Database
 from tidings.store.sql.readmarkers import PG_ALL, PG_COUNTED, PG_MARKS
 
@@ -43,3 +51,36 @@ def mark_all_read(db: Database, read: Callable[[], AbstractContextManager[Connec
         ((unread, narrower, _announced),) = db.fetch(conn, STATEMENT, {
             "user": user, "now": now, "channel": channel})
     return None if narrower else int(unread)
+
+
+# how a write transaction begins on the held (autocommit) connection's driver: SQLite takes
+# the write lock at once, as its units do (BEGIN IMMEDIATE), so the count and the upsert see
+# one state
+BEGIN = {"sqlite": text("BEGIN IMMEDIATE"), "mysql": text("START TRANSACTION")}
+
+
+def in_one_transaction(db: Database, read: Callable[[], AbstractContextManager[Connection]],
+                       user: str, now: int) -> int | None:
+    """SQLite and MariaDB: what :func:`mark_all_read` does, as the count and the upsert of a
+    unit of work (``readmarkers.count_statement``, the "all" watermark's upsert) in one
+    transaction on the driver of ``read``'s connection, built once and run straight on the
+    driver; None (nothing done) where a narrower watermark makes the count inexact. The
+    caller announces the move once this returns."""
+    count = readmarkers.count_statement(db.backend, False, False, False)
+    with read() as conn:
+        db.run(conn, BEGIN[db.backend], {})
+        driver: Any = conn.connection.dbapi_connection
+        committed = False
+        try:
+            ((unread, narrower),) = db.fetch(conn, count, {"user": user})
+            if narrower:
+                return None
+            db.run(conn, readmarkers.move_statement(db.backend),
+                   {"user_id": user, "scope": "all", "until_at": now})
+            driver.commit()
+            committed = True
+        finally:
+            if not committed:  # failed, or nothing to do: end it with nothing written
+                with contextlib.suppress(Exception):
+                    driver.rollback()
+    return int(unread)

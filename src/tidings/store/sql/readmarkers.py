@@ -59,12 +59,12 @@ def load_many(conn: Connection, users: Sequence[str]) -> dict[str, Markers]:
 
 def move(db: Database, conn: Connection, user: str, scope: str, until: int) -> None:
     """One narrow write, one statement: move a watermark forward (never back)."""
-    conn.execute(_move_statement(db.backend),
+    conn.execute(move_statement(db.backend),
                  {"user_id": user, "scope": scope, "until_at": until})
 
 
 @cache
-def _move_statement(backend: str) -> Any:
+def move_statement(backend: str) -> Any:
     """An upsert that keeps the larger of the stored and the new watermark, built once."""
     values: dict[str, Any] = {"user_id": bindparam("user_id"), "scope": bindparam("scope"),
                               "until_at": bindparam("until_at")}

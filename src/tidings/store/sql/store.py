@@ -162,9 +162,14 @@ class SqlStore:
         return [int(row[0]) for row in found]
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
-        if not isinstance(self.notifier, PgNotifier):
+        if isinstance(self.notifier, PgNotifier):
+            return markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
+        if self.db.backend not in markall.BEGIN:
             return None
-        return markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
+        covered = markall.in_one_transaction(self.db, self.held.read, user, until)
+        if covered is not None:
+            self.notifier.changed([user])
+        return covered
 
     def ping(self) -> None:
         self.db.ping()
