@@ -1,8 +1,8 @@
 """Worker processes killed with SIGKILL at random moments lose nothing and double nothing.
 
-200 events, each to 500 subscribers, are fanned out by real ``tidings worker`` processes while
+120 events, each to 300 subscribers, are fanned out by real ``tidings worker`` processes while
 the test kills one with SIGKILL every second or so and starts a new one. The chunk size is 100,
-so every event's ``fanout`` job is replaced by five ``fanout_chunk`` jobs and kills land in
+so every event's ``fanout`` job is replaced by three ``fanout_chunk`` jobs and kills land in
 both kinds. The lease is 2 s, so a killed worker's jobs are taken again quickly. After the
 queue drains, every (user, event) notification is there exactly once, the job table is empty
 and no job failed for good.
@@ -35,8 +35,8 @@ from tidings.store.sql.schema import job_failures, jobs, notifications
 
 pytestmark = pytest.mark.slow
 
-EVENTS = 200
-SUBSCRIBERS = 500
+EVENTS = 120
+SUBSCRIBERS = 300
 CHUNK = 100
 LEASE_SECONDS = 2
 KILLS = 8
