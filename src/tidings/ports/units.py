@@ -90,6 +90,12 @@ class Store(Protocol):
         no connection free, a value refused, a store that cannot (then the caller publishes
         them in a unit of work, in a thread, which says why)."""
 
+    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
+        """The user's unread count under the watermarks alone (a badge's: no filter; with
+        ``unseen``, what is newer than the seen watermark too), capped, read without a unit
+        of work — or None where the store has no such read (then the caller reads it in a
+        unit)."""
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         """Move the user's "all" watermark to ``until`` and announce it to live listeners as
         one atomic step, returning the unread count it covered (capped) — or None, having done

@@ -176,16 +176,21 @@ class InboxService:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed like
         :meth:`notifications`."""
         filters = self._unread_filters(user, narrow)
-        with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters)
+        count = (self.store.unread_count_at_once(user) if filters is UNREAD_ONLY else None)
+        if count is None:
+            with self.store.read() as tx:
+                count = tx.inbox.unread_count(user, filters)
         return UnreadCount(count, count_display(count))
 
     def unseen_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups that arrived (or became unread again) after the seen
         watermark, capped like :meth:`unread_count`: what a badge shows until opened."""
         filters = self._unread_filters(user, narrow)
-        with self.store.read() as tx:
-            count = tx.inbox.unread_count(user, filters, unseen=True)
+        count = (self.store.unread_count_at_once(user, unseen=True) if filters is UNREAD_ONLY
+                 else None)
+        if count is None:
+            with self.store.read() as tx:
+                count = tx.inbox.unread_count(user, filters, unseen=True)
         return UnreadCount(count, count_display(count))
 
     def unread_counts(self, user: str, **narrow: Unpack[Narrowing]

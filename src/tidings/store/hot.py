@@ -195,6 +195,9 @@ class HotStore:
                           now: int, *, scope: str) -> list[int] | None:
         return await self.sql.publish_now(rows, jobs, now, scope=scope)  # both stay in SQL
 
+    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
+        return None  # the counts live in Redis: read through the inbox port
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # the watermark lives in Redis (and is copied to SQL): a unit of work
 

@@ -105,6 +105,9 @@ class MemoryStore:
                           now: int, *, scope: str) -> list[int] | None:
         return None  # a unit of work costs no round trips here
 
+    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
+        return None  # a unit of work costs no round trips here
+
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # a unit of work costs no round trips here
 
