@@ -327,7 +327,7 @@ class SqlInbox:
                 filters.section is not None, unseen), readmarkers.count_params(user, filters))
             if not narrower:
                 return int(unread)
-        return self.exact_count(user, filters, markers, unseen=unseen)
+        return self._exact_count(user, filters, markers, unseen=unseen)
 
     def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
         if readmarkers.watermarks_only(filters):  # both counts in one statement (see unread_count)
@@ -339,8 +339,8 @@ class SqlInbox:
             if not narrower:
                 return int(unread), int(unseen)
         markers = self.load_markers(user)
-        return (self.exact_count(user, filters, markers),
-                self.exact_count(user, filters, markers, unseen=True))
+        return (self._exact_count(user, filters, markers),
+                self._exact_count(user, filters, markers, unseen=True))
 
     def _count_row(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...]:
         if "types" in params:  # an expanding list: SQLAlchemy renders it per call
@@ -348,7 +348,7 @@ class SqlInbox:
         ((*row,),) = self.db.fetch(self.conn, statement, params)
         return tuple(row)
 
-    def exact_count(self, user: str, filters: Filters, markers: Markers | None, *,
+    def _exact_count(self, user: str, filters: Filters, markers: Markers | None, *,
                      unseen: bool = False) -> int:
         if markers is None:
             markers = self.load_markers(user)

@@ -32,6 +32,7 @@ from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
 
 T = TypeVar("T")
+UNREAD = Filters(unread=True)  # a badge's count: no filter but the read state
 
 
 class SqlTx(AfterCommit):
@@ -162,15 +163,10 @@ class SqlStore:
         return [int(row[0]) for row in found]
 
     def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
-        # the statement SqlInbox.unread_count runs for a badge, on the thread's held
-        # connection, without the unit's port objects around it (on SQLite about half a count)
-        statement = readmarkers.count_statement(self.db.backend, False, False, False, unseen)
+        # SqlInbox's own count on the thread's held connection, without the read's unit
+        # (SqlTx and its cached ports) around it
         with self.held.read() as conn:
-            ((unread, narrower),) = self.db.fetch(conn, statement, {"user": user})
-            if narrower:  # rare: the exact count, the watermarks then the count under them
-                return SqlInbox(self.db, conn, self.clock).exact_count(
-                    user, Filters(unread=True), None, unseen=unseen)
-        return int(unread)
+            return SqlInbox(self.db, conn, self.clock).unread_count(user, UNREAD, unseen=unseen)
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         if isinstance(self.notifier, PgNotifier):
