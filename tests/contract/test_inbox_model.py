@@ -204,6 +204,8 @@ class InboxModel(RuleBasedStateMachine):
                     "second_page": tx.inbox.page(user, Filters(), markers, limit=2,
                                                  before=_cursor(tx, user)),
                     "counts": [tx.inbox.unread_count(user, f, markers) for f in FILTERS],
+                    "view": tx.inbox.page_view(user, Filters(), limit=50, before=None,
+                                               bundles=lambda _: True),
                     "groups": tx.inbox.group_info(user, [
                         r.display_hash for r in tx.inbox.page(user, Filters(), markers,
                                                               limit=50, before=None)]),

@@ -16,8 +16,8 @@ from tidings.config import Config
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.store.sql.groupsummary import GROUP_INDEX, members_statement
 from tidings.store.sql.holders import ANY_HOLDER, HOLDERS
-from tidings.store.sql.pagereads import GROUP_INDEX, members_statement
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]
@@ -305,7 +305,7 @@ def test_sqlite_reads_each_listed_group_off_the_covering_index(tmp_path: Any) ->
         statement = members_statement(2)
         with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
             compiled = statement.compile(dialect=conn.dialect)
-            values = {**compiled.params, "user": "u", "g0": "a", "g1": "b"}
+            values = {**compiled.params, "u0": "u", "g0": "a", "u1": "u", "g1": "b"}
             plan = conn.exec_driver_sql(
                 "EXPLAIN QUERY PLAN " + str(compiled),
                 tuple(values[k] for k in compiled.positiontup or ())).all()
@@ -336,7 +336,7 @@ def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores
         with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
             conn.execute(text("ANALYZE TABLE notifications"))
             compiled = members_statement(2).compile(dialect=conn.dialect)
-            values = {**compiled.params, "user": "u", "g0": "g", "g1": "other"}
+            values = {**compiled.params, "u0": "u", "g0": "g", "u1": "u", "g1": "other"}
             plan = conn.exec_driver_sql("EXPLAIN " + str(compiled), values).all()
             newest = conn.exec_driver_sql(str(compiled), values).all()
         reads = [row for row in plan if row[2] == "notifications"]
@@ -345,7 +345,7 @@ def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores
             assert row[5] == GROUP_INDEX and "Using index" in str(row[9]), plan
             assert "filesort" not in str(row[9]), plan
         assert len(newest) == ACTOR_SCAN
-        assert [actor for _, actor in newest[:3]] == ["a4", "a3", "a2"]  # 3000, 2999, 2998
+        assert [row[2] for row in newest[:3]] == ["a4", "a3", "a2"]  # 3000, 2999, 2998
     finally:
         t.close()
         mysql_stores.drop(url)

@@ -7,7 +7,8 @@ than the rest of the bench, so the sweep users' inboxes are written in bulk (``C
 PostgreSQL, multi-row inserts elsewhere) with the rows fan-out would have written: events in the
 W2 mix addressed to that one user, bundle and display hashes from
 :mod:`tidings.domain.bundling` (``join_or_start``, every group unread while it grows, as in
-W2's load), then the oldest 30 % marked read with their groups, as ``mark_read`` does.
+W2's load; each group's summary on its base row as delivery keeps it), then the oldest 30 %
+marked read with their groups, as ``mark_read`` does.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from tidings.bench.compare import point
 from tidings.bench.inbox_raw import RawInbox
 from tidings.bench.measure import Timed, median, time_each
 from tidings.bench.raw import RawConnection
-from tidings.domain.bundling import bundle_hash, display_hash
+from tidings.domain.bundling import (
+    ACTOR_SCAN,
+    Summary,
+    bundle_hash,
+    display_hash,
+    summary_alone,
+    summary_joined,
+    summary_of,
+)
 from tidings.domain.events import Event, Limits, validate_event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
@@ -36,9 +45,11 @@ LIMITS = Limits()
 EVENT_COLUMNS = ("id", "type", "actor", "object", "payload", "recipients", "exclude",
                  "body_hash", "created_at")
 ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "category", "section",
-               "actor", "object", "bundle_hash", "display_hash", "bundle_base", "read_at")
+               "actor", "object", "bundle_hash", "display_hash", "bundle_base", "read_at",
+               "joined", "group_count", "group_actors")
 BASE, DISPLAY, READ_AT = ROW_COLUMNS.index("bundle_base"), ROW_COLUMNS.index("display_hash"), \
     ROW_COLUMNS.index("read_at")
+SUMMARY = ROW_COLUMNS.index("group_count")  # and group_actors
 
 
 def sweep_user(size: int) -> str:
@@ -52,6 +63,9 @@ def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str,
     event_rows: list[tuple[Any, ...]] = []
     rows: list[list[Any]] = []
     newest: dict[str, tuple[str, int]] = {}  # bundle hash -> (its group, index of its base)
+    # per group: its members' actors, oldest first, and its summary (what delivery keeps)
+    members: dict[str, list[str | None]] = {}
+    summaries: dict[str, Summary] = {}
     for i in range(size):
         event = events()
         if event.type == "edit-user-talk":
@@ -68,9 +82,19 @@ def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str,
         group = base[0] if base is not None else display_hash(bhash, event_id)
         if base is not None:
             rows[base[1]][BASE] = False
+            rows[base[1]][SUMMARY:SUMMARY + 2] = [None, None]
         newest[bhash] = (group, i)
+        actors = members.setdefault(group, [])
+        summary = (summary_alone(event.actor) if base is None
+                   else summary_joined(summaries[group], event.actor)
+                   or summary_of([event.actor, *actors[:-ACTOR_SCAN:-1]]))
+        actors.append(event.actor)
+        summaries[group] = summary
+        count, names = (None, None) if base is None else (
+            summary[0], json.dumps(list(summary[1]), separators=(",", ":")))
         rows.append([user, event_id, created, created, event.type, kind.category, kind.section,
-                     event.actor, event.object, bhash, group, True, None])
+                     event.actor, event.object, bhash, group, True, None, base is not None,
+                     count, names])
     read_groups = {row[DISPLAY] for row in rows[:round(size * read_share)]}
     for row in rows:
         if row[DISPLAY] in read_groups:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tidings.domain.views import BundleBase
@@ -74,3 +75,34 @@ def join_or_start(bundle: str, event_id: int, at: int, base: BundleBase | None,
     if base is not None and base_unread:
         return Placement(base.display_hash, True, created)
     return Placement(display_hash(bundle, event_id), False, created)
+
+
+# A display group's summary: its member count (up to ACTOR_SCAN) and its newest distinct
+# actors (at most GROUP_ACTORS, the most recently active first) among those members.
+Summary = tuple[int, tuple[str, ...]]
+GROUP_ACTORS = OTHERS_CAP + 1  # enough to tell "99+ others"
+
+
+def summary_of(members: Sequence[str | None]) -> Summary:
+    """The summary of a group whose newest members (newest first) have these actors."""
+    scanned = members[:ACTOR_SCAN]
+    actors = tuple(dict.fromkeys(a for a in scanned if a is not None))[:GROUP_ACTORS]
+    return len(scanned), actors
+
+
+def summary_alone(actor: str | None) -> Summary:
+    """The summary of a group of one row by ``actor``."""
+    return 1, (() if actor is None else (actor,))
+
+
+def summary_joined(base: Summary | None, actor: str | None) -> Summary | None:
+    """The summary once a row by ``actor`` joins a group summarised as ``base``, as its newest
+    member: exact while the group is within the scan (fewer than ``ACTOR_SCAN`` members
+    before the join, so every member counts); None (the store reads the group's newest
+    members) once the scan's window slides, or when ``base`` is not known."""
+    if base is None or base[0] >= ACTOR_SCAN:
+        return None
+    count, actors = base
+    if actor is None:
+        return count + 1, actors
+    return count + 1, (actor, *(a for a in actors if a != actor))[:GROUP_ACTORS]

@@ -123,6 +123,8 @@ class BundleBase:
     type: str
     category: str
     section: str
+    # its group's summary (tidings.domain.bundling.Summary) where the store keeps it
+    group: tuple[int, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ class NewNotification:
     fields: tuple[tuple[str, str], ...] = ()  # its event's queryable payload fields
     # False when it starts its display group: until another joins, the group is this row alone
     joined: bool = True
+    # a joining row's group summary after it joins (bundling.summary_joined), where known
+    group: tuple[int, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,16 +174,17 @@ class Delivery:
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
 
     def row(self, user: str, display_hash: str, created_at: int | None = None, *,
-            joined: bool = True) -> NewNotification:
+            joined: bool = True, group: tuple[int, tuple[str, ...]] | None = None
+            ) -> NewNotification:
         """The notification row of this delivery for ``user`` in display group
         ``display_hash`` (dated ``created_at`` when the bundling rule moved its date);
-        ``joined`` False when the row starts that group."""
+        ``joined`` False when the row starts that group; ``group`` the group's summary."""
         return NewNotification(
             user_id=user, event_id=self.event_id,
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
             bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
-            joined=joined)
+            joined=joined, group=group)
 
     def rows(self, users: Sequence[str], display_hash: str, created_at: int, *,
              joined: bool) -> list[NewNotification]:
@@ -190,7 +195,8 @@ class Delivery:
         shared = {"event_id": self.event_id, "created_at": created_at, "type": self.type,
                   "category": self.category, "section": self.section, "actor": self.actor,
                   "object": self.object, "bundle_hash": self.bundle_hash,
-                  "display_hash": display_hash, "fields": self.fields, "joined": joined}
+                  "display_hash": display_hash, "fields": self.fields, "joined": joined,
+                  "group": None}
         out: list[NewNotification] = []
         for user in users:
             row: NewNotification = _new(NewNotification)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tidings.domain.bundling import Placement, join_or_start
+from tidings.domain.bundling import Placement, join_or_start, summary_alone, summary_joined
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery, NewNotification
 
@@ -58,10 +58,11 @@ def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]
         rows = delivery.rows(fresh, alone.group, alone.created_at, joined=False)
     else:
         for user in fresh:
-            place = _placement(delivery, bases.get(user), markers.get(user), alone)
+            base = bases.get(user)
+            place = _placement(delivery, base, markers.get(user), alone)
             if place.joins:
                 demote.append((user, place.group))
-            rows.append(delivery.row(user, place.group, place.created_at, joined=place.joins))
+            rows.append(_row(delivery, user, place, base))
     inbox.demote(demote)
     inbox.insert(rows)
     return [r.user_id for r in rows]
@@ -108,16 +109,27 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
             wave.write()
         wave.pairs |= mine
         for user in candidates:
-            place = _placement(d, bases.get((user, d.bundle_hash)), markers.get(user), alone)
+            base = bases.get((user, d.bundle_hash))
+            place = _placement(d, base, markers.get(user), alone)
             if place.joins:
                 wave.demote.append((user, place.group))
-            wave.rows.append(d.row(user, place.group, place.created_at, joined=place.joins))
+            row = _row(d, user, place, base)
+            wave.rows.append(row)
             bases[(user, d.bundle_hash)] = BundleBase(
                 user_id=user, event_id=d.event_id, display_hash=place.group,
                 created_at=place.created_at, fresh_at=place.created_at, read_at=None,
-                type=d.type, category=d.category, section=d.section)
+                type=d.type, category=d.category, section=d.section,
+                group=row.group if place.joins else summary_alone(d.actor))
     wave.write()
     return results
+
+
+def _row(delivery: Delivery, user: str, place: Placement, base: BundleBase | None
+         ) -> NewNotification:
+    """The row ``place`` gives ``user``; a joining row carries its group's summary after the
+    join where the base's is known and the join keeps it exact (``summary_joined``)."""
+    group = summary_joined(base.group, delivery.actor) if place.joins and base else None
+    return delivery.row(user, place.group, place.created_at, joined=place.joins, group=group)
 
 
 def _placement(delivery: Delivery, base: BundleBase | None, markers: Markers | None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP
+from tidings.domain.bundling import UNREAD_CAP, summary_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import (
     BundleBase,
@@ -199,12 +199,8 @@ class MemoryInbox:
                 members.setdefault(row.display_hash, []).append(row)
         info: dict[str, GroupInfo] = {}
         for group, rows in members.items():
-            scanned = sorted(rows, key=_newest_first)[:ACTOR_SCAN]
-            actors: list[str] = []
-            for row in scanned:
-                if row.actor is not None and row.actor not in actors:
-                    actors.append(row.actor)
-            info[group] = GroupInfo(count=len(scanned), actors=actors,
+            count, actors = summary_of([r.actor for r in sorted(rows, key=_newest_first)])
+            info[group] = GroupInfo(count=count, actors=list(actors),
                                     distinct_actors=len(actors))
         return info
 

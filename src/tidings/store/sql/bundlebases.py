@@ -11,19 +11,21 @@ from typing import Any
 from sqlalchemy import Connection, select, text, true, tuple_
 
 from tidings.domain.views import BundleBase
+from tidings.store.sql import groupsummary
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import notifications
 
 n = notifications.c
 BATCH = 500
-# a bundle base's columns as BundleBase takes them, after its bundle hash
+# a bundle base's columns as BundleBase takes them, after its bundle hash, then what it says
+# of its group (groupsummary.decode's arguments)
 BASE_COLUMNS = (n.bundle_hash, n.user_id, n.event_id, n.display_hash, n.created_at, n.fresh_at,
-                n.read_at, n.type, n.category, n.section)
+                n.read_at, n.type, n.category, n.section, *groupsummary.COLUMNS)
 # PostgreSQL: the newest base row of each (user, bundle) pair of ``:pairs`` (a JSON array),
 # locked: one probe of the (user, bundle) index a pair
 BASES_OF_PAIRS = text("""
 SELECT b.bundle_hash, b.user_id, b.event_id, b.display_hash, b.created_at, b.fresh_at,
-       b.read_at, b.type, b.category, b.section
+       b.read_at, b.type, b.category, b.section, b.joined, b.actor, b.group_count, b.group_actors
 FROM json_array_elements(CAST(:pairs AS JSON)) AS k(v)
 CROSS JOIN LATERAL (
   SELECT * FROM notifications m
@@ -33,9 +35,10 @@ CROSS JOIN LATERAL (
 # row: each group's base found by a probe of the (user, display hash) index, not by a plan of
 # an IN list of row values (whose planning alone grew with the list: 12 ms a call in a batch,
 # and a sequential scan where the table had no statistics yet). The caller holds those rows
-# locked (read by BASES_OF_PAIRS, or written by its own unit), so they keep their ctid.
+# locked (read by BASES_OF_PAIRS, or written by its own unit), so they keep their ctid. A
+# demoted row drops its group's summary: the new base carries it.
 DEMOTE = text("""
-UPDATE notifications SET bundle_base = false
+UPDATE notifications SET bundle_base = false, group_count = NULL, group_actors = NULL
 WHERE ctid = ANY(ARRAY(
   SELECT m.ctid FROM json_array_elements(CAST(:groups AS JSON)) AS k(v)
   CROSS JOIN LATERAL (SELECT ctid FROM notifications
@@ -67,10 +70,18 @@ def of_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]]
             found += conn.execute(query).all()
     bases: dict[tuple[str, str], BundleBase] = {}
     for row in found:
-        base = BundleBase(*row[1:])
+        base = base_of(row)
         key = (base.user_id, row[0])
         newest = bases.get(key)
         if newest is None or (base.created_at, base.event_id) > (
                 newest.created_at, newest.event_id):
             bases[key] = base
     return bases
+
+
+def base_of(row: Sequence[Any]) -> BundleBase:
+    """The bundle base of a row of :data:`BASE_COLUMNS`."""
+    (user, event_id, display, created_at, fresh_at, read_at, type_, category, section,
+     joined, actor, count, actors) = row[1:14]
+    return BundleBase(user, event_id, display, created_at, fresh_at, read_at, type_, category,
+                      section, groupsummary.decode(joined, actor, count, actors))

@@ -41,7 +41,15 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store import pageview, stepwise
-from tidings.store.sql import bundlebases, bundlelocks, holders, inboxcap, pagereads, readmarkers
+from tidings.store.sql import (
+    bundlebases,
+    bundlelocks,
+    groupsummary,
+    holders,
+    inboxcap,
+    pagereads,
+    readmarkers,
+)
 from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.database import Database
 from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
@@ -58,10 +66,13 @@ _ROW: tuple[tuple[str, str | None, Any], ...] = (
     ("type", "type", None), ("category", "category", None), ("section", "section", None),
     ("actor", "actor", None), ("object", "object", None),
     ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),
-    ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None))
+    ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None),
+    ("group_count", None, None), ("group_actors", None, None))
 ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
 ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
     (attrgetter(name) if name else None, value) for _, name, value in _ROW)
+SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary.fill's
+JOINED_AT = ROW_COLUMNS.index("joined")
 
 
 class SqlInbox:
@@ -112,8 +123,7 @@ class SqlInbox:
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
             query = (
-                select(n.user_id, n.event_id, n.display_hash, n.created_at, n.fresh_at,
-                       n.read_at, n.type, n.category, n.section)
+                select(*bundlebases.BASE_COLUMNS)
                 .where(n.user_id.in_(part), n.bundle_hash == bundle_hash,
                        n.bundle_base == true())
                 .order_by(n.user_id)
@@ -128,7 +138,7 @@ class SqlInbox:
                 newest = bases.get(row.user_id)
                 if newest is None or (row.created_at, row.event_id) > (
                         newest.created_at, newest.event_id):
-                    bases[row.user_id] = BundleBase(**row._mapping)
+                    bases[row.user_id] = bundlebases.base_of(row)
         return bases
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
@@ -152,6 +162,8 @@ class SqlInbox:
             return
         # the rows column by column (a column of rows that share a value costs a compare)
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
+        if any(columns[JOINED_AT]):  # the summaries of the groups joined
+            columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
         if self.db.backend == "postgresql":  # the rows and their users' bounds at once
             self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
                                                        columns))
@@ -182,7 +194,7 @@ class SqlInbox:
                 update(notifications)
                 .where(tuple_(n.user_id, n.display_hash).in_(list(groups[start:start + BATCH])),
                        n.bundle_base == true())
-                .values(bundle_base=False))
+                .values(bundle_base=False, group_count=None, group_actors=None))
 
     # -- removal ----------------------------------------------------------------------------
 
@@ -210,6 +222,7 @@ class SqlInbox:
                 self.conn.execute(update(notifications)
                                   .where(n.user_id == user, n.event_id == newest.event_id)
                                   .values(bundle_base=True))
+        groupsummary.clear(self.db, self.conn, [(k.user_id, k.display_hash) for k in keys])
         return removed
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
@@ -292,8 +305,7 @@ class SqlInbox:
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         if not groups:
             return {}
-        return {group: sql_pageview.group_of(actors) for group, actors in
-                pagereads.members_of(self.db, self.conn, user, groups).items()}
+        return groupsummary.group_info(self.db, self.conn, user, groups)
 
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:

@@ -4,11 +4,11 @@ group — what the three reads of :mod:`tidings.store.pageview` fetch in three r
 
 The watermarks come in an uncorrelated subquery, one row that the page is joined to (``LEFT
 JOIN LATERAL``): every row carries them as JSON text, and an empty page is that row alone, with
-no page columns, so a user with nothing listed still costs one statement. Each row's group
-members come from a correlated subquery on the (display hash, user, created_at, event id,
-actor) index (its newest end, in the subquery's order, cut at the limit), evaluated for the listed
-rows that were joined (``notifications.joined``): a row that started its group and was never
-joined is its group's only member. Only pages that do not
+no page columns, so a user with nothing listed still costs one statement. A row's group is its
+summary where the base row keeps one (:mod:`.groupsummary`), or the row alone where it started
+its group and was never joined (``notifications.joined``); else its members come from a
+correlated subquery on the (display hash, user, created_at, event id, actor) index (its newest
+end, in the subquery's order, cut at the limit). Only pages that do not
 filter on read state take this path: that filter needs the watermarks before the page's
 condition can be written.
 """
@@ -32,11 +32,11 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import array as pg_array
 
-from tidings.domain.bundling import ACTOR_SCAN
+from tidings.domain.bundling import ACTOR_SCAN, summary_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
+from tidings.store.sql import groupsummary
 from tidings.store.sql.schema import events, notifications, read_markers
 
 n = notifications.c
@@ -53,16 +53,16 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
     member = notifications.alias("member")
     # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row; a
     # row that started its group and was never joined is the group, and skips the subquery
-    members = case((n.joined, func.array(
+    members = case((and_(n.joined, n.group_count.is_(None)), func.array(
         select(member.c.actor)
         .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
         .order_by(member.c.created_at.desc(), member.c.event_id.desc())
-        .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())),
-        else_=pg_array([n.actor]))
+        .limit(ACTOR_SCAN).correlate(notifications).scalar_subquery())))
     marks = select(select(cast(func.json_agg(func.json_build_array(
         m.scope, m.until_at, m.position_at, m.position_id)), String)).where(
         m.user_id == bindparam("user")).scalar_subquery().label("markers")).subquery("marks")
-    page = (select(*ROW_COLUMNS, members.label("members"))
+    page = (select(*ROW_COLUMNS, members.label("members"), n.joined, n.group_count,
+                   n.group_actors)
             .join_from(notifications, events, events.c.id == n.event_id)
             .where(*conditions)
             .order_by(n.created_at.desc(), n.event_id.desc())
@@ -100,28 +100,31 @@ def markers_of(text: str | None) -> Markers:
 
 
 def group_of(members: Sequence[str | None]) -> GroupInfo:
-    actors = list(dict.fromkeys(a for a in members if a is not None))
-    return GroupInfo(count=len(members), actors=actors, distinct_actors=len(actors))
+    """The group info of a group whose newest members (newest first) have these actors."""
+    return groupsummary.info(summary_of(members))
 
 
 def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
          fallback: Callable[[], Markers]) -> PageView:
     """The page view from a :func:`statement`'s rows (by position: the row columns, then
-    ``members`` and ``markers``; an empty page is one row of the markers alone, its event id
-    null); ``fallback`` reads the markers when there is no row at all."""
+    ``members``, the group summary's columns and ``markers``; an empty page is one row of the
+    markers alone, its event id null); ``fallback`` reads the markers when there is no row at
+    all."""
     rows: list[InboxRow] = []
     groups: dict[str, GroupInfo] = {}
     marks: str | None = None
     read = False
     for r in found:
         if not read:
-            marks, read = r[WIDTH + 1], True
+            marks, read = r[WIDTH + 4], True
         if r[0] is None:  # the empty page's row
             continue
         row = InboxRow(*r[:WIDTH])
         rows.append(row)
-        if bundles(row.type):
-            groups[row.display_hash] = group_of(r[WIDTH] or [])
+        if bundles(row.type) and row.display_hash not in groups:  # by its newest base row
+            summary = groupsummary.decode(r[WIDTH + 1], row.actor, r[WIDTH + 2], r[WIDTH + 3])
+            groups[row.display_hash] = (group_of(r[WIDTH] or []) if summary is None
+                                        else groupsummary.info(summary))
     # newest first, as the lateral page has them (the join keeps them so in practice; this
     # makes it certain, at the cost of one pass over rows already in order)
     rows.sort(key=_place, reverse=True)

@@ -1,8 +1,7 @@
 """The schema, declared once. Alembic migrations must produce exactly this (a test checks).
 
-Times are integer microseconds since the epoch (UTC): portable, exact and cheap to compare.
-Read state follows Gazelle's witness tables: ``read_markers`` holds narrow per-user watermarks
-so "mark all read" writes one row and never touches (or locks) notification rows.
+Times are integer microseconds since the epoch (UTC). Read state follows Gazelle's witness
+tables: ``read_markers`` holds narrow per-user watermarks, so "mark all read" writes one row.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from sqlalchemy import (
 from tidings.domain.events import DEFAULT_SCOPE
 
 # Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
-# stays on its page without a new index entry (migration 0017).
+# stays on its page without a new index entry (0017).
 ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
 
 NAMING = {
@@ -99,8 +98,7 @@ event_types = Table(
 )
 
 # ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet),
-# raised with every insert of notifications in one upsert, lowered by no removal, reset by an
-# exact trim; fan-out trims a user only when it passes the cap, so the cap holds after each.
+# raised by every insert, lowered by no removal, reset by an exact trim (fan-out's, past the cap).
 users = Table(
     "users",
     metadata,
@@ -169,9 +167,10 @@ preferences = Table(
 # One row per (user, event). ``bundle_base`` marks the newest member of each display group:
 # lists and unread counts read base rows only, through an index, with no GROUP BY. ``fresh_at``
 # is what read watermarks compare against: the delivery time, or when the user marked it unread
-# again. ``joined`` is False on a row that started its display group, True on one that joined
-# a group someone else started (and on rows from before it existed): a base row with False is
-# its group's only member, so a page need not read its members. It errs only towards True.
+# again. ``joined`` is False on a row that started its display group (the group is that row
+# alone: a page need not read its members), True on one that joined (or from before 0016). A
+# joined base row keeps its group's summary (``group_count``, ``group_actors`` as JSON; 0022)
+# where delivery knew it; null: the page reads the group's members.
 notifications = Table(
     "notifications",
     metadata,
@@ -189,6 +188,7 @@ notifications = Table(
     Column("bundle_base", Boolean, nullable=False),
     Column("read_at", BigInteger),
     Column("joined", Boolean, nullable=False, server_default="1"),
+    Column("group_count", Integer), Column("group_actors", Text),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
     # the unread count's and the bundling lookup's rows: on PostgreSQL, partial indexes of the
@@ -243,8 +243,8 @@ timelines = Table(
     **MYSQL,
 )
 
-# Per mailbox: an upper bound of its entries (the cap's check) and its floor: entries at or below
-# ``floor_id`` are not all held (trimmed, or older than a back-fill): a read pulls them instead.
+# Per mailbox: a bound of its entries (the cap's check) and its floor: entries at or below
+# ``floor_id`` are not all held (trimmed, or older than a back-fill): a read pulls them.
 timeline_state = Table(
     "timeline_state",
     metadata,

@@ -305,6 +305,8 @@ end
 
 -- A display group's member count (up to scan) and its newest distinct actors:
 -- {count, actor, actor, ...} (groups.lua, view.lua).
+-- {count, actor, ...}: the newest distinct actors, at most 100 (bundling.GROUP_ACTORS: enough
+-- to tell "99+ others"), so a group of many actors stops reading its members there
 local function group_of(d, scan)
   local members = members_of(d, scan)
   local info, seen = {#members}, {}
@@ -313,6 +315,7 @@ local function group_of(d, scan)
     if a and not seen[a] then
       seen[a] = true
       table.insert(info, a)
+      if #info > 100 then break end
     end
   end
   return info
