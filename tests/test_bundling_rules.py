@@ -3,7 +3,19 @@ and the date it is stored with."""
 
 from __future__ import annotations
 
-from tidings.domain.bundling import display_hash, join_or_start
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tidings.domain.bundling import (
+    ACTOR_SCAN,
+    GROUP_ACTORS,
+    Summary,
+    display_hash,
+    join_or_start,
+    summary_alone,
+    summary_joined,
+    summary_of,
+)
 from tidings.domain.views import BundleBase, Delivery
 
 BUNDLE = "b" * 32
@@ -68,3 +80,29 @@ def test_a_deliverys_rows_at_once_are_its_rows_one_by_one() -> None:
             repr(delivery.row(u, "g" * 32, 90, joined=joined)) for u in users]
         assert len({id(r) for r in at_once}) == len(users)
         assert hash(at_once[0]) == hash(delivery.row("bob", "g" * 32, 90, joined=joined))
+
+
+@given(st.lists(st.sampled_from(["ann", "bob", "cat", None, *(f"u{i}" for i in range(130))]),
+                min_size=1, max_size=ACTOR_SCAN + 40))
+def test_a_summary_kept_join_by_join_is_the_one_read_from_the_members(
+        actors: list[str | None]) -> None:
+    """Joins keep a group's summary exactly while it is within the scan, and give it up (the
+    store reads the members) from the join that takes it past; what is kept always equals the
+    summary of the members read newest first."""
+    kept: Summary | None = summary_alone(actors[0])
+    for n, actor in enumerate(actors[1:], start=2):
+        kept = summary_joined(kept, actor)
+        if n > ACTOR_SCAN:
+            assert kept is None
+            kept = summary_of(actors[:n][::-1])  # what the store reads instead
+        assert kept == summary_of(actors[:n][::-1])
+        assert kept[0] == min(n, ACTOR_SCAN) and len(kept[1]) <= GROUP_ACTORS
+
+
+def test_a_summary_names_the_newest_distinct_actors_first() -> None:
+    assert summary_of(["bob", None, "ann", "bob", "cat"]) == (5, ("bob", "ann", "cat"))
+    assert summary_joined((2, ("ann", "bob")), "bob") == (3, ("bob", "ann"))
+    assert summary_joined((2, ("ann",)), None) == (3, ("ann",))
+    assert summary_joined(None, "ann") is None  # not known: the store reads the members
+    assert summary_joined((ACTOR_SCAN, ("ann",)), "ann") is None
+    assert summary_alone(None) == (1, ())

@@ -38,6 +38,7 @@ from tidings.domain.bundling import (
 from tidings.domain.events import Event, Limits, validate_event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.store.sql import groupsummary
 
 SIZES = (100, 1_000, 10_000, 100_000)
 STEP_US = 1_000  # the sweep's notifications arrived a millisecond apart
@@ -90,8 +91,7 @@ def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str,
                    or summary_of([event.actor, *actors[:-ACTOR_SCAN:-1]]))
         actors.append(event.actor)
         summaries[group] = summary
-        count, names = (None, None) if base is None else (
-            summary[0], json.dumps(list(summary[1]), separators=(",", ":")))
+        count, names = groupsummary.encode(None if base is None else summary)
         rows.append([user, event_id, created, created, event.type, kind.category, kind.section,
                      event.actor, event.object, bhash, group, True, None, base is not None,
                      count, names])

@@ -13,7 +13,6 @@ members only of a joined base row without one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -34,6 +33,7 @@ MEMBER_GROUPS = 50
 # its estimates take the primary key's range of the user's rows and sort them all instead
 GROUP_INDEX = "ix_notifications_display_hash_user_id_created_at_event_id_actor"
 BATCH = 500
+SEPARATOR = " "  # between the actors of ``group_actors`` (no user id holds one)
 
 
 def decode(joined: Any, actor: str | None, count: int | None, actors: str | None
@@ -42,9 +42,9 @@ def decode(joined: Any, actor: str | None, count: int | None, actors: str | None
     or None when it keeps none (the group's members must be read)."""
     if not joined:
         return summary_alone(actor)
-    if count is None or actors is None:
+    if count is None:
         return None
-    return count, tuple(json.loads(actors))
+    return count, tuple(actors.split(SEPARATOR)) if actors else ()
 
 
 def info(summary: Summary) -> GroupInfo:
@@ -53,9 +53,11 @@ def info(summary: Summary) -> GroupInfo:
 
 
 def encode(summary: Summary | None) -> tuple[int | None, str | None]:
-    if summary is None:
+    """The columns of ``summary``: none kept (the members are read) where it is unknown, or
+    where an actor holds the separator (an actor id never does: ``check_user_id``)."""
+    if summary is None or any(SEPARATOR in a for a in summary[1]):
         return None, None
-    return summary[0], json.dumps(list(summary[1]), separators=(",", ":"))
+    return summary[0], SEPARATOR.join(summary[1])
 
 
 @lru_cache(maxsize=128)

@@ -169,7 +169,7 @@ preferences = Table(
 # is what read watermarks compare against: the delivery time, or when the user marked it unread
 # again. ``joined`` is False on a row that started its display group (the group is that row
 # alone: a page need not read its members), True on one that joined (or from before 0016). A
-# joined base row keeps its group's summary (``group_count``, ``group_actors`` as JSON; 0022)
+# joined base row keeps its group's summary (``group_count``, ``group_actors``; 0022)
 # where delivery knew it; null: the page reads the group's members.
 notifications = Table(
     "notifications",

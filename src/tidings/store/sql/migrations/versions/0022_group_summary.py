@@ -9,8 +9,8 @@ listed group that had been joined, the group's newest members (up to 500) off th
 so the first page of an inbox whose groups grow cost up to 500 index entries a group (the
 bench's sweep: 1,925 pages a second at 100 rows, 802 at 100,000 and 201 at 1,000,000 on
 PostgreSQL). Delivery now keeps the summary on the group's base row: ``group_count`` (members,
-up to the scan of 500) and ``group_actors`` (the newest distinct actors, at most 100, as a JSON
-array), worked out from the base it joins while the group is within the scan, and read from the
+up to the scan of 500) and ``group_actors`` (the newest distinct actors, at most 100, separated
+by spaces), worked out from the base it joins while the group is within the scan, and read from the
 group's newest members once it is past it. A demoted row drops its summary; a removal clears
 the summary of each group it touches. Null columns (rows from before this revision, groups a
 removal touched) make the page read the members, as before: nothing to fill in here.
