@@ -349,3 +349,35 @@ def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores
     finally:
         t.close()
         mysql_stores.drop(url)
+
+
+def test_mariadb_counts_the_unread_off_their_index(mysql_stores: MysqlStores) -> None:
+    """Where one user holds most of the rows, MariaDB's estimates took the primary key's range
+    of the user's rows and filtered them oldest first to find the unread ones (18.6 ms for
+    100,000 rows, 30 % read); the count names its index and reads it alone."""
+    url = mysql_stores.clone()
+    t = Tidings(Config(database_url=url))
+    try:
+        size = 3000
+        with t.store.db.write() as conn:  # type: ignore[attr-defined]
+            t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
+                "user_id": "u", "event_id": i, "created_at": i, "fresh_at": i,
+                "type": "link", "category": "general", "section": "alert", "actor": "a",
+                "object": f"page:{i}", "bundle_hash": f"h{i}", "display_hash": f"g{i}",
+                "bundle_base": True, "read_at": i if i < size * 0.3 else None,
+                "joined": False} for i in range(1, size + 1)])
+        statements: list[tuple[str, Any]] = []
+        engine = t.store.db.engine  # type: ignore[attr-defined]
+        event.listen(engine, "before_cursor_execute",
+                     lambda _c, _cur, sql, params, *_: statements.append((sql, params)))
+        assert t.unread_count("u").count == 100
+        ((count, params),) = [s for s in statements if "read_at IS NULL" in s[0]]
+        with engine.connect() as conn:
+            conn.execute(text("ANALYZE TABLE notifications"))
+            plan = conn.exec_driver_sql("EXPLAIN " + count, params).all()
+        (read,) = [row for row in plan if row[2] == "notifications"]
+        assert read[5] == "ix_notifications_user_id_bundle_base_read_at_fresh_at", plan
+        assert "Using index" in str(read[9]), plan
+    finally:
+        t.close()
+        mysql_stores.drop(url)

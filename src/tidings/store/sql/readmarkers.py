@@ -112,6 +112,12 @@ def unread_condition(markers: Markers) -> ColumnElement[bool]:
     return and_(*conditions)
 
 
+# the unread base rows' index, named to MariaDB: where one user holds most of the rows, its
+# estimates took the primary key's range of the user's rows and filtered them in key order,
+# oldest first, to find the unread ones (100,000 rows, 30 % read: 18.6 ms against 0.48)
+UNREAD_INDEX = "ix_notifications_user_id_bundle_base_read_at_fresh_at"
+
+
 @cache
 def unread_count_statement(types: bool, category: bool, section: bool,
                            unseen: bool = False, both: bool = False) -> Any:
@@ -142,7 +148,9 @@ def unread_count_statement(types: bool, category: bool, section: bool,
             conditions.append(n.category == bindparam("category"))
         if section:
             conditions.append(n.section == bindparam("section"))
-        return select(n.fresh_at).where(*conditions)
+        return (select(n.fresh_at).where(*conditions)
+                .with_hint(notifications, f"FORCE INDEX ({UNREAD_INDEX})", "mysql")
+                .with_hint(notifications, f"FORCE INDEX ({UNREAD_INDEX})", "mariadb"))
 
     def count_under(everything: Any) -> Any:
         capped = unread_under(everything).limit(UNREAD_CAP).subquery()
