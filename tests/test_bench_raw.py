@@ -125,8 +125,17 @@ def test_a_sweep_inbox_has_the_rows_publishing_would_have_written(tmp_path: Path
                 rows = conn.execute(select(n.bundle_base, n.read_at, n.display_hash)
                                     .where(n.user_id == written)
                                     .order_by(n.created_at, n.event_id)).all()
+                # each group's summary where delivery keeps it, as delivery kept it
+                summaries = [[(bool(r.joined), r.group_count, r.group_actors)
+                              for r in conn.execute(
+                                  select(n.joined, n.group_count, n.group_actors)
+                                  .where(n.user_id == user)
+                                  .order_by(n.created_at, n.event_id))]
+                             for user in (written, published)]
             assert _shape([(bool(r.bundle_base), r.read_at is not None, r.display_hash)
                            for r in rows]) == expected
+            assert summaries[0] == summaries[1]
+            assert any(count is not None and count > 1 for _, count, _ in summaries[0])
             assert t.unread_count(written).count == t.unread_count(published).count
             ours, theirs = (t.notifications(u, limit=20).items for u in (written, published))
             assert [(i.type, i.count, i.actors, i.read) for i in ours] == \

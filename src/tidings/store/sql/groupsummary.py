@@ -13,11 +13,12 @@ members only of a joined base row without one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, true, tuple_, union_all, update
+from sqlalchemy import Connection, bindparam, select, text, true, tuple_, union_all, update
 
 from tidings.domain.bundling import ACTOR_SCAN, Summary, summary_alone, summary_of
 from tidings.domain.views import GroupInfo, NewNotification
@@ -138,14 +139,26 @@ def _place(member: tuple[str | None, int, int]) -> tuple[int, int]:
     return member[1], member[2]
 
 
+# PostgreSQL: the (user, display hash) groups of ``:groups`` (a JSON array) keep no summary;
+# joined to the table, not a row-value IN list, whose planning grows with the list
+CLEAR = text("""
+UPDATE notifications AS n SET group_count = NULL, group_actors = NULL
+FROM json_array_elements(CAST(:groups AS JSON)) AS k(v)
+WHERE n.display_hash = k.v->>1 AND n.user_id = k.v->>0 AND n.bundle_base
+  AND n.group_count IS NOT NULL""")
+
+
 def clear(db: Database, conn: Connection, groups: Sequence[tuple[str, str]]) -> None:
     """The summaries of these (user, display hash) groups' base rows are no longer known (a
     removal touched the groups): their next page reads the members, their next join too."""
     wanted = sorted(set(groups))
+    if db.backend == "postgresql" and wanted:  # one statement, a probe of the group index each
+        db.run(conn, CLEAR, {"groups": json.dumps(wanted)})
+        return
     for start in range(0, len(wanted), BATCH):
         conn.execute(update(notifications)
                      .where(tuple_(n.user_id, n.display_hash).in_(wanted[start:start + BATCH]),
-                            n.bundle_base == true())
+                            n.bundle_base == true(), n.group_count.is_not(None))
                      .values(group_count=None, group_actors=None))
 
 
