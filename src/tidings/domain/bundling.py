@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tidings.domain.views import BundleBase
+from tidings.domain.views import BundleBase, GroupInfo
 
 UNREAD_CAP = 100
 OTHERS_CAP = 99
@@ -106,3 +106,9 @@ def summary_joined(base: Summary | None, actor: str | None) -> Summary | None:
     if actor is None:
         return count + 1, actors
     return count + 1, (actor, *(a for a in actors if a != actor))[:GROUP_ACTORS]
+
+
+def group_info(summary: Summary) -> GroupInfo:
+    """The group info a page shows for a group of this summary."""
+    count, actors = summary
+    return GroupInfo(count=count, actors=list(actors), distinct_actors=len(actors))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from tidings.domain.bundling import UNREAD_CAP, summary_of
+from tidings.domain.bundling import group_info as info_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import (
     BundleBase,
@@ -199,9 +200,8 @@ class MemoryInbox:
                 members.setdefault(row.display_hash, []).append(row)
         info: dict[str, GroupInfo] = {}
         for group, rows in members.items():
-            count, actors = summary_of([r.actor for r in sorted(rows, key=_newest_first)])
-            info[group] = GroupInfo(count=count, actors=list(actors),
-                                    distinct_actors=len(actors))
+            newest_first = sorted(rows, key=_newest_first)
+            info[group] = info_of(summary_of([r.actor for r in newest_first]))
         return info
 
     def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:

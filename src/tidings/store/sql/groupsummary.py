@@ -20,7 +20,15 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text, true, tuple_, union_all, update
 
-from tidings.domain.bundling import ACTOR_SCAN, Summary, summary_alone, summary_of
+from tidings.domain.bundling import (
+    ACTOR_SCAN,
+    Summary,
+    summary_alone,
+    summary_of,
+)
+from tidings.domain.bundling import (
+    group_info as info_of,
+)
 from tidings.domain.views import GroupInfo, NewNotification
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import notifications
@@ -46,11 +54,6 @@ def decode(joined: Any, actor: str | None, count: int | None, actors: str | None
     if count is None:
         return None
     return count, tuple(actors.split(SEPARATOR)) if actors else ()
-
-
-def info(summary: Summary) -> GroupInfo:
-    count, actors = summary
-    return GroupInfo(count=count, actors=list(actors), distinct_actors=len(actors))
 
 
 def encode(summary: Summary | None) -> tuple[int | None, str | None]:
@@ -182,7 +185,7 @@ def group_info(db: Database, conn: Connection, user: str, groups: Sequence[str]
         if summary is None:
             unknown.append((user, display))
         else:
-            found[display] = info(summary)
+            found[display] = info_of(summary)
     for (_, group), actors in members_of(db, conn, unknown).items():
-        found[group] = info(summary_of(actors))
+        found[group] = info_of(summary_of(actors))
     return found

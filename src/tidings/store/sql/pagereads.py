@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
+from tidings.domain.bundling import group_info
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql import groupsummary
@@ -77,7 +78,7 @@ def page_view(db: Database, conn: Any, user: str, *, limit: int,
             if summary is None:
                 wanted.append((user, row.display_hash))
             else:
-                groups[row.display_hash] = groupsummary.info(summary)
+                groups[row.display_hash] = group_info(summary)
     for (_, group), actors in groupsummary.members_of(db, conn, wanted).items():
         groups[group] = group_of(actors)
     return PageView(markers, rows, groups)

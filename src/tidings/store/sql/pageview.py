@@ -33,7 +33,7 @@ from sqlalchemy import (
     true,
 )
 
-from tidings.domain.bundling import ACTOR_SCAN, summary_of
+from tidings.domain.bundling import ACTOR_SCAN, group_info, summary_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql import groupsummary
@@ -51,8 +51,8 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
     """The page under ``conditions`` (which must not depend on the watermarks) with a
     ``members`` array and a ``markers`` JSON text column; ``:user`` names the user."""
     member = notifications.alias("member")
-    # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row; a
-    # row that started its group and was never joined is the group, and skips the subquery
+    # ARRAY(subquery) keeps the subquery's order: no aggregate and no second sort per row;
+    # only a joined row whose base keeps no summary runs it (a row never joined is its group)
     members = case((and_(n.joined, n.group_count.is_(None)), func.array(
         select(member.c.actor)
         .where(member.c.user_id == n.user_id, member.c.display_hash == n.display_hash)
@@ -101,7 +101,7 @@ def markers_of(text: str | None) -> Markers:
 
 def group_of(members: Sequence[str | None]) -> GroupInfo:
     """The group info of a group whose newest members (newest first) have these actors."""
-    return groupsummary.info(summary_of(members))
+    return group_info(summary_of(members))
 
 
 def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
@@ -124,7 +124,7 @@ def view(found: Iterable[Sequence[Any]], bundles: Callable[[str], bool],
         if bundles(row.type) and row.display_hash not in groups:  # by its newest base row
             summary = groupsummary.decode(r[WIDTH + 1], row.actor, r[WIDTH + 2], r[WIDTH + 3])
             groups[row.display_hash] = (group_of(r[WIDTH] or []) if summary is None
-                                        else groupsummary.info(summary))
+                                        else group_info(summary))
     # newest first, as the lateral page has them (the join keeps them so in practice; this
     # makes it certain, at the cost of one pass over rows already in order)
     rows.sort(key=_place, reverse=True)
