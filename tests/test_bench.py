@@ -290,6 +290,22 @@ def test_bench_timelines_runs_on_every_sql_backend(store_url: str, tmp_path: Pat
     data = json.loads(out.read_text())
     assert_compared(data)
     assert {row["graph"] for row in data["storage"]} == {"skewed"}
+    seed = {row["figure"]: row["baseline"] for row in data["comparisons"]}
+    # the seed's own push statements (two, one transaction) on every backend
+    assert "INSERT INTO mailbox (user_id,message_id)" in seed["push: submit (skewed)"]["statement"]
+    if data["backend"] != "postgresql":
+        assert "raw_comparisons" not in data
+        return
+    # PostgreSQL: the seed's stored procedure as one statement, and beside it the raw limit
+    assert "fetch_timeline_tt" in seed["pull: first page (skewed)"]["statement"]
+    assert "fetch_timeline_ids2" in seed["pull: later page (skewed)"]["anchor"]
+    raw = {row["figure"]: row for row in data["raw_comparisons"]}
+    assert sorted(raw) == sorted(f"{f} (skewed)" for f in (
+        "push: submit", "hybrid: submit", "pull: first page", "pull: later page"))
+    assert "LATERAL" in raw["pull: first page (skewed)"]["baseline"]["statement"]
+    assert "WITH m AS" in raw["push: submit (skewed)"]["baseline"]["statement"]
+    assert_compared({"comparisons": data["raw_comparisons"]})
+    assert "beside the raw limit" in " ".join(result.output.split())
 
 
 def test_bench_timelines_refuses_unknown_models_and_graphs() -> None:

@@ -267,7 +267,7 @@ def timelines(
     ops: Annotated[int, typer.Option(
         metavar="N", min=1, help="Page requests per figure per round.")] = 300,
     submits: Annotated[int, typer.Option(
-        metavar="N", min=1, help="New messages submitted per round.")] = 200,
+        metavar="N", min=1, help="New messages submitted per round.")] = 500,
     submit_batch: Annotated[int, typer.Option(
         metavar="N", min=1,
         help="Messages per publish_many (one transaction) in the submit figure; 1 publishes "

@@ -40,7 +40,7 @@ from tidings.bench import BenchFailure, inbox_storage
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.compare import Side, comparison, comparison_table, sweep_table
 from tidings.bench.inbox_raw import RawInbox, baselines
-from tidings.bench.measure import Latencies, Timed, alternating, median
+from tidings.bench.measure import Latencies, Timed, alternating, frozen_heap, median
 from tidings.bench.report import environment, fmt_ms, fmt_rate
 from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
@@ -283,14 +283,15 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
                     t, store.url, settings.sizes, partial(next, stream), bench_types(),
                     READ_SHARE, progress)
                 store.analyze(database_of(t))
-            one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
-                      "warming up")
-            rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
-                                f"round {r + 1} of {settings.rounds}")
-                      for r in range(settings.rounds)]
-            if sweep_users:
-                sweep = sweep_workload.run(t, raw, sweep_users, FIGURES[:2], settings.ops,
-                                           settings.rounds, first_page, progress)
+            with frozen_heap():  # the generated world, out of the GC's passes
+                one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
+                          "warming up")
+                rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
+                                    f"round {r + 1} of {settings.rounds}")
+                          for r in range(settings.rounds)]
+                if sweep_users:
+                    sweep = sweep_workload.run(t, raw, sweep_users, FIGURES[:2], settings.ops,
+                                               settings.rounds, first_page, progress)
         finally:
             if raw is not None:
                 raw.close()

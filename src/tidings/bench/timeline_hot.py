@@ -27,6 +27,7 @@ from rich.progress import Progress
 
 from tidings.bench import timeline_data as tl
 from tidings.bench.hot import RAW_LUA
+from tidings.bench.measure import frozen_heap
 from tidings.bench.raw import RawConnection
 from tidings.bench.report import environment
 from tidings.bench.storage import table_bytes
@@ -38,8 +39,7 @@ from tidings.bench.timelines import (
     due_rows,
     engine,
     reads,
-    seed_submit,
-    submit,
+    submits,
 )
 from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys
@@ -212,13 +212,14 @@ def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, m
             messages = tl.new_messages(data, settings.submits, rng)
             due, raw_due = due_rows(data, "push" if model == "pull" else model, messages,
                                     celebrities)
-            phases.tidings["submit"].append(submit(t, count, model, messages,
-                                                   0 if model == "pull" else due,
-                                                   settings.submit_batch))
+            timed = submits(t, count, model, messages,
+                            (0 if model == "pull" else due, raw_due), settings.submit_batch,
+                            [] if raw is None else [raw], their_model="push")
+            phases.tidings["submit"].append(timed[0])
             tl.remove_submitted(sql_url, data.messages)
             _each_user(redis, keys, "ZREMRANGEBYSCORE", "KEY", f"({data.messages}", "+inf")
             if raw is not None:
-                phases.baseline["submit"].append(seed_submit(raw, "push", messages, raw_due))
+                phases.baseline["submit"].append(timed[1])
                 raw.remove_submitted(data)
             progress.advance(task)
         progress.remove_task(task)
@@ -259,13 +260,14 @@ def run(settings: TimelineSettings, url: str, progress: Progress) -> dict[str, A
                     "max_followers": max(data.followers().values()),
                     "celebrity_followers": settings.threshold(),
                     "celebrities": len(data.celebrities(settings.threshold()))})
-                for model in settings.models:
-                    done = one_model(sql_url, redis, raw, data, model, settings, hot_url, rng,
-                                     progress)
-                    if done is None:
-                        notes.append(f"{model}: not in this build of tidings; skipped")
-                    else:
-                        measured.append(done)
+                with frozen_heap():
+                    for model in settings.models:
+                        done = one_model(sql_url, redis, raw, data, model, settings, hot_url,
+                                         rng, progress)
+                        if done is None:
+                            notes.append(f"{model}: not in this build of tidings; skipped")
+                        else:
+                            measured.append(done)
                 if raw is not None:
                     _delete(redis, f"{raw.base}")
     finally:

@@ -33,10 +33,12 @@ def _side(phases: Sequence[Any], figure: str) -> Side:
 
 
 def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str]],
-              baseline: bool) -> dict[str, Any]:
-    """``results`` (tidings), ``comparisons`` (with ``--baseline``), ``storage`` and
-    ``models`` (rates by graph, figure and model, for the plot) of the measured models."""
-    results, comparisons, storage = [], [], []
+              baseline: bool, raw_sql: dict[str, tuple[str, str]] | None = None
+              ) -> dict[str, Any]:
+    """``results`` (tidings), ``comparisons`` (with ``--baseline``; ``raw_comparisons``: the
+    raw limit's, on PostgreSQL), ``storage`` and ``models`` (rates by graph, figure and
+    model, for the plot) of the measured models."""
+    results, comparisons, raw_comparisons, storage = [], [], [], []
     models: dict[str, dict[str, dict[str, float]]] = {}
     for m in measured:
         model, graph, phases = m["model"], m["graph"], m["phases"]
@@ -59,6 +61,12 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
                     _side(ours, figure), _side(phases.baseline[figure], figure),
                     statement=statement, anchor=anchor, goal=GOALS.get((model, figure)),
                     model=model, graph=graph, article=article))
+            if raw_sql is not None and phases.raw[figure]:
+                statement, anchor = raw_sql[figure_name(seed_model, figure)]
+                raw_comparisons.append(comparison(
+                    f"{figure_name(model, figure)} ({graph})", UNITS[figure],
+                    _side(ours, figure), _side(phases.raw[figure], figure),
+                    statement=statement, anchor=anchor, model=model, graph=graph))
         sizes, seed_sizes = m["storage"], m["seed_storage"]
         ours_bytes = sizes.get("timelines", 0) + sizes.get("events", 0)
         row: dict[str, Any] = {
@@ -81,6 +89,8 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
     out: dict[str, Any] = {"results": results, "storage": storage, "models": models}
     if baseline:
         out["comparisons"] = comparisons
+    if raw_comparisons:
+        out["raw_comparisons"] = raw_comparisons
     return out
 
 
@@ -124,8 +134,30 @@ def tables(result: dict[str, Any]) -> list[Table]:
             table.add_row(f"{row['figure'].rsplit(' (', 1)[0]} ({row['unit']})", *cells,
                           article, *lats)
         out.append(table)
+        if result.get("raw_comparisons"):
+            out.append(raw_table(result, graph))
     out.append(storage_table(result))
     return out
+
+
+def raw_table(result: dict[str, Any], graph: str) -> Table:
+    """The raw limit's figures of ``graph`` (PostgreSQL: ``raw_postgresql.py``'s statements
+    where they differ from the seed's), measured in the same rounds."""
+    table = Table(title=f"W1 timelines, {graph} graph: beside the raw limit "
+                        "(raw_postgresql.py's statements, the same rounds)",
+                  title_justify="left")
+    for column in ["figure", "tidings", "raw limit", "ratio", "p50 ms", "p99 ms"]:
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for row in result["raw_comparisons"]:
+        if row["graph"] != graph:
+            continue
+        t, b = row["tidings"], row["baseline"]
+        lats = [f"{_lat(t['latency'], k)} / {_lat(b['latency'], k)}" if t["latency"] else "—"
+                for k in ("p50_ms", "p99_ms")]
+        table.add_row(f"{row['figure'].rsplit(' (', 1)[0]} ({row['unit']})",
+                      fmt_rate(t["per_second"]), fmt_rate(b["per_second"]),
+                      fmt_ratio(row["ratio"]), *lats)
+    return table
 
 
 def storage_table(result: dict[str, Any]) -> Table:

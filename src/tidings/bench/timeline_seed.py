@@ -1,23 +1,34 @@
 """W1's baseline: the timelines seed's own schema and statements (``../seeds/002_…``, as run by
-``../shared/bench-anchors/seed_sql_mariadb.py`` and ``raw_postgresql.py``), re-implemented here
-and run in the bench's own database on the same generated data.
+``../shared/bench-anchors/seed_sql_mariadb.py``), re-implemented here and run in the bench's own
+database on the same generated data; on PostgreSQL also ``raw_postgresql.py``'s statements, the
+raw limit of the same operations.
 
 The seed's three tables sit beside tidings' (``follower``, ``message``, ``mailbox``: the seed's
 names and columns; ``follower.user_id`` follows ``follower.follower_id``, as in the seed):
 
 * push submit — ``INSERT INTO message …`` then ``INSERT INTO mailbox (user_id, message_id)
   SELECT user_id, <the new id> FROM follower WHERE follower_id = ?``, one transaction a message
-  (PostgreSQL: ``raw_postgresql.py``'s one-statement ``WITH m AS (INSERT … RETURNING id)``);
+  (the new id: ``last_insert_id()``, SQLite's ``last_insert_rowid()``, PostgreSQL's
+  ``lastval()``);
 * push first page — the seed's ``SELECT … FROM message INNER JOIN mailbox … ORDER BY
   mailbox.message_id DESC LIMIT 20``; later page — the same below the last id (the seed's keyset
   "WHERE mailbox.message_id < ?");
 * pull submit — the one ``INSERT INTO message``, autocommit;
-* pull pages — the per-followee top-20 merge: on MariaDB/MySQL the seed's stored procedures
-  verbatim (``CALL fetch_timeline_ids(?)``, ``fetch_timeline_ids2(?, ?)``, then its ``SELECT``);
-  on PostgreSQL ``raw_postgresql.py``'s ``CROSS JOIN LATERAL``; on SQLite, which has neither,
-  the same top-20 per followee as a correlated subquery.
+* pull pages — the seed's stored procedures: on MariaDB/MySQL verbatim (``CALL
+  fetch_timeline_ids(?)``, ``fetch_timeline_ids2(?, ?)``, then its ``SELECT``); on PostgreSQL
+  the same steps as one statement (:data:`PULL_PROCEDURE`: the followees ranked by their newest
+  message, the 20 newest of each of the first 20, the newest 20 of those with their rows — the
+  cursor's rows and the temporary table's as a CTE and a ``LATERAL``; the procedures ported to
+  PL/pgSQL with a temporary table ran at a third of that or less, slower with every call as
+  the table bloated); on SQLite, which has neither, the top 20 per followee as a correlated
+  subquery.
 
 The mailboxes are the seed's: every message in every follower's mailbox, uncapped.
+
+The raw limit (:class:`RawPostgres`, PostgreSQL only, printed as a table of its own): push
+submit as ``raw_postgresql.py``'s one statement (``WITH m AS (INSERT … RETURNING id) INSERT
+INTO mailbox SELECT …``, a commit a message), pull pages as its ``CROSS JOIN LATERAL`` top 20
+per followee (every followee's, not the first 20's).
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from tidings.bench.timeline_data import Data, empty_table
 
 ANCHOR_MARIADB = "bench-anchors/seed_sql_mariadb.py"
 ANCHOR_PG = "bench-anchors/raw_postgresql.py"
+ANCHOR_SEED = "seeds/002 (the seed's SQL)"
 
 SCHEMA = {
     # the seed verbatim
@@ -148,6 +160,9 @@ PUSH_SUBMIT = {
     "sqlite": ("INSERT INTO message (user_id,body) VALUES (%s,%s)",
                "INSERT INTO mailbox (user_id,message_id)\n"
                "    SELECT user_id,last_insert_rowid() FROM follower WHERE follower_id=%s"),
+    "postgresql": ("INSERT INTO message (user_id,body) VALUES (%s,%s)",
+                   "INSERT INTO mailbox (user_id,message_id)\n"
+                   "    SELECT user_id,lastval() FROM follower WHERE follower_id=%s"),
 }
 PUSH_SUBMIT_PG = ("WITH m AS (INSERT INTO message (user_id, body) VALUES (%s, %s) RETURNING id, "
                   "user_id) INSERT INTO mailbox SELECT f.user_id, m.id FROM m JOIN follower f "
@@ -157,6 +172,23 @@ PUSH_PAGE = ("SELECT message.id,message.user_id,message.body FROM message\n"
              "    WHERE mailbox.user_id=%s{below}\n"
              "    ORDER BY mailbox.message_id DESC LIMIT 20")
 PULL_SUBMIT = "INSERT INTO message (user_id,body) VALUES (%s,%s)"
+# fetch_timeline_ids (first page) and fetch_timeline_ids2 (below an id) as one PostgreSQL
+# statement each: the procedures' cursor (each followee with its newest message id, at most
+# the given id, the first 20 by it; MySQL sorts a NULL last when descending, PostgreSQL is
+# told to), the 20 newest ids of each into the temporary table, then the procedures' SELECT
+PULL_PROCEDURE = (
+    "WITH top AS (SELECT follower_id, (SELECT {newest} FROM message WHERE "
+    "user_id=follower.follower_id{upto}) AS max_id FROM follower WHERE user_id=%s "
+    "ORDER BY max_id DESC NULLS LAST LIMIT 20), "
+    "fetch_timeline_tt AS (SELECT tt.id FROM top CROSS JOIN LATERAL (SELECT id FROM message "
+    "WHERE user_id=top.follower_id{below_top} ORDER BY id DESC LIMIT 20) tt) "
+    "SELECT message.id,user_id,body FROM message INNER JOIN fetch_timeline_tt USING(id) "
+    "ORDER BY message.id DESC LIMIT 20")
+PULL_PROCEDURE_PG = (
+    PULL_PROCEDURE.format(newest="id", upto=" ORDER BY user_id DESC,id DESC LIMIT 1",
+                          below_top=""),
+    PULL_PROCEDURE.format(newest="max(id)", upto=" AND id<=%s",
+                          below_top=" AND id<=top.max_id"))
 PULL_PAGE = {
     "postgresql": ("SELECT x.id, x.user_id, x.body FROM follower f CROSS JOIN LATERAL "
                    "(SELECT id, user_id, body FROM message m WHERE m.user_id = f.follower_id"
@@ -177,27 +209,40 @@ Row = tuple[object, ...]
 def statements(backend: str) -> dict[str, tuple[str, str]]:
     """What each baseline figure runs on ``backend`` and where it comes from, by
     "model: figure"."""
-    mysql = backend == "mysql"
-    anchor = ANCHOR_MARIADB if mysql else ANCHOR_PG
-    push_submit = (PUSH_SUBMIT_PG if backend == "postgresql"
-                   else "; ".join(PUSH_SUBMIT[backend]) + "; COMMIT")
-    pull_first = (f"{PULL_CALL[0]}; {PULL_SELECT}" if mysql
+    mysql, pg = backend == "mysql", backend == "postgresql"
+    anchor = ANCHOR_MARIADB if mysql else ANCHOR_SEED
+    pull_first = (f"{PULL_CALL[0]}; {PULL_SELECT}" if mysql else PULL_PROCEDURE_PG[0] if pg
                   else PULL_PAGE[backend].format(below=""))
-    pull_later = (f"{PULL_CALL[1]}; {PULL_SELECT}" if mysql
+    pull_later = (f"{PULL_CALL[1]}; {PULL_SELECT}" if mysql else PULL_PROCEDURE_PG[1] if pg
                   else PULL_PAGE[backend].format(below=" AND id < %s"))
+    how = (" (stored procedure)" if mysql else " (the stored procedure's steps in one "
+           "statement)" if pg else " (top 20 per followee)")
     return {
-        "push: submit": (push_submit, f"{anchor}: push submit (message + mailbox fan-out, "
-                                      "one transaction)"),
+        "push: submit": ("; ".join(PUSH_SUBMIT[backend]) + "; COMMIT",
+                         f"{anchor}: push submit (message + mailbox fan-out, one transaction)"),
         "push: first page": (PUSH_PAGE.format(below=""), f"{anchor}: push retrieval"),
         "push: later page": (PUSH_PAGE.format(below=" AND mailbox.message_id<%s"),
                              f"{ANCHOR_PG}: push keyset page 2+"),
         "pull: submit": (PULL_SUBMIT, f"{anchor}: pull submit (1 INSERT, autocommit)"),
-        "pull: first page": (pull_first, f"{anchor}: " + (
-            "fetch_timeline_ids (stored procedure)" if mysql else "LATERAL top-20 per "
-                                                                  "followee")),
-        "pull: later page": (pull_later, f"{anchor}: " + (
-            "fetch_timeline_ids2 (stored procedure)" if mysql else "LATERAL top-20 per "
-                                                                   "followee, below an id")),
+        "pull: first page": (pull_first, f"{anchor}: fetch_timeline_ids{how}"),
+        "pull: later page": (pull_later, f"{anchor}: fetch_timeline_ids2{how}"),
+    }
+
+
+# The raw limit's figures (PostgreSQL), by "model: figure": only those whose statements differ
+# from the seed's
+RAW_FIGURES = ("push: submit", "pull: first page", "pull: later page")
+
+
+def raw_statements() -> dict[str, tuple[str, str]]:
+    """What each raw-limit figure runs (PostgreSQL), by "model: figure"."""
+    return {
+        "push: submit": (PUSH_SUBMIT_PG, f"{ANCHOR_PG}: push submit, msg + fan-out in one "
+                                         "statement, commit each"),
+        "pull: first page": (PULL_PAGE["postgresql"].format(below=""),
+                             f"{ANCHOR_PG}: LATERAL top-20 per followee"),
+        "pull: later page": (PULL_PAGE["postgresql"].format(below=" AND id < %s"),
+                             f"{ANCHOR_PG}: LATERAL top-20 per followee, below an id"),
     }
 
 
@@ -264,19 +309,17 @@ class SeedTimelines:
         self._push_page = sql(PUSH_PAGE.format(below=""))
         self._push_later = sql(PUSH_PAGE.format(below=" AND mailbox.message_id<%s"))
         self._pull_submit = sql(PULL_SUBMIT)
-        if self.backend != "mysql":
+        if self.backend == "postgresql":
+            self._pull_page, self._pull_later = PULL_PROCEDURE_PG
+        elif self.backend != "mysql":
             self._pull_page = sql(PULL_PAGE[self.backend].format(below=""))
             self._pull_later = sql(PULL_PAGE[self.backend].format(below=" AND id < %s"))
-        if self.backend != "postgresql":
-            self._push_submit = tuple(sql(s) for s in PUSH_SUBMIT[self.backend])
+        self._push_submit = tuple(sql(s) for s in PUSH_SUBMIT[self.backend])
 
     def push_submit(self, sender: int, body: str) -> int:
         """One message into its sender's followers' mailboxes, committed; mailbox rows."""
-        if self.backend == "postgresql":
-            written = self.tx.execute(PUSH_SUBMIT_PG, (sender, body))
-        else:
-            self.tx.execute(self._push_submit[0], (sender, body))
-            written = self.tx.execute(self._push_submit[1], (sender,))
+        self.tx.execute(self._push_submit[0], (sender, body))
+        written = self.tx.execute(self._push_submit[1], (sender,))
         self.tx.commit()
         return written
 
@@ -297,8 +340,29 @@ class SeedTimelines:
             return self.auto.fetch(PULL_SELECT)
         if below is None:
             return self.auto.fetch(self._pull_page, (user,))
+        if self.backend == "postgresql":  # fetch_timeline_ids2(uid, max id): id <= max id
+            return self.auto.fetch(self._pull_later, (below - 1, user))
         return self.auto.fetch(self._pull_later, (below, user))  # the subquery's comes first
 
     def close(self) -> None:
         self.tx.close()
         self.auto.close()
+
+
+class RawPostgres(SeedTimelines):
+    """``raw_postgresql.py``'s statements where they differ from the seed's: the raw limit."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self._pull_page = PULL_PAGE["postgresql"].format(below="")
+        self._pull_later = PULL_PAGE["postgresql"].format(below=" AND id < %s")
+
+    def push_submit(self, sender: int, body: str) -> int:
+        written = self.tx.execute(PUSH_SUBMIT_PG, (sender, body))
+        self.tx.commit()
+        return written
+
+    def pull_page(self, user: int, below: int | None = None) -> list[Row]:
+        if below is None:
+            return self.auto.fetch(self._pull_page, (user,))
+        return self.auto.fetch(self._pull_later, (below, user))  # the subquery's comes first

@@ -10,15 +10,17 @@ round times, one request after another from one client:
 
 * **first page** — ``Tidings.timeline(user, limit=20)`` of random users;
 * **later page** — the page after it (the first page's cursor, fetched untimed before);
-* **submit** — ``--submits`` new messages, ``publish_many``-ed ``--submit-batch`` at a time
-  (each batch durable on return, one transaction), then the fan-out jobs run in the bench's
-  process until the queue is empty (``run_jobs``: fan-out jobs of one claim in one unit): the
-  clock stops when the last mailbox row is committed. The rows are then counted against the
-  followers due.
+* **submit** — ``--submits`` new messages, ``--submit-batch`` at a time: each block
+  ``publish_many``-ed (durable on return, one transaction), then the fan-out jobs run in the
+  bench's process until the queue is empty (``run_jobs``: fan-out jobs of one claim in one
+  unit): a block's clock stops when its last mailbox row is committed. The rows are then
+  counted against the followers due.
 
-With ``--baseline`` the seed's statements (:mod:`tidings.bench.timeline_seed`) run right after
-each of tidings' phases, for the same users and the same messages (hybrid is compared with the
-seed's push). Storage is measured once per model, before the submit rounds.
+With ``--baseline`` the seed's statements (:mod:`tidings.bench.timeline_seed`; on PostgreSQL
+the raw limit's too) run for the same users and the same messages, the sides taking turns in
+blocks (pages: 20 requests; submits: one ``--submit-batch``), which side goes first
+alternating (hybrid is compared with the seed's push). Storage is measured once per model,
+before the submit rounds.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from rich.progress import Progress
 
 from tidings.bench import BenchFailure, timeline_seed
 from tidings.bench import timeline_data as tl
-from tidings.bench.measure import Timed, alternating, time_each
+from tidings.bench.measure import Timed, alternating, frozen_heap
 from tidings.bench.report import environment
 from tidings.bench.storage import table_bytes
 from tidings.bench.stores import BenchStore, redacted
@@ -57,7 +59,7 @@ class TimelineSettings:
     models: tuple[str, ...] = MODELS
     rounds: int = 3
     ops: int = 300
-    submits: int = 200
+    submits: int = 500
     seed: int = 1
     baseline: bool = False
     celebrity_followers: int | None = None
@@ -109,6 +111,7 @@ class Phases:
     def __init__(self) -> None:
         self.tidings: dict[str, list[Timed]] = {f: [] for f in FIGURES}
         self.baseline: dict[str, list[Timed]] = {f: [] for f in FIGURES}
+        self.raw: dict[str, list[Timed]] = {f: [] for f in FIGURES}  # the raw limit's
 
 
 def ids_of(page: Any) -> list[int]:
@@ -117,8 +120,9 @@ def ids_of(page: Any) -> list[int]:
 
 
 def check(t: Tidings, url: str, data: tl.Data, seed: Seed | None,
-          model: str, rng: random.Random) -> None:
-    """A few users' first two pages are the seed's naive join's (and the seed's own)."""
+          model: str, rng: random.Random, raw: Seed | None = None) -> None:
+    """A few users' first two pages are the seed's naive join's (and the baselines' pages
+    too)."""
     for user in rng.sample(range(1, data.users + 1), min(CHECKED_USERS, data.users)):
         first = t.timeline(tl.user_id(user), limit=20)
         want = tl.naive_page(url, user, None)
@@ -131,65 +135,91 @@ def check(t: Tidings, url: str, data: tl.Data, seed: Seed | None,
             if ids_of(later) != want:
                 raise BenchFailure(f"{model}: the second page of user {user} is "
                                    f"{ids_of(later)}, the seed's naive join gives {want}")
-        if seed is not None:
-            theirs = [int(str(r[0])) for r in seed.push_page(user)]
-            if theirs != tl.naive_page(url, user, None):
-                raise BenchFailure(f"the seed's push page of user {user} differs from its "
-                                   "naive join")
+        for name, side in (("the seed's", seed), ("the raw limit's", raw)):
+            if side is None:
+                continue
+            for kind, page in (("push", side.push_page), ("pull", side.pull_page)):
+                for below in (None, *ids_of(first)[-1:]):
+                    theirs = [int(str(r[0])) for r in page(user, below)]
+                    if theirs != tl.naive_page(url, user, below):
+                        raise BenchFailure(f"{name} {kind} page of user {user} below {below} "
+                                           "differs from its naive join")
+
+
+def _below(page: Callable[[int, int], object]) -> Callable[[tuple[int, str, int]], object]:
+    """A baseline's later page of (user, cursor, last id) items: below the last id."""
+    return lambda item: page(item[0], item[2])
 
 
 def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
-          phases: Phases) -> None:
-    """Time the first and later pages of ``users`` on tidings and on the seed, the two
-    taking turns in blocks (:func:`~tidings.bench.measure.alternating`)."""
+          phases: Phases, raw: Seed | None = None) -> None:
+    """Time the first and later pages of ``users`` on tidings and on the seed (and the raw
+    limit's pull pages, if given), the sides taking turns in blocks
+    (:func:`~tidings.bench.measure.alternating`)."""
     def first(u: int) -> object:
         return t.timeline(tl.user_id(u), limit=20)
 
     def later_page(item: tuple[int, str, int]) -> object:
         return t.timeline(tl.user_id(item[0]), limit=20, cursor=item[1])
 
-    page = None if seed is None else (seed.pull_page if model == "pull" else seed.push_page)
-    timed = alternating(users, [first] if page is None else [first, page])
+    pages = [] if seed is None else [seed.pull_page if model == "pull" else seed.push_page]
+    if raw is not None and model == "pull":
+        pages.append(raw.pull_page)
+    timed = alternating(users, [first, *pages])
     firsts = [(u, t.timeline(tl.user_id(u), limit=20)) for u in users]
     later = [(u, p.next_cursor, ids_of(p)[-1]) for u, p in firsts if p.next_cursor]
-    timed_later = alternating(later, [later_page] if page is None else [
-        later_page, lambda item: page(item[0], item[2])])
+    timed_later = alternating(later, [later_page, *(_below(page) for page in pages)])
     phases.tidings["first page"].append(timed[0])
     phases.tidings["later page"].append(timed_later[0])
-    if page is not None:
-        phases.baseline["first page"].append(timed[1])
-        phases.baseline["later page"].append(timed_later[1])
+    for side, at in ((phases.baseline, 1), (phases.raw, 2)):
+        if len(pages) > at - 1:
+            side["first page"].append(timed[at])
+            side["later page"].append(timed_later[at])
 
 
-def submit(t: Tidings, count: Callable[[], int], model: str, messages: list[tuple[int, str]],
-           due: int, batch: int = 1) -> Timed:
-    """Publish ``messages``, ``batch`` at a time (one unit each), and run the fan-out until the
-    queue is empty; check the rows."""
-    started = time.perf_counter()
-    for start in range(0, len(messages), batch):
+def submits(t: Tidings, count: Callable[[], int], model: str,
+            messages: list[tuple[int, str]], due: tuple[int, int], batch: int,
+            baselines: Sequence[Seed], their_model: str | None = None) -> list[Timed]:
+    """The same ``messages`` submitted by tidings and by each of ``baselines``, ``batch`` at
+    a time, the sides taking turns block by block (which side goes first alternating too), as
+    the pages do: tidings publishes a block (one unit) and runs the fan-out until the queue is
+    empty, a baseline runs its statements for each message of it. Each side's rows are checked
+    against ``due`` (tidings', the seed's); one :class:`Timed` per side, tidings' first.
+    ``their_model``: the baselines' model, if not ``model``."""
+    written = [0] * len(baselines)
+    pulled = (their_model or model) == "pull"
+
+    def ours(block: list[tuple[int, str]]) -> None:
         t.publish_many([{"type": tl.POST.name, "actor": tl.user_id(sender),
-                         "payload": tl.payload(body)}
-                        for sender, body in messages[start:start + batch]])
-    while t.run_jobs(max_jobs=1000) > 0:
-        pass
-    seconds = time.perf_counter() - started
-    written = count()
-    if written != due:
-        raise BenchFailure(f"{model}: {written:,} mailbox rows written for {due:,} due")
-    return Timed(seconds, tuple(seconds / len(messages) for _ in messages))
+                         "payload": tl.payload(body)} for sender, body in block])
+        while t.run_jobs(max_jobs=1000) > 0:
+            pass
 
+    def theirs(side: int, block: list[tuple[int, str]]) -> None:
+        seed = baselines[side]
+        for sender, body in block:
+            if pulled:
+                seed.pull_submit(sender, body)
+            else:
+                written[side] += seed.push_submit(sender, body)
 
-def seed_submit(seed: Seed, model: str, messages: list[tuple[int, str]], due: int) -> Timed:
-    """The seed's submit statements for the same messages; check the mailbox rows."""
-    written: list[int] = []
-    write: Callable[[int, str], object] = (
-        seed.pull_submit if model == "pull"
-        else lambda s, b: written.append(seed.push_submit(s, b)))
-    timed = time_each([partial(write, s, b) for s, b in messages])
-    if sum(written) != due:
-        raise BenchFailure(f"the seed's {model} submit wrote {sum(written):,} mailbox rows "
-                           f"for {due:,} due")
-    return timed
+    sides: list[Callable[[list[tuple[int, str]]], None]] = [
+        ours, *(partial(theirs, i) for i in range(len(baselines)))]
+    seconds = [0.0] * len(sides)
+    for n, start in enumerate(range(0, len(messages), batch)):
+        block = messages[start:start + batch]
+        order = list(range(len(sides)))
+        for i in order if n % 2 == 0 else order[::-1]:
+            began = time.perf_counter()
+            sides[i](block)
+            seconds[i] += time.perf_counter() - began
+    if count() != due[0]:
+        raise BenchFailure(f"{model}: {count():,} mailbox rows written for {due[0]:,} due")
+    for side, rows in enumerate(written):
+        if rows != due[1]:
+            raise BenchFailure(f"baseline {side + 1}'s {model} submit wrote {rows:,} mailbox "
+                               f"rows for {due[1]:,} due")
+    return [Timed(s, tuple(s / len(messages) for _ in messages)) for s in seconds]
 
 
 def due_rows(data: tl.Data, model: str, messages: list[tuple[int, str]],
@@ -205,7 +235,8 @@ def due_rows(data: tl.Data, model: str, messages: list[tuple[int, str]],
 
 def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSettings,
               seed: timeline_seed.SeedTimelines | None, db: Database, rng: random.Random,
-              progress: Progress) -> dict[str, Any] | None:
+              progress: Progress, raw: timeline_seed.RawPostgres | None = None
+              ) -> dict[str, Any] | None:
     celebrities = data.celebrities(settings.threshold()) if model == "hybrid" else []
     t = engine(store.url, model, settings)
     if t is None:
@@ -218,23 +249,26 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
         progress.remove_task(task)
         store.analyze(db)
         load_seconds = tl.elapsed(started)
-        check(t, store.url, data, seed, model, rng)
+        check(t, store.url, data, seed, model, rng, raw)
         sizes = table_bytes(store.url, [tb.name for tb in metadata.sorted_tables])
         seed_sizes = table_bytes(store.url, timeline_seed.TABLES) if seed else None
         phases = Phases()
         task = progress.add_task(f"{data.graph}/{model}: rounds", total=settings.rounds)
         for _ in range(settings.rounds):
             users = [rng.randint(1, data.users) for _ in range(settings.ops)]
-            reads(t, seed, model, users, phases)
+            reads(t, seed, model, users, phases, raw)
             messages = tl.new_messages(data, settings.submits, rng)
-            due, seed_due = due_rows(data, model, messages, celebrities)
-            phases.tidings["submit"].append(submit(
-                t, partial(tl.count_new_mailbox_rows, store.url, data.messages), model, messages,
-                due, settings.submit_batch))
+            # the raw limit's pull submit is the seed's own: not run twice
+            baselines = [b for b in (seed, raw) if b is not None and not (
+                b is raw and model == "pull")]
+            timed = submits(t, partial(tl.count_new_mailbox_rows, store.url, data.messages),
+                            model, messages, due_rows(data, model, messages, celebrities),
+                            settings.submit_batch, baselines)
+            for side, one in zip((phases.tidings, phases.baseline, phases.raw), timed,
+                                 strict=False):
+                side["submit"].append(one)
             tl.remove_submitted(store.url, data.messages)
-            if seed is not None:
-                phases.baseline["submit"].append(
-                    seed_submit(seed, model, messages, seed_due))
+            if baselines:
                 timeline_seed.remove_submitted(store.url, data.messages)
             progress.advance(task)
         progress.remove_task(task)
@@ -252,6 +286,7 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
     progress.remove_task(task)
     db = Database(store.url, pool_size=0)
     seed: timeline_seed.SeedTimelines | None = None
+    raw: timeline_seed.RawPostgres | None = None
     try:
         store.empty_tables(db, keep=("alembic_version",))
         started = time.perf_counter()
@@ -274,18 +309,23 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
                                                            partial(progress.advance, task))
             progress.remove_task(task)
             seed = timeline_seed.SeedTimelines(store.url)
+            if store.backend == "postgresql":
+                raw = timeline_seed.RawPostgres(store.url)
         models = []
-        for model in settings.models:
-            done = one_model(store, data, model, settings, seed, db, rng, progress)
-            if done is None:
-                notes.append(f"{model}: not in this build of tidings (Config has no "
-                             "timeline_model); skipped")
-                continue
-            models.append(done)
+        with frozen_heap():  # the data set, kept for the whole graph, out of the GC's passes
+            for model in settings.models:
+                done = one_model(store, data, model, settings, seed, db, rng, progress,
+                                 raw)
+                if done is None:
+                    notes.append(f"{model}: not in this build of tidings (Config has no "
+                                 "timeline_model); skipped")
+                    continue
+                models.append(done)
         return info, models
     finally:
-        if seed is not None:
-            seed.close()
+        for side in (seed, raw):
+            if side is not None:
+                side.close()
         db.dispose()
 
 
@@ -311,5 +351,6 @@ def run(settings: TimelineSettings, progress: Progress) -> dict[str, Any]:
         "notes": sorted(set(notes)),
         "data": graphs,
     }
-    out.update(summarise(measured, timeline_seed.statements(backend), settings.baseline))
+    out.update(summarise(measured, timeline_seed.statements(backend), settings.baseline,
+                         timeline_seed.raw_statements() if backend == "postgresql" else None))
     return out
