@@ -287,6 +287,34 @@ def test_hybrid_pulls_only_sources_over_the_threshold(any_store_url: str,
         assert ids(t, "cat") == sorted(s + s2, reverse=True)
 
 
+@pytest.mark.parametrize("before", ["pull", "hybrid"])
+def test_a_deployment_turned_to_push_pulls_what_it_did_not_push(
+        any_store_url: str, clock: FrozenClock, before: str) -> None:
+    """Sources pulled under the earlier model (their stored state says so) stay pulled under
+    push until they post again, and from that post on are read from the mailbox; a source
+    that never posted is read from the mailbox alone (on PostgreSQL a push deployment's read
+    looks up only the sources whose state is not "pushed from the start")."""
+    with open_tidings(any_store_url, clock=clock, timeline_model=before,
+                      celebrity_followers=1) as t:
+        for fan in ("bob", "cat"):
+            t.follow(fan, "ann")
+        t.follow("bob", "dan")
+        dan = post(t, "dan", 2)  # pushed under hybrid: one follower
+        early = post(t, "ann", 3) + dan
+    with open_tidings(any_store_url, clock=clock, timeline_model="push") as t:
+        assert ids(t, "bob") == sorted(early, reverse=True)
+        t.follow("bob", "eve")  # no post, no stored state
+        later = post(t, "ann", 2) + post(t, "eve", 1)
+        every = sorted(early + later, reverse=True)
+        assert ids(t, "bob") == every
+        for limit in (1, 2, 3):
+            assert walk(t, "bob", limit) == every
+        assert ids(t, "bob", max_id=every[1], since_id=every[-2]) == every[2:-2]
+        with t.store.read() as tx:  # only the posts pushed are in the mailbox
+            held = [e.id for e in tx.timeline.page("bob", limit=100, before=None)]
+        assert held == sorted(later + (dan if before == "hybrid" else []), reverse=True)
+
+
 def test_the_model_setting_is_checked() -> None:
     with pytest.raises(ConfigError, match="TIDINGS_TIMELINE_MODEL"):
         open_tidings("memory://bad-model", timeline_model="fan-out")

@@ -46,11 +46,7 @@ MYSQL: dict[str, Any] = {
 # SQLite only auto-increments an INTEGER PRIMARY KEY.
 Serial = BigInteger().with_variant(Integer(), "sqlite")
 
-USER = 255
-TYPE = 64
-OBJECT = 255
-HASH = 32
-SCOPE = 64
+USER, TYPE, OBJECT, HASH, SCOPE = 255, 64, 255, 32, 64
 
 events = Table(
     "events",
@@ -262,12 +258,13 @@ timeline_sources = Table(
     metadata,
     Column("actor", String(USER), primary_key=True),
     Column("followers", BigInteger, nullable=False),
-    Column("model", String(8)),
-    Column("push_from", BigInteger),
-    # the sources with an override: all a pull deployment's read needs of this table
-    # (partial on PostgreSQL and SQLite, whole on MariaDB; migration 0014)
+    Column("model", String(8)), Column("push_from", BigInteger),
+    # the sources with an override: all a pull deployment's read needs of this table (partial on
+    # PostgreSQL and SQLite, whole on MariaDB; 0014); those a push deployment's read needs (0023)
     Index(None, "actor", postgresql_where=text("model IS NOT NULL"),
           sqlite_where=text("model IS NOT NULL")),
+    Index("ix_timeline_sources_actor_unpushed", "actor", postgresql_where=text(
+        "model IS NOT NULL OR push_from IS NULL OR push_from <> 0")).ddl_if(dialect="postgresql"),
     **MYSQL,
 )
 

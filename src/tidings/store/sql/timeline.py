@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, case, delete, func, select, text, update
 
-from tidings.domain.timeline import PULL, Candidate, ReadPlan
+from tidings.domain.timeline import PULL, PUSH, Candidate, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.sql import timeline_merged as merged
 from tidings.store.sql import timeline_read as read
@@ -112,7 +112,8 @@ class SqlTimeline:
         if self.db.backend != "postgresql":
             return None  # no LATERAL on SQLite and MariaDB: the steps, each in one statement
         rows = self.db.fetch(self.conn, merged.statement(
-            below is not None, above is not None, limit, plan.model == PULL),
+            below is not None, above is not None, limit,
+            "pulled" if plan.model == PULL else "pushed" if plan.model == PUSH else "sources"),
             merged.params(user, plan, below, above))
         return merged.candidates(rows)
 

@@ -61,12 +61,38 @@ PULLED = f"""
   LEFT JOIN timeline_sources o ON o.actor = f.followee AND o.model IS NOT NULL
   WHERE f.follower = :user"""
 
+# A source whose stored state a push deployment cannot take as pushed from the start: an
+# override, pulled when its last post was fanned out (``push_from`` NULL), or pushed only since
+# some event (``push_from`` > 0). The partial index ix_timeline_sources_actor_unpushed
+# (PostgreSQL, migration 0023) holds exactly these.
+UNPUSHED = "(o.model IS NOT NULL OR o.push_from IS NULL OR o.push_from <> 0)"
+# the same where the deployment is push: every other followee's posts are in the mailbox
+# above its floor, so its cut is the floor (pull_cut). Only the sources of UNPUSHED are looked
+# up, in their own small index, as a set; the others are listed — each with the floor as its
+# cut — only when the read reaches below the floor (the mailbox page is not full above it),
+# the only time their cut matters. A pushed reader's first page then reads no source state:
+# before, one probe of timeline_sources per followee.
+PUSHED = f"""
+  SELECT f.followee AS actor,
+    CASE WHEN o.model = 'pull' OR o.push_from IS NULL THEN {NO_BOUND}
+         ELSE greatest(o.push_from, (SELECT floor FROM fl)) END AS cut
+  FROM follows f
+  JOIN timeline_sources o ON o.actor = f.followee AND {UNPUSHED}
+  WHERE f.follower = :user
+  UNION ALL
+  SELECT f.followee, (SELECT floor FROM fl) FROM follows f
+  WHERE f.follower = :user AND (SELECT floor FROM fl) > (SELECT id FROM low)
+    AND NOT EXISTS (SELECT 1 FROM timeline_sources o WHERE o.actor = f.followee
+                    AND {UNPUSHED})"""
+FORMS = {"sources": SOURCES, "pulled": PULLED, "pushed": PUSHED}
+
 
 @lru_cache(maxsize=64)
-def statement(below: bool, above: bool, limit: int, pulled: bool = False) -> TextClause:
-    """``:user``, ``:model`` / ``:celebrity`` (the deployment's; ``pulled``: the statement
-    for a pull deployment, which ignores them), ``:types`` (:func:`array_text`), ``:below`` /
-    ``:above``; one row per event of the page, newest first."""
+def statement(below: bool, above: bool, limit: int, form: str = "sources") -> TextClause:
+    """``:user``, ``:model`` / ``:celebrity`` (the deployment's; the ``pulled`` and
+    ``pushed`` forms, for a pull or a push deployment, ignore them), ``:types``
+    (:func:`array_text`), ``:below`` / ``:above``; one row per event of the page, newest
+    first."""
     n = int(limit)
     under = " AND {col} < CAST(:below AS BIGINT)" if below else ""
     over = "greatest((SELECT floor FROM fl), CAST(:above AS BIGINT))" if above else (
@@ -82,7 +108,7 @@ box AS (
   ORDER BY t.event_id DESC LIMIT {n}),
 low AS (
   SELECT CASE WHEN count(*) = {n} THEN min(id) ELSE {least} END AS id FROM box),
-src AS ({PULLED if pulled else SOURCES}),
+src AS ({FORMS[form]}),
 newest AS (
   SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
     SELECT e.id FROM events e
