@@ -28,6 +28,9 @@ def test_bench_inbox_on_redis_prints_ratios_and_cleans_up(redis_server: str,
     comparisons = json.loads(out.read_text())["comparisons"]  # as the SQL workloads write
     assert [c["figure"] for c in comparisons] == [
         "fan-out rows/s", "page of 20 /s", "page of 20, vs ids + bodies /s", "unread count /s"]
+    # issue 11's goals: within 80 % of raw_redis.py's Lua fan-out and id page
+    assert [c["goal_ratio"] for c in comparisons] == [0.8, 0.8, None, None]
+    assert "≥ 0.8x" in result.output
     for c in comparisons:
         assert c["tidings"]["per_second"] > 0 and c["baseline"]["per_second"] > 0
         assert c["ratio"] == pytest.approx(

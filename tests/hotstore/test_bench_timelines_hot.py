@@ -40,6 +40,10 @@ def test_bench_timelines_on_the_hot_store_prints_ratios_and_cleans_up(
     data = json.loads(out.read_text())
     assert data["backend"] in ("redis", "redis-cluster")
     assert data["comparisons"]
+    # against raw_redis.py the goal is 0.8x its fan-out and its id page, push alone (issue 11)
+    goals = {c["figure"]: c["goal_ratio"] for c in data["comparisons"]}
+    assert goals["push: submit (skewed)"] == goals["push: first page (skewed)"] == 0.8
+    assert goals["pull: first page (skewed)"] is None
     for c in data["comparisons"]:
         assert c["tidings"]["per_second"] > 0 and c["baseline"]["per_second"] > 0
         assert c["ratio"] == pytest.approx(

@@ -53,6 +53,8 @@ HOT_BASELINES = {
                                                   "each message in one pipeline (2 RTT)"),
     "unread count /s": ("counts/s", "ZCOUNT of the unread index"),
 }
+# within 80 % of raw_redis.py's Lua fan-out and id page (issue 11, BENCH.md "Redis")
+HOT_GOALS = {"fan-out rows/s": 0.8, "page of 20 /s": 0.8}
 
 REDIS_SCHEMES = ("redis://", "rediss://", "redis+cluster://", "rediss+cluster://")
 StoreOption = Annotated[str | None, typer.Option(
@@ -199,7 +201,8 @@ def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict
     # no second format
     comparisons = [
         comparison(name, unit, Side(row["tidings"], ()), Side(row["baseline"], ()),
-                   statement=statement, anchor="bench-anchors/raw_redis.py")
+                   statement=statement, anchor="bench-anchors/raw_redis.py",
+                   goal=HOT_GOALS.get(name))
         for name, row in data["figures"].items()
         for unit, statement in [HOT_BASELINES.get(name, ("per second", ""))]]
     return {"workload": "inbox-hot", "store": url.split("?")[0], "backend": "redis",

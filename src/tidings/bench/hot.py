@@ -250,11 +250,13 @@ def table(result: dict[str, Any]) -> Any:
                       f"{result['data']['users']:,} users, {result['data']['events']:,} events "
                       f"to {FOLLOWERS} users each (median of {result['rounds']} rounds)",
                 title_justify="left")
-    for column in ("figure", "tidings", "baseline (raw_redis.py)", "ratio"):
+    for column in ("figure", "tidings", "baseline (raw_redis.py)", "ratio", "goal"):
         out.add_column(column, justify="left" if column == "figure" else "right")
+    goals = {c["figure"]: c.get("goal_ratio") for c in result.get("comparisons", ())}
     for name, row in result["data"]["figures"].items():
+        goal = goals.get(name)
         out.add_row(name, f"{row['tidings']:,.0f}", f"{row['baseline']:,.0f}",
-                    f"{row['tidings'] / row['baseline']:.2f}x")
+                    f"{row['tidings'] / row['baseline']:.2f}x", f"≥ {goal:g}x" if goal else "")
     batched = result["data"].get("raw_batched")
     if batched:
         out.caption = (f"fan-out baseline: one message a round trip (the anchor's figure); "

@@ -31,7 +31,7 @@ from tidings.bench.measure import frozen_heap
 from tidings.bench.raw import RawConnection
 from tidings.bench.report import environment
 from tidings.bench.storage import table_bytes
-from tidings.bench.timeline_report import summarise
+from tidings.bench.timeline_report import REDIS_GOALS, summarise
 from tidings.bench.timelines import (
     Phases,
     TimelineSettings,
@@ -283,7 +283,7 @@ def run(settings: TimelineSettings, url: str, progress: Progress) -> dict[str, A
                      "celebrity_followers": settings.threshold()},
         "environment": environment(), "notes": sorted(set(notes)), "data": graphs,
         "baseline_label": "raw_redis.py"}
-    out.update(summarise(measured, STATEMENTS, settings.baseline))
+    out.update(summarise(measured, STATEMENTS, settings.baseline, goals=REDIS_GOALS))
     return out
 
 
