@@ -7,7 +7,7 @@ from contract_kit import read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
-from tidings.domain.timeline import SourceState
+from tidings.domain.timeline import SourceState, pushed_from_start
 from tidings.domain.views import Follow
 
 
@@ -232,6 +232,31 @@ def test_timeline_sources_count_followers_and_keep_overrides(store: ports.Store,
     assert read(store, lambda tx: tx.graph.followee_sources("dan")) == {
         "ann": SourceState(2, None, 42)}
     assert read(store, lambda tx: tx.graph.followee_sources("nobody")) == {}
+
+
+def test_unpushed_followees_are_those_not_pushed_from_the_start(store: ports.Store,
+                                                                clock: FrozenClock) -> None:
+    """An override (either model), a source pulled at its last post (push_from None) or
+    pushed only since some post (push_from > 0); not a source with no stored state, nor one
+    pushed from its first post."""
+    now = clock.now_us()
+    for followee in ("plain", "never", "over", "pulled", "since", "back"):
+        write(store, lambda tx, f=followee: tx.graph.add_follow("bob", f, now))
+    write(store, lambda tx: tx.graph.add_follow("cat", "pulled", now))
+    write(store, lambda tx: tx.graph.set_timeline_model("over", "push"))
+    write(store, lambda tx: tx.graph.set_push_from("pulled", None))
+    write(store, lambda tx: tx.graph.set_push_from("since", 7))
+    write(store, lambda tx: tx.graph.set_push_from("back", None))
+    write(store, lambda tx: tx.graph.set_push_from("back", 0))  # pushed from the start again
+    assert read(store, lambda tx: tx.graph.unpushed_followees("bob")) == {
+        "over": SourceState(1, "push", 0), "pulled": SourceState(2, None, None),
+        "since": SourceState(1, None, 7)}
+    assert read(store, lambda tx: tx.graph.unpushed_followees("cat")) == {
+        "pulled": SourceState(2, None, None)}
+    assert read(store, lambda tx: tx.graph.unpushed_followees("nobody")) == {}
+    everyone = read(store, lambda tx: tx.graph.followee_sources("bob"))
+    assert {f for f, state in everyone.items() if not pushed_from_start(state)} == {
+        "over", "pulled", "since"}
 
 
 def test_mutes_many_reads_every_users_mutes(store: ports.Store) -> None:

@@ -84,6 +84,13 @@ def flip(state: SourceState, model: str, event_id: int) -> tuple[bool, int | Non
     return False, state.push_from
 
 
+def pushed_from_start(state: SourceState) -> bool:
+    """Whether a source's stored state lets a push deployment read its posts from the mailbox
+    above the floor without looking at it: no override, and pushed since its first post
+    (``push_from`` 0). ``GraphStore.unpushed_followees`` lists the others."""
+    return state.model is None and state.push_from == 0
+
+
 def pull_cut(state: SourceState | None, model: str, floor: int) -> int:
     """The highest event id a read pulls of a source that is now ``model``. Pulling is always
     right (the events are the truth); the mailbox is trusted only for a source that is pushed

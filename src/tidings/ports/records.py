@@ -105,6 +105,11 @@ class GraphStore(Protocol):
         """Everyone ``user`` follows, each with their stored timeline state (as
         :meth:`timeline_sources` gives it, defaults where none is stored), in one read."""
 
+    def unpushed_followees(self, user: str) -> dict[str, SourceState]:
+        """Those of :meth:`followee_sources` whose stored state is not "pushed from the
+        start" (:func:`tidings.domain.timeline.pushed_from_start`): in a push deployment
+        every other followee's posts are in the mailbox above its floor."""
+
     def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
         """The stored timeline state of these sources (absent: never followed nor flipped,
         :class:`SourceState`'s defaults). :meth:`add_follow` and :meth:`remove_follow` keep

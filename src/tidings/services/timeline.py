@@ -12,6 +12,7 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_user_id
 from tidings.domain.timeline import (
     NO_BOUND,
+    PUSH,
     SOURCE_MODELS,
     Bounds,
     Candidate,
@@ -114,11 +115,14 @@ class TimelineService:
         (with its floor), the followees' states, the pulls of those not wholly in it."""
         floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above)
         first: list[TimelineEntry] | None = head  # the first round's mailbox part
-        states = tx.graph.followee_sources(user)
         above = want.above or 0
-        sources = [(f, cut) for f, state in sorted(states.items())
-                   if (cut := pull_cut(state, self.model_of(state), floor)) > above]
-        top = max((cut for _, cut in sources), default=0)
+        # A push deployment reads first only the followees not pushed from the start: every
+        # other one's cut is the floor, which counts only once the read reaches the floor
+        # (never, with ``since_id`` at or above it).
+        push = self.config.timeline_model == PUSH
+        whole = not push or floor <= above  # the sources that can count are all known
+        sources, top = self._sources(tx.graph.unpushed_followees(user) if push
+                                     else tx.graph.followee_sources(user), floor, above)
         types = self.types()
         muted: set[tuple[str, str]] | None = None  # read once, if anything is pulled
         out: list[TimelineEntry] = []
@@ -131,6 +135,9 @@ class TimelineService:
                 box = tx.timeline.page(user, limit=n, before=below,
                                        after=max(floor, above) or None)
             pulled: list[StoredEvent] = []
+            if not whole and (len(box) < n or box[-1].id <= max(top, floor)):
+                whole = True  # the read reaches the floor: every followee's cut counts
+                sources, top = self._sources(tx.graph.followee_sources(user), floor, above)
             if sources and (len(box) < n or box[-1].id <= top):
                 pulled = tx.events.pull_page(sources, types=types, limit=n, below=below,
                                              above=want.above)
@@ -148,6 +155,14 @@ class TimelineService:
                 break  # everything in range was seen
             below = taken[-1].id
         return out[:n]
+
+    def _sources(self, states: dict[str, SourceState], floor: int, above: int
+                 ) -> tuple[list[tuple[str, int]], int]:
+        """The followees to pull, each with its cut (those cut above ``above``), and the
+        highest cut."""
+        sources = [(f, cut) for f, state in sorted(states.items())
+                   if (cut := pull_cut(state, self.model_of(state), floor)) > above]
+        return sources, max((cut for _, cut in sources), default=0)
 
     def _shown(self, tx: Tx, user: str, pulled: Candidate,
                muted: set[tuple[str, str]]) -> bool:

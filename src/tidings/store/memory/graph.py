@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
-from tidings.domain.timeline import SourceState
+from tidings.domain.timeline import SourceState, pushed_from_start
 from tidings.domain.views import Follow, Member, Subscription
 from tidings.store.memory.state import Journal, State
 
@@ -84,6 +84,10 @@ class MemoryGraph:
     def followee_sources(self, user: str) -> dict[str, SourceState]:
         return {f: self._s.timeline_sources.get(f, SourceState())
                 for f in sorted(self._s.following.get(user, {}))}
+
+    def unpushed_followees(self, user: str) -> dict[str, SourceState]:
+        return {f: s for f, s in self.followee_sources(user).items()
+                if not pushed_from_start(s)}
 
     def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
         return {a: self._s.timeline_sources[a] for a in set(actors)

@@ -105,6 +105,9 @@ FOLLOWEE_SOURCES = (
     .select_from(follows.outerjoin(timeline_sources,
                                    timeline_sources.c.actor == follows.c.followee))
     .where(follows.c.follower == bindparam("user")))
+_TS = timeline_sources.c  # the stored states that are not "pushed from the start"
+UNPUSHED_FOLLOWEES = FOLLOWEE_SOURCES.where(_TS.actor.isnot(None), or_(
+    _TS.model.isnot(None), _TS.push_from.is_(None), _TS.push_from != 0))
 # the first followers of each of many actors: one index range per actor (PostgreSQL)
 _PG_FOLLOWERS = text("""
 SELECT a.actor, f.follower FROM unnest(CAST(:actors AS VARCHAR[])) AS a(actor)
@@ -208,13 +211,17 @@ class SqlGraph:
                           [{"actor": followee, "followers": step, "model": None,
                             "push_from": 0}])
 
-    def followee_sources(self, user: str) -> dict[str, SourceState]:
-        rows = self._prefetched("followees", user)
+    def followee_sources(self, user: str, statement: Any = FOLLOWEE_SOURCES
+                         ) -> dict[str, SourceState]:
+        rows = self._prefetched("followees", user) if statement is FOLLOWEE_SOURCES else None
         if rows is None:
-            rows = self.db.fetch(self.conn, FOLLOWEE_SOURCES, {"user": user})
+            rows = self.db.fetch(self.conn, statement, {"user": user})
         return {followee: SourceState(max(followers, 0), model, push_from)
                 if actor is not None else SourceState()
                 for followee, followers, model, push_from, actor in rows}
+
+    def unpushed_followees(self, user: str) -> dict[str, SourceState]:
+        return self.followee_sources(user, UNPUSHED_FOLLOWEES)
 
     def timeline_sources(self, actors: Sequence[str]) -> dict[str, SourceState]:
         t = timeline_sources.c
