@@ -79,7 +79,8 @@ def time_each(calls: Sequence[Callable[[], object]]) -> Timed:
 
 
 def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
-                after: Callable[[list[T]], None] | None = None) -> list[Timed]:
+                after: Callable[[list[T]], None] | None = None, block: int = BLOCK
+                ) -> list[Timed]:
     """Each side's calls for ``items``, in blocks of :data:`BLOCK` items taken in turn, which
     side goes first alternating too: both sides meet the same load on a busy machine and the
     same caches (a side timed whole right after the other would find the database's pages
@@ -87,15 +88,15 @@ def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
     block."""
     seconds = [0.0] * len(sides)
     latencies: list[list[float]] = [[] for _ in sides]
-    for n, start in enumerate(range(0, len(items), BLOCK)):
-        block = list(items[start:start + BLOCK])
+    for n, start in enumerate(range(0, len(items), block)):
+        turn = list(items[start:start + block])
         order = list(range(len(sides)))
         for i in order if n % 2 == 0 else order[::-1]:
-            timed = time_each([partial(sides[i], item) for item in block])
+            timed = time_each([partial(sides[i], item) for item in turn])
             seconds[i] += timed.seconds
             latencies[i] += timed.latencies
             if after is not None:
-                after(block)
+                after(turn)
     return [Timed(s, tuple(lat)) for s, lat in zip(seconds, latencies, strict=True)]
 
 

@@ -229,10 +229,6 @@ def statements(backend: str) -> dict[str, tuple[str, str]]:
     }
 
 
-# The raw limit's figures (PostgreSQL), by "model: figure": only those whose statements differ
-# from the seed's
-RAW_FIGURES = ("push: submit", "pull: first page", "pull: later page")
-
 
 def raw_statements() -> dict[str, tuple[str, str]]:
     """What each raw-limit figure runs (PostgreSQL), by "model: figure"."""
@@ -309,7 +305,9 @@ class SeedTimelines:
         self._push_page = sql(PUSH_PAGE.format(below=""))
         self._push_later = sql(PUSH_PAGE.format(below=" AND mailbox.message_id<%s"))
         self._pull_submit = sql(PULL_SUBMIT)
-        if self.backend == "postgresql":
+        # PostgreSQL runs the procedures' steps, whose later page reads "id <= max id"
+        self._procedure = self.backend == "postgresql"
+        if self._procedure:
             self._pull_page, self._pull_later = PULL_PROCEDURE_PG
         elif self.backend != "mysql":
             self._pull_page = sql(PULL_PAGE[self.backend].format(below=""))
@@ -340,7 +338,7 @@ class SeedTimelines:
             return self.auto.fetch(PULL_SELECT)
         if below is None:
             return self.auto.fetch(self._pull_page, (user,))
-        if self.backend == "postgresql":  # fetch_timeline_ids2(uid, max id): id <= max id
+        if self._procedure:  # fetch_timeline_ids2(uid, max id)
             return self.auto.fetch(self._pull_later, (below - 1, user))
         return self.auto.fetch(self._pull_later, (below, user))  # the subquery's comes first
 
@@ -354,6 +352,7 @@ class RawPostgres(SeedTimelines):
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
+        self._procedure = False
         self._pull_page = PULL_PAGE["postgresql"].format(below="")
         self._pull_later = PULL_PAGE["postgresql"].format(below=" AND id < %s")
 
@@ -361,8 +360,3 @@ class RawPostgres(SeedTimelines):
         written = self.tx.execute(PUSH_SUBMIT_PG, (sender, body))
         self.tx.commit()
         return written
-
-    def pull_page(self, user: int, below: int | None = None) -> list[Row]:
-        if below is None:
-            return self.auto.fetch(self._pull_page, (user,))
-        return self.auto.fetch(self._pull_later, (below, user))  # the subquery's comes first

@@ -172,7 +172,7 @@ def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
     phases.tidings["first page"].append(timed[0])
     phases.tidings["later page"].append(timed_later[0])
     for side, at in ((phases.baseline, 1), (phases.raw, 2)):
-        if len(pages) > at - 1:
+        if len(timed) > at:
             side["first page"].append(timed[at])
             side["later page"].append(timed_later[at])
 
@@ -205,14 +205,8 @@ def submits(t: Tidings, count: Callable[[], int], model: str,
 
     sides: list[Callable[[list[tuple[int, str]]], None]] = [
         ours, *(partial(theirs, i) for i in range(len(baselines)))]
-    seconds = [0.0] * len(sides)
-    for n, start in enumerate(range(0, len(messages), batch)):
-        block = messages[start:start + batch]
-        order = list(range(len(sides)))
-        for i in order if n % 2 == 0 else order[::-1]:
-            began = time.perf_counter()
-            sides[i](block)
-            seconds[i] += time.perf_counter() - began
+    blocks = [messages[start:start + batch] for start in range(0, len(messages), batch)]
+    seconds = [timed.seconds for timed in alternating(blocks, sides, block=1)]
     if count() != due[0]:
         raise BenchFailure(f"{model}: {count():,} mailbox rows written for {due[0]:,} due")
     for side, rows in enumerate(written):
