@@ -308,6 +308,17 @@ def test_bench_timelines_runs_on_every_sql_backend(store_url: str, tmp_path: Pat
     assert "beside the raw limit" in " ".join(result.output.split())
 
 
+def test_bench_timelines_rounds_start_from_full_mailboxes() -> None:
+    """Each round's submits are checked row by row against the followers due; a round must
+    start from the mailboxes the history left (full, with true bounds). Left with the bounds
+    of rows the cleanup deleted, later rounds' caps trimmed the round's own entries, and the
+    fifth round came out short."""
+    result = runner.invoke(bench_app, [
+        "timelines", "--scale", "0.005", "--rounds", "5", "--ops", "3", "--submits", "300",
+        "--submit-batch", "50", "--graphs", "uniform", "--models", "push,hybrid"])
+    assert result.exit_code == 0, result.output
+
+
 def test_bench_timelines_refuses_unknown_models_and_graphs() -> None:
     for option, value in (("--models", "push,fanin"), ("--graphs", "ring")):
         result = runner.invoke(bench_app, ["timelines", option, value])

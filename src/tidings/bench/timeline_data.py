@@ -235,13 +235,38 @@ def count_new_mailbox_rows(url: str, messages: int) -> int:
     return int(rows[0][0])
 
 
-def remove_submitted(url: str, messages: int) -> None:
+def mailbox_states(url: str) -> dict[str, tuple[int, int]]:
+    """Each mailbox's stored (entries bound, floor), to restore after a submit round."""
+    with RawConnection(url) as raw:
+        return {str(u): (int(n), int(f)) for u, n, f in raw.fetch(
+            "SELECT user_id, entries, floor_id FROM timeline_state")}
+
+
+def remove_submitted(url: str, messages: int, before: dict[str, tuple[int, int]] | None = None,
+                     celebrities: Sequence[int] = ()) -> None:
     """Delete what submit rounds added after the history (events, mailbox rows, jobs), so
-    every model starts from the same data."""
+    every model starts from the same data. With ``before`` (:func:`mailbox_states` taken
+    before the round) the mailboxes are put back as they were too: the history entries the
+    round's cap trimmed (above the floor a mailbox had, at or below the one it has now) go
+    back in and the bounds and floors are restored, so each round starts from full mailboxes
+    whose bounds are their true sizes (a bound left counting deleted rows would make the next
+    round's cap trim rows that are still wanted)."""
+    skip = "".join(f" AND f.followee <> '{user_id(c)}'" for c in celebrities)
     with RawConnection(url, autocommit=False) as raw:
+        now = {str(u): int(f) for u, f in raw.fetch("SELECT user_id, floor_id FROM timeline_state")}
         raw.execute(raw.sql("DELETE FROM timelines WHERE event_id > %s"), (messages,))
         raw.execute(raw.sql("DELETE FROM events WHERE id > %s"), (messages,))
         raw.execute("DELETE FROM jobs")
+        refill = raw.sql(
+            "INSERT INTO timelines (user_id, event_id, created_at) SELECT f.follower, e.id, "
+            "e.created_at FROM follows f JOIN events e ON e.actor = f.followee WHERE "
+            f"f.follower = %s AND e.type = %s AND e.id > %s AND e.id <= %s{skip}")
+        restore = raw.sql("UPDATE timeline_state SET entries = %s, floor_id = %s "
+                          "WHERE user_id = %s")
+        for user, (entries, floor) in (before or {}).items():
+            if now.get(user, floor) > floor:
+                raw.execute(refill, (user, POST.name, floor, min(now[user], messages)))
+            raw.execute(restore, (entries, floor, user))
         raw.commit()
 
 

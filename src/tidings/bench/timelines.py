@@ -255,13 +255,14 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
             # the raw limit's pull submit is the seed's own: not run twice
             baselines = [b for b in (seed, raw) if b is not None and not (
                 b is raw and model == "pull")]
+            before = tl.mailbox_states(store.url)
             timed = submits(t, partial(tl.count_new_mailbox_rows, store.url, data.messages),
                             model, messages, due_rows(data, model, messages, celebrities),
                             settings.submit_batch, baselines)
             for side, one in zip((phases.tidings, phases.baseline, phases.raw), timed,
                                  strict=False):
                 side["submit"].append(one)
-            tl.remove_submitted(store.url, data.messages)
+            tl.remove_submitted(store.url, data.messages, before, celebrities)
             if baselines:
                 timeline_seed.remove_submitted(store.url, data.messages)
             progress.advance(task)
