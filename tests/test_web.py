@@ -117,6 +117,22 @@ def wait_until(condition: Any, timeout: float = 5.0) -> bool:
     return True
 
 
+def release(page: Any, context: Any, url: str, held: list[Any], timeout: float = 5.0) -> None:
+    """Send on the requests a route held, once its handler has run.
+
+    Playwright's sync API runs a route handler only while a call into it is in flight, so the
+    wait pumps the page's events (a plain sleep would not) and the route is dropped only then:
+    dropped earlier, a request not yet handed to the handler goes on unheld and nothing waits.
+    """
+    deadline = time.monotonic() + timeout
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, f"no request to {url} was held"
+    context.unroute(url)
+    for route in held:
+        route.fallback()
+
+
 def badge(page: Any) -> Any:
     return page.locator("tidings-bell .badge")
 

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from test_web import Site, badge, browser, open_inbox, shot, site, wait_until  # noqa: F401
+from test_web import (  # noqa: F401  (fixtures)
+    Site,
+    badge,
+    browser,
+    open_inbox,
+    release,
+    shot,
+    site,
+    wait_until,
+)
 
 WIDTHS = [360, 390, 768, 1280]
 HEIGHT = 800
@@ -183,10 +192,7 @@ def test_days_avatars_icons_loading_and_empty(browser: Any, site: Site) -> None:
     page.locator("tidings-bell .skeleton").first.wait_for()  # loading
     assert page.locator("tidings-bell .body").get_attribute("aria-busy") == "true"
     shot(page, "flyout-loading")
-    context.unroute("**/v1/me/notifications?section=**")
-    assert wait_until(lambda: bool(held))
-    for route in held:
-        route.fallback()
+    release(page, context, "**/v1/me/notifications?section=**", held)
     page.locator("tidings-bell .item").nth(2).wait_for()
     assert page.locator("tidings-bell .day").all_inner_texts() == [
         "TODAY", "YESTERDAY", "EARLIER"]  # upper-cased by the style

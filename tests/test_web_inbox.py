@@ -23,6 +23,7 @@ from test_web import (  # noqa: F401  (fixtures)
     Site,
     browser,
     open_inbox,
+    release,
     shot,
     site,
     wait_until,
@@ -165,10 +166,7 @@ def test_the_controls_show_on_hover_and_the_page_has_empty_and_loading_states(
     assert slow.locator("#list").get_attribute("aria-busy") == "true"
     slow.get_by_text("Loading…").wait_for()
     shot(slow, "inbox-loading-390")
-    context.unroute("**/v1/me/notifications?limit=**")
-    assert wait_until(lambda: bool(held))
-    for route in held:
-        route.fallback()
+    release(slow, context, "**/v1/me/notifications?limit=**", held)
     slow.locator("#list li").first.wait_for()
     assert slow.locator("#list").get_attribute("aria-busy") is None
 
@@ -275,10 +273,7 @@ def test_the_preferences_form_shows_once_loaded(browser: Any, site: Site) -> Non
     page.goto(f"{site.url}/#/preferences")
     page.get_by_text("Loading…").wait_for()
     assert page.locator("#prefs").is_hidden()
-    context.unroute("**/v1/me/preferences")
-    assert wait_until(lambda: bool(held))
-    for route in held:
-        route.fallback()
+    release(page, context, "**/v1/me/preferences", held)
     page.locator("#prefs").wait_for()
     assert page.locator("#frequency").input_value() == "immediate"
     assert page.get_by_text("Loading…").count() == 0
