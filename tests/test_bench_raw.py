@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
+import pytest
 from rich.progress import Progress
 from sqlalchemy import select
 
 from servers import serve
-from tidings.bench import fanout_raw, timeline_data, timeline_seed
+from stores import PostgresStores
+from tidings.bench import fanout_raw, timeline_data, timeline_floor, timeline_seed
 from tidings.bench import inbox as inbox_workload
 from tidings.bench import sweep as sweep_workload
 from tidings.bench.baseline_app import create_app
@@ -217,3 +221,62 @@ def test_the_timeline_seeds_statements_answer_what_its_naive_join_answers(
         assert seed.pull_page(follower)[0][0] <= data.messages
     finally:
         seed.close()
+
+
+@pytest.fixture
+def postgres_url(postgresql_stores: PostgresStores) -> Iterator[str]:
+    url = postgresql_stores.clone()
+    yield url
+    postgresql_stores.drop(url)
+
+
+def _floor_rows(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        conn.execute(f"SET search_path TO {timeline_floor.SCHEMA}, public")
+        return conn.execute(sql, params).fetchall()
+
+
+def test_the_sql_floor_does_tidings_push_with_the_cap_in_a_schema_of_its_own(
+        postgres_url: str) -> None:
+    """W1's SQL floor on PostgreSQL runs tidings' own path for a block (events and jobs, the
+    claim, the push with the cap, the jobs deleted) on copies of tidings' tables: every
+    follower gets the new messages, every mailbox keeps its newest ``cap`` entries with a true
+    bound and a floor below them, no job is left, tidings' own tables are untouched, and the
+    schema is gone once closed. Without the cap the mailboxes keep everything."""
+    data = timeline_data.generate("uniform", 0.002, 5)
+    timeline_data.load_history(postgres_url, data, time.time_ns() // 1000, lambda _: None)
+    timeline_data.prepare_model(postgres_url, data, "push", 800, 1_000_000, lambda *_: None)
+    cap = 60
+    before = _floor_rows(postgres_url, "SELECT count(*) FROM public.timelines")[0][0]
+    floor = timeline_floor.FloorPostgres(postgres_url)
+    uncapped = timeline_floor.FloorPostgres(postgres_url, capped=False)
+    try:
+        for side in (floor, uncapped):
+            side.fill()
+        block = timeline_data.new_messages(data, 40, random.Random(3))
+        due = sum(data.followers().get(sender, 0) for sender, _ in block)
+        marks = [floor.mark(), uncapped.mark()]
+        floor.push_block(block, time.time_ns() // 1000, cap)
+        uncapped.push_block(block, time.time_ns() // 1000, cap)
+        assert floor.written(marks[0]) == due == uncapped.written(marks[1]) > 0
+        held = dict(_floor_rows(postgres_url, "SELECT user_id, count(*) FROM timelines "
+                                              "GROUP BY user_id"))
+        states = {u: (n, f) for u, n, f in _floor_rows(
+            postgres_url, "SELECT user_id, entries, floor_id FROM timeline_state")}
+        assert held and max(held.values()) == cap
+        for user, count in held.items():
+            entries, floor_id = states[user]
+            assert entries == count
+            oldest = _floor_rows(postgres_url, "SELECT min(event_id) FROM timelines "
+                                               "WHERE user_id = %s", (user,))[0][0]
+            assert floor_id < oldest
+        assert _floor_rows(postgres_url, "SELECT count(*) FROM jobs") == [(0,)]
+        kept = _floor_rows(postgres_url, "SELECT count(*) FROM "
+                                         f"{timeline_floor.SCHEMA}_uncapped.timelines")[0][0]
+        assert kept == before + due
+        assert _floor_rows(postgres_url, "SELECT count(*) FROM public.timelines")[0][0] == before
+    finally:
+        floor.close()
+        uncapped.close()
+    assert _floor_rows(postgres_url, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s",
+                       (timeline_floor.SCHEMA + "%",)) == [(0,)]

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from tidings.bench.compare import Side, comparison, fmt_ratio
+from tidings.bench.compare import Side, comparison, fmt_ratio, ratio
 from tidings.bench.measure import Latencies, median
 from tidings.bench.report import fmt_ms, fmt_rate
 
@@ -42,7 +42,7 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
     """``results`` (tidings), ``comparisons`` (with ``--baseline``; ``raw_comparisons``: the
     raw limit's, on PostgreSQL), ``storage`` and ``models`` (rates by graph, figure and
     model, for the plot) of the measured models."""
-    results, comparisons, raw_comparisons, storage = [], [], [], []
+    results, comparisons, raw_comparisons, storage, floors = [], [], [], [], []
     goals = GOALS if goals is None else goals
     models: dict[str, dict[str, dict[str, float]]] = {}
     for m in measured:
@@ -72,6 +72,8 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
                     f"{figure_name(model, figure)} ({graph})", UNITS[figure],
                     _side(ours, figure), _side(phases.raw[figure], figure),
                     statement=statement, anchor=anchor, model=model, graph=graph))
+        if phases.floor["submit"] and phases.baseline["submit"]:
+            floors.append(floor_entry(model, graph, phases))
         sizes, seed_sizes = m["storage"], m["seed_storage"]
         ours_bytes = sizes.get("timelines", 0) + sizes.get("events", 0)
         row: dict[str, Any] = {
@@ -96,7 +98,25 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
         out["comparisons"] = comparisons
     if raw_comparisons:
         out["raw_comparisons"] = raw_comparisons
+    if floors:
+        out["floor_comparisons"] = floors
     return out
+
+
+def floor_entry(model: str, graph: str, phases: Any) -> dict[str, Any]:
+    """Push submit beside its SQL floor: tidings, the floor with the cap and without, the
+    seed's SQL, each side's rate and its ratio to the seed's."""
+    seed = _side(phases.baseline["submit"], "submit")
+    entry: dict[str, Any] = {"figure": f"{figure_name(model, 'submit')} ({graph})",
+                             "model": model, "graph": graph, "unit": UNITS["submit"],
+                             "goal_ratio": GOALS.get((model, "submit")),
+                             "seed": seed.to_dict()}
+    for name, timed in (("tidings", phases.tidings["submit"]), ("floor", phases.floor["submit"]),
+                        ("floor_uncapped", phases.floor_uncapped["submit"])):
+        if timed:
+            side = _side(timed, "submit")
+            entry[name] = {**side.to_dict(), "ratio": ratio(side.per_second, seed.per_second)}
+    return entry
 
 
 def _lat(side: dict[str, Any] | None, key: str) -> str:
@@ -141,6 +161,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
         out.append(table)
         if result.get("raw_comparisons"):
             out.append(raw_table(result, graph))
+        if any(row["graph"] == graph for row in result.get("floor_comparisons", [])):
+            out.append(floor_table(result, graph))
     out.append(storage_table(result))
     return out
 
@@ -162,6 +184,28 @@ def raw_table(result: dict[str, Any], graph: str) -> Table:
         table.add_row(f"{row['figure'].rsplit(' (', 1)[0]} ({row['unit']})",
                       fmt_rate(t["per_second"]), fmt_rate(b["per_second"]),
                       fmt_ratio(row["ratio"]), *lats)
+    return table
+
+
+def floor_table(result: dict[str, Any], graph: str) -> Table:
+    """Push submit of ``graph`` beside its SQL floor (:mod:`tidings.bench.timeline_floor`)."""
+    table = Table(title=f"W1 push submit, {graph} graph: beside its SQL floor (tidings' own "
+                        "statements per block — publish with the jobs, claim, push with the "
+                        "cap, jobs deleted — with nothing run between them; the same rounds)",
+                  title_justify="left")
+    for column in ["side", "messages/s", "ratio to the seed's SQL", "goal"]:
+        table.add_column(column, justify="left" if column == "side" else "right")
+    for row in result["floor_comparisons"]:
+        if row["graph"] != graph:
+            continue
+        goal = row.get("goal_ratio")
+        for key, label in (("tidings", "tidings"), ("floor", "SQL floor, cap held"),
+                           ("floor_uncapped", "SQL floor, no cap")):
+            if key in row:
+                table.add_row(label, fmt_rate(row[key]["per_second"]),
+                              fmt_ratio(row[key]["ratio"]),
+                              f"≥ {goal:g}x" if goal and key == "tidings" else "")
+        table.add_row("the seed's SQL", fmt_rate(row["seed"]["per_second"]), "1.00x", "")
     return table
 
 

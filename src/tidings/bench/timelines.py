@@ -20,7 +20,9 @@ With ``--baseline`` the seed's statements (:mod:`tidings.bench.timeline_seed`; o
 the raw limit's too) run for the same users and the same messages, the sides taking turns in
 blocks (pages: 20 requests; submits: one ``--submit-batch``), which side goes first
 alternating (hybrid is compared with the seed's push). Storage is measured once per model,
-before the submit rounds.
+before the submit rounds. On PostgreSQL the push submit also runs beside its SQL floor
+(:mod:`tidings.bench.timeline_floor`: tidings' own statements for each block, with the cap
+and without), which tells the database's share of the figure from tidings'.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from tidings.bench.measure import Timed, alternating, frozen_heap
 from tidings.bench.report import environment
 from tidings.bench.storage import table_bytes
 from tidings.bench.stores import BenchStore, redacted
+from tidings.bench.timeline_floor import FloorPostgres
 from tidings.bench.timeline_report import summarise
 from tidings.config import Config
 from tidings.engine import Tidings
@@ -112,6 +115,9 @@ class Phases:
         self.tidings: dict[str, list[Timed]] = {f: [] for f in FIGURES}
         self.baseline: dict[str, list[Timed]] = {f: [] for f in FIGURES}
         self.raw: dict[str, list[Timed]] = {f: [] for f in FIGURES}  # the raw limit's
+        # push submit's SQL floor (timeline_floor), with the cap and without
+        self.floor: dict[str, list[Timed]] = {"submit": []}
+        self.floor_uncapped: dict[str, list[Timed]] = {"submit": []}
 
 
 def ids_of(page: Any) -> list[int]:
@@ -179,13 +185,16 @@ def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
 
 def submits(t: Tidings, count: Callable[[], int], model: str,
             messages: list[tuple[int, str]], due: tuple[int, int], batch: int,
-            baselines: Sequence[Seed], their_model: str | None = None) -> list[Timed]:
+            baselines: Sequence[Seed], their_model: str | None = None,
+            floors: Sequence[FloorPostgres] = ()) -> list[Timed]:
     """The same ``messages`` submitted by tidings and by each of ``baselines``, ``batch`` at
     a time, the sides taking turns block by block (which side goes first alternating too), as
     the pages do: tidings publishes a block (one unit) and runs the fan-out until the queue is
     empty, a baseline runs its statements for each message of it. Each side's rows are checked
     against ``due`` (tidings', the seed's); one :class:`Timed` per side, tidings' first.
-    ``their_model``: the baselines' model, if not ``model``."""
+    ``their_model``: the baselines' model, if not ``model``. ``floors`` (push on PostgreSQL)
+    run tidings' own statements for each block, timed after the baselines, their rows checked
+    against tidings' due."""
     written = [0] * len(baselines)
     pulled = (their_model or model) == "pull"
 
@@ -203,12 +212,21 @@ def submits(t: Tidings, count: Callable[[], int], model: str,
             else:
                 written[side] += seed.push_submit(sender, body)
 
+    def floor(side: FloorPostgres, block: list[tuple[int, str]]) -> None:
+        side.push_block(block, now_us(), t.config.timeline_cap)
+
     sides: list[Callable[[list[tuple[int, str]]], None]] = [
-        ours, *(partial(theirs, i) for i in range(len(baselines)))]
+        ours, *(partial(theirs, i) for i in range(len(baselines))),
+        *(partial(floor, side) for side in floors)]
     blocks = [messages[start:start + batch] for start in range(0, len(messages), batch)]
+    marks = [side.mark() for side in floors]
     seconds = [timed.seconds for timed in alternating(blocks, sides, block=1)]
     if count() != due[0]:
         raise BenchFailure(f"{model}: {count():,} mailbox rows written for {due[0]:,} due")
+    for floor_side, mark in zip(floors, marks, strict=True):
+        if (rows := floor_side.written(mark)) != due[0]:
+            raise BenchFailure(f"the SQL floor's {model} submit wrote {rows:,} mailbox rows "
+                               f"for {due[0]:,} due")
     for side, rows in enumerate(written):
         if rows != due[1]:
             raise BenchFailure(f"baseline {side + 1}'s {model} submit wrote {rows:,} mailbox "
@@ -229,8 +247,8 @@ def due_rows(data: tl.Data, model: str, messages: list[tuple[int, str]],
 
 def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSettings,
               seed: timeline_seed.SeedTimelines | None, db: Database, rng: random.Random,
-              progress: Progress, raw: timeline_seed.RawPostgres | None = None
-              ) -> dict[str, Any] | None:
+              progress: Progress, raw: timeline_seed.RawPostgres | None = None,
+              floors: Sequence[FloorPostgres] = ()) -> dict[str, Any] | None:
     celebrities = data.celebrities(settings.threshold()) if model == "hybrid" else []
     t = engine(store.url, model, settings)
     if t is None:
@@ -246,6 +264,9 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
         check(t, store.url, data, seed, model, rng, raw)
         sizes = table_bytes(store.url, [tb.name for tb in metadata.sorted_tables])
         seed_sizes = table_bytes(store.url, timeline_seed.TABLES) if seed else None
+        floors = floors if model == "push" else ()
+        for side in floors:  # from the mailboxes just built
+            side.fill()
         phases = Phases()
         task = progress.add_task(f"{data.graph}/{model}: rounds", total=settings.rounds)
         for _ in range(settings.rounds):
@@ -258,10 +279,12 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
             before = tl.mailbox_states(store.url)
             timed = submits(t, partial(tl.count_new_mailbox_rows, store.url, data.messages),
                             model, messages, due_rows(data, model, messages, celebrities),
-                            settings.submit_batch, baselines)
-            for side, one in zip((phases.tidings, phases.baseline, phases.raw), timed,
-                                 strict=False):
-                side["submit"].append(one)
+                            settings.submit_batch, baselines, floors=floors)
+            targets = [phases.tidings, *(phases.baseline if b is seed else phases.raw
+                                         for b in baselines),
+                       *(phases.floor if f.capped else phases.floor_uncapped for f in floors)]
+            for target, one in zip(targets, timed, strict=True):
+                target["submit"].append(one)
             tl.remove_submitted(store.url, data.messages, before, celebrities)
             if baselines:
                 timeline_seed.remove_submitted(store.url, data.messages)
@@ -282,6 +305,7 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
     db = Database(store.url, pool_size=0)
     seed: timeline_seed.SeedTimelines | None = None
     raw: timeline_seed.RawPostgres | None = None
+    floors: list[FloorPostgres] = []
     try:
         store.empty_tables(db, keep=("alembic_version",))
         started = time.perf_counter()
@@ -306,11 +330,12 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
             seed = timeline_seed.SeedTimelines(store.url)
             if store.backend == "postgresql":
                 raw = timeline_seed.RawPostgres(store.url)
+                floors = [FloorPostgres(store.url), FloorPostgres(store.url, capped=False)]
         models = []
         with frozen_heap():  # the data set, kept for the whole graph, out of the GC's passes
             for model in settings.models:
                 done = one_model(store, data, model, settings, seed, db, rng, progress,
-                                 raw)
+                                 raw, floors)
                 if done is None:
                     notes.append(f"{model}: not in this build of tidings (Config has no "
                                  "timeline_model); skipped")
@@ -318,7 +343,7 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
                 models.append(done)
         return info, models
     finally:
-        for side in (seed, raw):
+        for side in (seed, raw, *floors):
             if side is not None:
                 side.close()
         db.dispose()

@@ -154,6 +154,13 @@ _PG_PUSH_NEW = _push_capped(_ENTRIES)
 _PG_PUSH_CAPPED = _push_capped(ENTRIES_INSERT)
 
 
+def push_statement(entries: str) -> str:
+    """The text of the push-and-cap statement around ``entries`` (an ``INSERT INTO
+    timelines`` of the entries, ``:cap`` its parameter): the W1 bench's SQL floor runs it
+    with entries of its own."""
+    return _push_capped(entries).text
+
+
 def entry_columns(rows: Sequence[tuple[str, int, int]]) -> dict[str, str | int | None]:
     """(user, event id, created_at) entries as the ``:users``, ``:ids`` and ``:ats`` JSON
     arrays the PostgreSQL writes read: json.dumps writes thousands of values at C speed where
