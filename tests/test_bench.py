@@ -294,7 +294,7 @@ def test_bench_timelines_runs_on_every_sql_backend(store_url: str, tmp_path: Pat
     # the seed's own push statements (two, one transaction) on every backend
     assert "INSERT INTO mailbox (user_id,message_id)" in seed["push: submit (skewed)"]["statement"]
     if data["backend"] != "postgresql":
-        assert "raw_comparisons" not in data
+        assert "raw_comparisons" not in data and "floor_comparisons" not in data
         return
     # PostgreSQL: the seed's stored procedure as one statement, and beside it the raw limit
     assert "fetch_timeline_tt" in seed["pull: first page (skewed)"]["statement"]
@@ -306,6 +306,14 @@ def test_bench_timelines_runs_on_every_sql_backend(store_url: str, tmp_path: Pat
     assert "WITH m AS" in raw["push: submit (skewed)"]["baseline"]["statement"]
     assert_compared({"comparisons": data["raw_comparisons"]})
     assert "beside the raw limit" in " ".join(result.output.split())
+    # push submit beside its SQL floor, with the cap and without (push only: the floor is
+    # tidings' push path)
+    [floor] = data["floor_comparisons"]
+    assert floor["figure"] == "push: submit (skewed)" and floor["goal_ratio"] == 1.25
+    for side in ("tidings", "floor", "floor_uncapped"):
+        assert floor[side]["per_second"] > 0 and floor[side]["ratio"] is not None
+    assert floor["seed"]["per_second"] > 0
+    assert "beside its SQL floor" in " ".join(result.output.split())
 
 
 def test_bench_timelines_rounds_start_from_full_mailboxes() -> None:
