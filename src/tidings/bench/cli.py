@@ -211,10 +211,12 @@ def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict
 
 
 def _hot_table(result: dict[str, Any]) -> list[Table]:
-    from tidings.bench import hot
+    from tidings.bench import hot, hot_floor
 
-    table: Table = hot.table(result)
-    return [table]
+    tables: list[Table] = [hot.table(result)]
+    if result["data"].get("floors"):
+        tables.append(hot_floor.table(result))
+    return tables
 
 
 @bench_app.command()

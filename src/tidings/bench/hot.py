@@ -25,6 +25,9 @@ the same page              raw_redis.py's other read: ZREVRANGE of 20 ids, then 
 unread count (capped, as   ZCOUNT of the unread index (counts/s)
 the service asks it)
 =========================  ===============================================================
+
+The fan-out and the page also run beside the floor of the seed's layout
+(:mod:`tidings.bench.hot_floor`), a third side in the same turns.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from typing import Any, TypeVar
 
 from rich.progress import Progress
 
+from tidings.bench import BenchFailure
+from tidings.bench.hot_floor import FIELDS, Floor
 from tidings.clock import SystemClock
 from tidings.domain.events import Event
 from tidings.domain.views import Delivery, Filters
@@ -97,12 +102,14 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
             progress.advance(task, len(batch))
         progress.remove_task(task)
         audiences = [rng.sample(users, FOLLOWERS) for _ in ids]
-        figures: dict[str, list[tuple[float, float]]] = {
+        figures: dict[str, list[tuple[float, ...]]] = {
             "fan-out rows/s": [], "page of 20 /s": [], BODIES: [], "unread count /s": []}
         per_round = max(1, len(ids) // rounds)
         batched: list[float] = []
+        floors: dict[str, list[float]] = {"fan-out rows/s": [], "page of 20 /s": []}
         tag = "{raw}" if store.redis.cluster else ""  # one slot for the raw keys on a cluster
         script = client.register_script(RAW_LUA)
+        floor = Floor(client, prefix, tag, CAP, PAGE)
         for r in range(rounds):
             part = list(range(r * per_round, (r + 1) * per_round))
             _raw_setup(client, prefix, tag, audiences, part)
@@ -124,8 +131,17 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
                     script(keys=[f"{prefix}{tag}raw:f:{i}"],
                            args=[i, CAP, f"{prefix}{tag}raw:tl:"])
 
-            tidings_fan, raw_fan = _paired(part, fan_tidings, fan_raw, FOLLOWERS)
+            def fan_floor(chunk: list[int]) -> None:
+                for i in chunk:
+                    floor.fan_out(ids[i], 1_000_000 + ids[i], audiences[i])
+
+            tidings_fan, raw_fan, floor_fan = _paired(part, fan_tidings, fan_raw, fan_floor,
+                                                      weight=FOLLOWERS)
+            if floor.written != FOLLOWERS * (r + 1) * per_round:
+                raise BenchFailure(f"the layout floor wrote {floor.written:,} rows for "
+                                   f"{FOLLOWERS * (r + 1) * per_round:,} due")
             figures["fan-out rows/s"].append((tidings_fan, raw_fan))
+            floors["fan-out rows/s"].append(floor_fan)
             batched.append(_raw_batched(client, script, store.redis.cluster, prefix, part))
             sample = [rng.choice(users) for _ in range(ops)]
 
@@ -148,7 +164,15 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
                         pipe.hgetall(f"{prefix}{tag}raw:msg:{i}")
                     pipe.execute()
 
-            figures["page of 20 /s"].append(_paired(sample, page, raw_page))
+            def floor_page(chunk: list[str]) -> None:
+                for user in chunk:
+                    floor.page(user)
+
+            if any(len(fields) != FIELDS for _, fields in floor.page(audiences[part[0]][0])):
+                raise BenchFailure("the layout floor's page lost its rows' fields")
+            tidings_page, raw_ids, floor_rows = _paired(sample, page, raw_page, floor_page)
+            figures["page of 20 /s"].append((tidings_page, raw_ids))
+            floors["page of 20 /s"].append(floor_rows)
             figures[BODIES].append(_paired(sample, page, raw_bodies))
 
             def count(chunk: list[str]) -> None:
@@ -162,6 +186,7 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
 
             figures["unread count /s"].append(_paired(sample, count, raw_count))
         return {"users": len(users), "events": len(ids), "raw_batched": _median(batched),
+                "floors": {name: _median(rates) for name, rates in floors.items()},
                 "figures": {
             name: {"tidings": _median([t for t, _ in values]),
                    "baseline": _median([b for _, b in values])}
@@ -171,21 +196,21 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
         store.close()
 
 
-def _paired(items: Sequence[T], tidings: Callable[[list[T]], None],
-            raw: Callable[[list[T]], None], weight: int = 1) -> tuple[float, float]:
-    """Both sides' rates (``weight`` per item) over the same items, timed in alternating
-    blocks of :data:`BLOCK` items (which side goes first alternates too), so that both meet
-    the same load on a busy machine: a side timed whole after the other may meet another."""
-    spent = [0.0, 0.0]
+def _paired(items: Sequence[T], *sides: Callable[[list[T]], None],
+            weight: int = 1) -> tuple[float, ...]:
+    """Each side's rate (``weight`` per item) over the same items, timed in alternating
+    blocks of :data:`BLOCK` items (which side goes first alternates too), so that all meet
+    the same load on a busy machine: a side timed whole after another may meet another."""
+    spent = [0.0] * len(sides)
     for n, start in enumerate(range(0, len(items), BLOCK)):
         chunk = list(items[start:start + BLOCK])
-        sides = [(0, tidings), (1, raw)]
-        for side, work in sides if n % 2 == 0 else sides[::-1]:
+        order = list(enumerate(sides))
+        for side, work in order if n % 2 == 0 else order[::-1]:
             started = time.perf_counter()
             work(chunk)
             spent[side] += time.perf_counter() - started
     done = len(items) * weight
-    return done / spent[0], done / spent[1]
+    return tuple(done / seconds for seconds in spent)
 
 
 def _raw_setup(client: Any, prefix: str, tag: str, audiences: list[list[str]],
