@@ -38,12 +38,14 @@ def _side(phases: Sequence[Any], figure: str) -> Side:
 
 def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str]],
               baseline: bool, raw_sql: dict[str, tuple[str, str]] | None = None,
-              goals: dict[tuple[str, str], float] | None = None) -> dict[str, Any]:
+              goals: dict[tuple[str, str], float] | None = None,
+              storage_goals: dict[str, float] | None = None) -> dict[str, Any]:
     """``results`` (tidings), ``comparisons`` (with ``--baseline``; ``raw_comparisons``: the
     raw limit's, on PostgreSQL), ``storage`` and ``models`` (rates by graph, figure and
     model, for the plot) of the measured models."""
     results, comparisons, raw_comparisons, storage, floors = [], [], [], [], []
     goals = GOALS if goals is None else goals
+    storage_goals = STORAGE_GOAL if storage_goals is None else storage_goals
     models: dict[str, dict[str, dict[str, float]]] = {}
     for m in measured:
         model, graph, phases = m["model"], m["graph"], m["phases"]
@@ -81,7 +83,7 @@ def summarise(measured: list[dict[str, Any]], seed_sql: dict[str, tuple[str, str
             "timelines_bytes": sizes.get("timelines", 0), "events_bytes": sizes.get("events", 0),
             "timelines_and_events_bytes": ours_bytes, "total_bytes": sum(sizes.values()),
             "tables": sizes, "article_bytes": ARTICLE_BYTES.get(model),
-            "goal_ratio": STORAGE_GOAL.get(model)}
+            "goal_ratio": storage_goals.get(model)}
         if seed_sizes is not None:
             if "message" in seed_sizes:  # SQL: the seed's mailbox (push) and message tables
                 theirs = seed_sizes["message"] + (
