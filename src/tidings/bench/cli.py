@@ -178,8 +178,8 @@ def inbox(
 ) -> None:
     """W2, inbox reads in-process: unread count, first page of the bundled inbox and mark
     all read, per second. With a ``redis://`` or ``redis+cluster://`` store: fan-out, pages
-    and counts on the Redis hot store beside the raw Redis baseline (always run), in the same
-    run."""
+    and counts on the Redis hot store beside the raw Redis baseline (always run) and the
+    floor of the seed's layout, in the same run."""
     if store is not None and store.startswith(REDIS_SCHEMES):
         _run(_hot, (store, scale, rounds, ops, seed), _hot_table, json_file, plot_file)
         return
@@ -288,7 +288,8 @@ def timelines(
 ) -> None:
     """W1, timelines (the seed's benchmark): messages submitted per second (fan-out durable),
     first and later timeline pages per second, and storage, for each model and graph; with
-    --baseline the seed's own SQL beside them, on the same database and data."""
+    --baseline the seed's own SQL beside them, on the same database and data (on PostgreSQL
+    also the raw limit, and push submit's SQL floor: tidings' own statements alone)."""
     settings = timelines_workload.TimelineSettings(
         store=store, scale=scale, graphs=_choices(graphs, GRAPHS, "--graphs"),
         models=_choices(models, timelines_workload.MODELS, "--models"), rounds=rounds,
