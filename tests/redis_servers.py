@@ -182,19 +182,25 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterP
         cluster.stop()
 
 
-def delete_prefix(url: str, prefix: str) -> None:
-    """Delete every key under ``prefix`` (on every node of a cluster)."""
+def client_of(url: str) -> RedisCluster | redis.Redis:
+    """A client of a ``redis://`` URL, or of every node a ``redis+cluster://`` URL names."""
     if url.startswith("redis+cluster://"):
         hosts = url.split("://", 1)[1].split("?")[0].split(",")
-        client: RedisCluster | redis.Redis = RedisCluster(startup_nodes=[
+        return RedisCluster(startup_nodes=[
             ClusterNode(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1]))  # type: ignore[no-untyped-call]
             for h in hosts])
+    return redis.Redis.from_url(url)
+
+
+def delete_prefix(url: str, prefix: str) -> None:
+    """Delete every key under ``prefix`` (on every node of a cluster)."""
+    client = client_of(url)
+    if isinstance(client, RedisCluster):
         for node in client.get_primaries():
             keys = list(client.scan_iter(match=f"{prefix}*", count=1000, target_nodes=node))
             for key in keys:
                 client.delete(key)
     else:
-        client = redis.Redis.from_url(url)
         keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
         for start in range(0, len(keys), 1000):
             client.delete(*keys[start:start + 1000])

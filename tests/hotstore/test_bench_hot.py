@@ -9,21 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from redis.cluster import RedisCluster
 from typer.testing import CliRunner
 
+from redis_servers import client_of, delete_prefix
 from tidings.bench.cli import bench_app
 from tidings.bench.hot_floor import FIELDS, Floor
 
 
 def _client(kind: str, request: pytest.FixtureRequest) -> tuple[str, Any]:
-    if kind == "cluster":
-        url = request.getfixturevalue("redis_cluster").url
-        host, port = url.split("://", 1)[1].split(",")[0].rsplit(":", 1)
-        return url, RedisCluster(host=host, port=int(port))
-    url = request.getfixturevalue("redis_server")
-    return url, redis.Redis.from_url(url)
+    url = (request.getfixturevalue("redis_cluster").url if kind == "cluster"
+           else request.getfixturevalue("redis_server"))
+    return url, client_of(url)
 
 
 def _bench_keys(client: Any) -> set[bytes]:
@@ -72,7 +69,7 @@ def test_the_layout_floor_keeps_rows_once_capped_and_pages_them_with_their_field
     """The floor does the layout's work for real: a message written twice is written once
     (the idempotency check), each user keeps the newest ``cap`` rows with the id and unread
     sets beside them, and a page returns the newest rows with their fields."""
-    _, client = _client(kind, request)
+    url, client = _client(kind, request)
     prefix = f"tidings_bench_{secrets.token_hex(4)}:"
     tag = "{raw}" if kind == "cluster" else ""
     floor = Floor(client, prefix, tag, cap=5, page=3)
@@ -92,7 +89,5 @@ def test_the_layout_floor_keeps_rows_once_capped_and_pages_them_with_their_field
             assert all(len(fields) == FIELDS for _, fields in page)
             assert page[0][1][b"c"] == b"1008"
     finally:
-        for key in list(client.scan_iter(match=f"{prefix}*", **(
-                {"target_nodes": RedisCluster.ALL_NODES} if kind == "cluster" else {}))):
-            client.delete(key)
         client.close()
+        delete_prefix(url, prefix)
