@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 
+from tidings.bench import BenchFailure
 from tidings.bench.raw import parse, pg_params
 from tidings.bench.timeline_data import POST, payload, user_id
 from tidings.store.sql import timelinecap
@@ -102,7 +103,7 @@ class FloorPostgres:
         params = {"ids": [json.loads(args)["event_id"] for _, args in claimed], "cap": cap}
         cursor = run(self.push, params)
         if self.capped and cursor.fetchall():  # users the statement left over the cap
-            raise RuntimeError("the floor's push left a mailbox over the cap")
+            raise BenchFailure("the SQL floor's push left a mailbox over the cap")
         run(DONE, {"jobs": [job for job, _ in claimed]})
         self.conn.commit()
 
