@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engines import all_items, event_ids, snapshot
-from tidings.clock import parse_rfc3339
+from tidings.clock import FrozenClock, parse_rfc3339
 from tidings.domain.readstate import Markers
 from tidings.engine import Tidings, UnreadCount
 from tidings.exceptions import InvalidInput
@@ -181,3 +181,59 @@ def test_stop_on_error_raises_naming_the_line(t: Tidings) -> None:
     with pytest.raises(InvalidInput, match="line 2"):
         import_lines(t, [json.dumps({"kind": "user", "id": "carol"}), "{"],
                      stop_on_error=True)
+
+
+# One line of each kind that names a user without a read marker or a join date.
+LIVE_LINES: dict[str, dict[str, Any]] = {
+    "user": {"kind": "user", "id": "liv"},
+    "subscription": {"kind": "subscription", "user": "liv", "type": "*", "object": "page:X"},
+    "follow": {"kind": "follow", "user": "liv", "other": "alice"},
+    "mute": {"kind": "mute", "user": "liv", "actor": "spammer"},
+    "dated user": {"kind": "user", "id": "liv", "created_at": "2023-01-01T00:00:00Z"},
+}
+
+
+def live_user_imported_again(t: Tidings, clock: FrozenClock, line: dict[str, Any], *,
+                             signed_up: bool = True) -> None:
+    """A user of the running site with an unread notification, then an import that names
+    them: the import leaves their read state alone (Gazelle back-fills only users with no
+    witness row yet, and does not date a live user's back-fill at the import)."""
+    if signed_up:
+        assert t.add_user("liv") is True  # read up to now: a witness row
+    clock.advance(60)  # else: registered by the delivery below, with no witness row
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["liv"]})
+    t.run_jobs()
+    assert t.unread_count("liv") == UnreadCount(1, "1")
+    clock.advance(60)
+
+    report = import_lines(t, _lines([line]))
+    t.run_jobs()
+
+    assert report.errors == []
+    assert t.unread_count("liv") == UnreadCount(1, "1")
+    assert [n.read for n in all_items(t, "liv")] == [False]
+
+
+@pytest.mark.parametrize("signed_up", [True, False], ids=["signed-up", "delivered-to"])
+@pytest.mark.parametrize("line", LIVE_LINES.values(), ids=LIVE_LINES.keys())
+def test_an_import_leaves_a_live_users_unread_notifications_unread(
+        t: Tidings, clock: FrozenClock, line: dict[str, Any], signed_up: bool) -> None:
+    live_user_imported_again(t, clock, line, signed_up=signed_up)
+
+
+def test_an_import_still_catches_up_a_user_it_creates_next_to_a_live_one(
+        t: Tidings, clock: FrozenClock) -> None:
+    live_user_imported_again(t, clock, {"kind": "follow", "user": "liv", "other": "alice"})
+    report = import_lines(t, _lines([
+        {"kind": "user", "id": "newt"},
+        {"kind": "event", "type": "mention", "actor": "alice", "recipients": ["newt", "liv"],
+         "created_at": "2023-02-01T00:00:00Z", "idempotency_key": "old"},
+    ]))
+    t.run_jobs()
+
+    assert report.errors == []
+    assert t.unread_count("newt") == UnreadCount(0, "0")  # read up to the import
+    # liv's live notification stays unread; the imported one is dated before her witness row
+    assert [(n.created_at, n.read) for n in all_items(t, "liv")][1] == (
+        "2023-02-01T00:00:00Z", True)
+    assert t.unread_count("liv") == UnreadCount(1, "1")

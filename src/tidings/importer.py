@@ -12,9 +12,11 @@ One record a line, each with a ``kind``::
     {"kind": "read", "user": "bob", "until": "2024-03-01T00:00:00Z"}
 
 Imported users without a read marker are caught up Gazelle's way: read up to their join date
-(or up to the import if none is given). A user reached by an imported event is registered by
-its delivery and keeps it unread; users who appear after the import and were never sent
-anything start as "read up to now" (:meth:`Tidings.add_user`).
+(or up to the import if none is given). As Gazelle's back-fill, this only fills a missing
+witness row: a user the site already has keeps their read state (their unread stays unread).
+A user reached by an imported event is registered by its delivery and keeps it unread; users
+who appear after the import and were never sent anything start as "read up to now"
+(:meth:`Tidings.add_user`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
     report = ImportReport()
     users: dict[str, int | None] = {}
     read_given: set[str] = set()
+    registered: set[str] = set()  # users this import registered (the others were live already)
     batch: list[Event] = []
 
     def flush() -> None:
@@ -94,7 +97,8 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
             flush()
             user = check_user_id(record.get("user", record.get("id")), "user")
             # Known before subscribe/follow see it, so they do not mark it "read up to now".
-            _ensure_user(tidings, user)
+            if _ensure_user(tidings, user):
+                registered.add(user)
             if kind == "user":
                 users[user] = _time(record, "created_at", number)
             elif kind == "subscription":
@@ -121,8 +125,11 @@ def import_lines(tidings: Tidings, lines: Iterable[str], *, stop_on_error: bool 
     flush()
     now = tidings.clock.now_us()
     for user, joined in users.items():
-        _register(tidings, user, joined if joined is not None else now,
-                  catch_up=user not in read_given, join_date_given=joined is not None)
+        if user in registered:
+            _register(tidings, user, joined if joined is not None else now,
+                      catch_up=user not in read_given, join_date_given=joined is not None)
+        elif joined is not None and user not in read_given:
+            _back_fill(tidings, user, joined)
     return report
 
 
@@ -134,9 +141,22 @@ def _set_read(tidings: Tidings, user: str, until: int) -> None:
     tidings.store.transact(work)
 
 
-def _ensure_user(tidings: Tidings, user: str) -> None:
+def _ensure_user(tidings: Tidings, user: str) -> bool:
+    """Register ``user`` with no witness row yet; True if they are new."""
     now = tidings.clock.now_us()
-    tidings.store.transact(lambda tx: tx.graph.add_user(user, now))
+    return tidings.store.transact(lambda tx: tx.graph.add_user(user, now))
+
+
+def _back_fill(tidings: Tidings, user: str, joined: int) -> None:
+    """A user the site had before this import: Gazelle's back-fill fills only a missing
+    witness row (read up to the join date given), and never moves a user's own read state.
+    Without a join date nothing is filled: the import time would mark read what they were
+    sent live and have not read."""
+    def work(tx: Tx) -> None:
+        if not tx.inbox.load_markers_many([user]):
+            tx.inbox.set_marker(user, "all", joined)
+
+    tidings.store.transact(work)
 
 
 def _register(tidings: Tidings, user: str, joined: int, *, catch_up: bool,

@@ -3,6 +3,11 @@ store shows (the shared checks of ``tests/test_inbox_query.py``, bundles, counts
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from test_import import LIVE_LINES, live_user_imported_again
 from test_inbox_query import payload_conditions, query_dimensions
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
@@ -35,3 +40,10 @@ def test_bundles_counts_and_marks(hot: Tidings, clock: FrozenClock) -> None:
     assert hot.unread_count("bob").display == "2"
     assert hot.mark_all_read("bob") == 2
     assert hot.unread_count("bob").count == 0
+
+
+@pytest.mark.parametrize("signed_up", [True, False], ids=["signed-up", "delivered-to"])
+@pytest.mark.parametrize("line", LIVE_LINES.values(), ids=LIVE_LINES.keys())
+def test_an_import_leaves_a_live_users_unread_notifications_unread(
+        hot: Tidings, clock: FrozenClock, line: dict[str, Any], signed_up: bool) -> None:
+    live_user_imported_again(hot, clock, line, signed_up=signed_up)
