@@ -147,6 +147,13 @@ class SqlGraph:
         self.prefetched = prefetched
 
     def add_user(self, user: str, now: int) -> bool:
+        # A plain read first: fan-out holds the rows of the users it writes to until it ends
+        # (``InboxStore.hold``, the inbox bound's upsert), and an insert that meets an existing
+        # key waits for that row's lock (InnoDB takes a shared lock on the duplicate, and
+        # PostgreSQL's ON CONFLICT waits for the updater) — so a settings write, subscribe or
+        # follow of a known user would queue behind a fan-out. Only a new user is inserted.
+        if self.conn.execute(select(users.c.user_id).where(users.c.user_id == user)).first():
+            return False
         result = self.conn.execute(self.db.insert_ignore(users).values(user_id=user,
                                                                         created_at=now))
         return result.rowcount == 1
