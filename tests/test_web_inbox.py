@@ -277,3 +277,60 @@ def test_the_preferences_form_shows_once_loaded(browser: Any, site: Site) -> Non
     page.locator("#prefs").wait_for()
     assert page.locator("#frequency").input_value() == "immediate"
     assert page.get_by_text("Loading…").count() == 0
+
+
+def test_mute_a_page_from_its_notification_and_see_it_by_title(browser: Any, site: Site) -> None:
+    """A notification about a page offers to mute that page (by the object key it carries);
+    the preferences page then lists the page by its title, and can unmute it."""
+    site.tidings.set_preferences("bob", {"email": {"address": "bob@example.org"}})
+    site.publish(type="page-linked", actor="ann", object="page:San_Francisco",
+                 recipients=["bob"])
+    site.publish(type="mention", actor="cat", recipients=["bob"], payload={"text": "hi"})
+    page = open_inbox(browser, site, "bob")
+    assert wait_until(lambda: page.locator("#list li").count() == 2)
+    mention = page.locator("#list li").filter(has_text="cat mentioned you")
+    assert mention.locator("button.mute").count() == 0  # no object: nothing to mute
+    linked = page.locator("#list li").filter(has_text="San Francisco was linked")
+    linked.get_by_role("button", name="Mute San Francisco").click()
+    page.get_by_text("San Francisco is muted.").first.wait_for()
+    assert wait_until(lambda: site.tidings.get_preferences("bob")["muted"]["objects"]
+                      == ["page:San_Francisco"])
+    prefs = site.tidings.get_preferences("bob")
+    assert prefs["email"]["address"] == "bob@example.org"  # the rest is kept
+
+    site.publish(type="page-linked", actor="dan", object="page:San_Francisco",
+                 recipients=["bob"])
+    site.tidings.run_jobs()
+    assert [n.actor for n in site.tidings.notifications("bob").items] == ["cat", "ann"]
+
+    page.goto(f"{site.url}/#/preferences")
+    muted = page.locator("#muted-objects li")
+    muted.first.wait_for()
+    assert muted.all_inner_texts() == ["San Francisco\nUnmute"]
+    shot(page, "preferences-muted")
+    muted.get_by_role("button", name="Unmute San Francisco").click()
+    assert muted.count() == 0
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Saved.").wait_for()
+    assert site.tidings.get_preferences("bob")["muted"]["objects"] == []
+
+
+def test_mute_a_page_by_the_title_the_person_sees(browser: Any, site: Site) -> None:
+    """Typed text is resolved against the pages of the person's notifications by title; a
+    title that matches none of them is refused with a clear message and nothing is saved."""
+    site.publish(type="page-linked", actor="ann", object="page:New_York", recipients=["bob"])
+    page = open_inbox(browser, site, "bob")
+    page.goto(f"{site.url}/#/preferences")
+    page.locator("#prefs").wait_for()
+    page.locator("#mute-object").fill("Atlantis")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("No page called “Atlantis” is in your notifications").wait_for()
+    assert page.get_by_text("Saved.").count() == 0
+    assert site.tidings.get_preferences("bob")["muted"]["objects"] == []
+
+    page.locator("#mute-object").fill("new york")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Saved.").wait_for()
+    assert site.tidings.get_preferences("bob")["muted"]["objects"] == ["page:New_York"]
+    assert page.locator("#muted-objects li").all_inner_texts() == ["New York\nUnmute"]
+    assert page.locator("#mute-object").input_value() == ""

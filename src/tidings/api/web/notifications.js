@@ -1,7 +1,9 @@
 /* The notifications page: section tabs with unread counts, a type filter, unread only, days
- * ("Today", "Yesterday", "Earlier"), infinite scroll, and a read / unread control per row. */
+ * ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread control per row, and on a
+ * row about an object (a page) a control that mutes that object. */
 import { api, labelOf, loadTypes } from "./session.js";
 import { announce, dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton, tabs } from "./dom.js";
+import { muteObject, objectTitle } from "./mutes.js";
 
 export async function showNotifications(main, bell) {
   const list = main.querySelector("#list");
@@ -56,7 +58,9 @@ export async function showNotifications(main, bell) {
     const body = el("div", { class: "body" }, title);
     if (!item.read) body.append(el("span", { class: "sr", text: " (unread)" }));
     if (item.body) body.append(el("div", { class: "text", text: item.body }));
-    body.append(el("div", { class: "meta", text: parts.join(" · ") }));
+    const meta = el("div", { class: "meta", text: parts.join(" · ") });
+    if (item.object) meta.append(" · ", muteControl(item.object));
+    body.append(meta);
     const word = item.read ? "Mark as unread" : "Mark as read";
     const toggle = el("button", { class: "mark toggle", title: word, "aria-label": `${word}: ${item.title}` },
                       el("span", { class: "dot" }));
@@ -71,6 +75,30 @@ export async function showNotifications(main, bell) {
     });
     li.append(kit.avatar(item.actor || "", item.type, item.category, item.payload?.avatar_url), body, toggle);
     return li;
+  }
+
+  // Mutes the object the item carries (its key), named by the title the person sees.
+  function muteControl(object) {
+    const name = objectTitle(object);
+    const button = el("button", { class: "link mute", text: "Mute", title: `Mute ${name}`,
+                                  "aria-label": `Mute ${name}` });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        await muteObject(object);
+        for (const same of list.querySelectorAll("button.mute")) {
+          if (same.getAttribute("aria-label") === button.getAttribute("aria-label")) {
+            same.textContent = "Muted"; same.disabled = true;
+          }
+        }
+        status.textContent = `${name} is muted.`;
+        announce(`${name} is muted.`);
+      } catch (error) {
+        button.disabled = false;
+        status.textContent = `Could not mute ${name}: ${error.message}`;
+      }
+    });
+    return button;
   }
 
   async function more() {

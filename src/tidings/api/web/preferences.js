@@ -1,7 +1,9 @@
 /* The preferences page: per category (label, one-line description) a switch per channel this
- * server delivers over, then email (address, digest frequency and local hour), mutes. */
+ * server delivers over, then email (address, digest frequency and local hour), mutes: users by
+ * name, pages by their title (typed titles resolved against the person's notifications). */
 import { api, loadTypes } from "./session.js";
 import { el } from "./dom.js";
+import { knownObjects, objectTitle, resolveObject } from "./mutes.js";
 
 const CHANNEL_NAMES = { web: "Web", email: "Email", webhook: "Webhook" };
 
@@ -54,7 +56,25 @@ export async function showPreferences(main) {
   }
   $("locale").value = prefs.locale || "";
   $("muted-actors").value = prefs.muted.actors.join("\n");
-  $("muted-objects").value = prefs.muted.objects.join("\n");
+  let mutedObjects = [...prefs.muted.objects];
+  const showMutedObjects = () => {
+    $("muted-objects").replaceChildren(...mutedObjects.map((key) => {
+      const name = objectTitle(key);
+      const unmute = el("button", { type: "button", class: "link", text: "Unmute",
+                                    "aria-label": `Unmute ${name}` });
+      unmute.addEventListener("click", () => {
+        mutedObjects = mutedObjects.filter((other) => other !== key);
+        showMutedObjects();
+        $("mute-object-status").textContent = `${name} will be unmuted when you save.`;
+      });
+      return el("li", {}, el("span", { text: name, title: key }), unmute);
+    }));
+  };
+  showMutedObjects();
+  // the pages of the person's notifications: suggestions, and what a typed title resolves to
+  const known = knownObjects().catch(() => new Map());
+  known.then((found) => $("known-objects").replaceChildren(
+    ...[...found.values()].map((title) => el("option", { value: title }))));
   const showFrequency = () => {
     const never = $("frequency").value === "never";
     $("unsubscribed").textContent = never ? "You receive no email." : "";
@@ -91,15 +111,31 @@ export async function showPreferences(main) {
       (switches[box.dataset.category] ||= {})[box.dataset.channel] = box.checked;
     }
     const lines = (id) => $(id).value.split("\n").map((v) => v.trim()).filter(Boolean);
+    const typed = $("mute-object").value.trim();
+    let objects = mutedObjects;
+    if (typed) {
+      const key = resolveObject(typed, await known);
+      if (key === null) {
+        $("mute-object-status").textContent = `No page called “${typed}” is in your notifications: `
+          + "type its title as a notification names it, or use “Mute” on one of its notifications.";
+        status.textContent = "Not saved: a page to mute was not found.";
+        return;
+      }
+      objects = mutedObjects.includes(key) ? mutedObjects : [...mutedObjects, key];
+    }
     const body = {
       email: { address: $("email").value.trim() || null, frequency: $("frequency").value,
                timezone: $("timezone").value.trim() || "UTC", digest_hour: Number($("digest-hour").value) },
-      channels: switches, muted: { actors: lines("muted-actors"), objects: lines("muted-objects") },
+      channels: switches, muted: { actors: lines("muted-actors"), objects },
       locale: $("locale").value || null,
       webhook: prefs.webhook || { url: null },  // set by the application: kept
     };
     try {
       Object.assign(prefs, await api("/v1/me/preferences", { method: "PUT", body: JSON.stringify(body) }));
+      mutedObjects = [...prefs.muted.objects];
+      showMutedObjects();
+      $("mute-object").value = "";
+      $("mute-object-status").textContent = typed ? `${objectTitle(objects.at(-1))} is muted.` : "";
       status.textContent = "Saved.";
     } catch (error) {
       status.textContent = `Not saved: ${error.message}`;
