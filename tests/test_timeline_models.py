@@ -320,7 +320,7 @@ def test_the_model_setting_is_checked() -> None:
         open_tidings("memory://bad-model", timeline_model="fan-out")
 
 
-def test_a_follow_while_pulled_is_back_filled_for_when_pushed_again(
+def test_a_follow_while_pulled_reads_the_posts_when_pushed_again(
         any_store_url: str, clock: FrozenClock) -> None:
     with open_tidings(any_store_url, clock=clock, timeline_model="hybrid",
                       celebrity_followers=1) as t:
@@ -352,3 +352,44 @@ def test_a_mute_applies_when_a_post_reaches_the_timeline(any_store_url: str,
         assert ids(t, "bob") == a  # after the mute: neither
         t.unmute("bob", actor="cat")
         assert ids(t, "bob") == sorted(a + c + [c[0] + 2], reverse=True)
+
+
+def mailbox(t: Tidings, user: str) -> list[int]:
+    with t.store.read() as tx:
+        return [e.id for e in tx.timeline.page(user, limit=100, before=None)]
+
+
+PULLED = {"pull": "pull", "hybrid": "hybrid", "override": "push"}  # how -> deployment model
+
+
+@pytest.mark.parametrize("how", PULLED)
+def test_a_follow_of_a_pulled_source_writes_only_the_follow(
+        any_store_url: str, clock: FrozenClock, how: str) -> None:
+    with open_tidings(any_store_url, clock=clock, celebrity_followers=1,
+                      timeline_model=PULLED[how]) as t:
+        a_follow_of_a_pulled_source_writes_only_the_follow(t, how)
+
+
+def a_follow_of_a_pulled_source_writes_only_the_follow(t: Tidings, how: str) -> None:
+    """The pull model writes only the event (the timeline seed has no mailbox under pull):
+    following a pulled source puts nothing in the follower's mailbox — a source that posted
+    before anyone followed it, one whose post is not fanned out yet, a celebrity under hybrid
+    (threshold 1), a source overridden to pull. Its posts are read by pull, now and after it is
+    pushed again (until its next post, which starts its pushed posts)."""
+    if how == "override":
+        t.set_timeline_model("ann", "pull")
+    elif how == "hybrid":
+        t.follow("zed", "ann")
+    early = post(t, "ann", 3)
+    waiting = int(t.publish({"type": "post", "actor": "ann", "object": "blog:w"}).id)
+    t.follow("bob", "ann")
+    assert mailbox(t, "bob") == []
+    t.run_jobs()
+    assert mailbox(t, "bob") == []
+    shown = sorted([*early, waiting], reverse=True)
+    assert ids(t, "bob") == shown
+    t.set_timeline_model("ann", None if how == "override" else "push")
+    assert ids(t, "bob") == shown  # pushed again: what it did not push is pulled
+    later = post(t, "ann", 1)
+    assert mailbox(t, "bob") == later
+    assert ids(t, "bob") == later + shown

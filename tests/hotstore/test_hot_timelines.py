@@ -37,3 +37,11 @@ CHECKS: list[Callable[[Tidings], None]] = [
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__[5:] for c in CHECKS])
 def test_timelines_on_the_hot_store(tl: Tidings, check: Callable[[Tidings], None]) -> None:
     check(tl)
+
+
+@pytest.mark.parametrize("how", behaviour.PULLED)
+def test_a_follow_of_a_pulled_source_writes_only_the_follow(
+        how: str, hot_url: str, sqlite_url: str, clock: FrozenClock) -> None:
+    with open_tidings(sqlite_url, clock=clock, hot_store_url=hot_url, celebrity_followers=1,
+                      timeline_model=behaviour.PULLED[how]) as t:
+        behaviour.a_follow_of_a_pulled_source_writes_only_the_follow(t, how)

@@ -12,6 +12,7 @@ from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_user_id
 from tidings.domain.timeline import (
     NO_BOUND,
+    PULL,
     PUSH,
     SOURCE_MODELS,
     Bounds,
@@ -203,11 +204,16 @@ class TimelineService:
     # -- follows ------------------------------------------------------------------------------
 
     def on_follow(self, tx: Tx, user: str, other: str) -> None:
-        """A new follow of a source whose posts are in mailboxes (``push_from`` set) back-fills
-        its newest posts (up to the cap) into this one — even while the source is read by pull
-        (a hybrid source over the threshold, an override), since it may be read from the
-        mailbox again before its next post. A source recorded as pulled needs nothing."""
+        """A new follow of a pushed source (``push_from`` set) back-fills its newest posts (up
+        to the cap) into this mailbox. A source read by pull now (a pull deployment, a hybrid
+        source over the threshold, an override) gets no mailbox row: the pull model writes
+        only the event. It is recorded as pulled, as its next post's fan-out would record it,
+        so that if it is pushed again before that post, reads still pull it whole."""
         state = tx.graph.timeline_sources([other]).get(other, SourceState())
+        if self.model_of(state) == PULL:
+            if state.push_from is not None:
+                tx.graph.set_push_from(other, None)
+            return
         if state.push_from is None:
             return
         cap = self.config.timeline_cap
