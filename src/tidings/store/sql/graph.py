@@ -20,12 +20,12 @@ from sqlalchemy import (
     select,
     text,
     union_all,
-    update,
 )
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member, Subscription
+from tidings.store.sql import registry
 from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import (
@@ -34,10 +34,8 @@ from tidings.store.sql.schema import (
     mutes,
     subscriptions,
     timeline_sources,
-    users,
 )
 
-USERS = users  # the table, by a name the ``users`` parameters below do not hide
 # which of a JSON array of users are members of :group_name (PostgreSQL: .bulk.probes)
 _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 
@@ -147,28 +145,13 @@ class SqlGraph:
         self.prefetched = prefetched
 
     def add_user(self, user: str, now: int) -> bool:
-        # A plain read first: fan-out holds the rows of the users it writes to until it ends
-        # (``InboxStore.hold``, the inbox bound's upsert), and an insert that meets an existing
-        # key waits for that row's lock (InnoDB takes a shared lock on the duplicate, and
-        # PostgreSQL's ON CONFLICT waits for the updater) — so a settings write, subscribe or
-        # follow of a known user would queue behind a fan-out. Only a new user is inserted.
-        if self.conn.execute(select(users.c.user_id).where(users.c.user_id == user)).first():
-            return False
-        result = self.conn.execute(self.db.insert_ignore(users).values(user_id=user,
-                                                                        created_at=now))
-        return result.rowcount == 1
+        return registry.add_user(self.db, self.conn, user, now)
 
     def set_joined(self, user: str, joined: int) -> None:
-        self.conn.execute(update(users).where(users.c.user_id == user).values(created_at=joined))
+        registry.set_joined(self.conn, user, joined)
 
     def joined(self, users: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        wanted = list(dict.fromkeys(users))
-        for part in self.db.parts(wanted):
-            found.update((r.user_id, r.created_at) for r in self.conn.execute(
-                select(USERS.c.user_id, USERS.c.created_at)
-                .where(self.db.among(USERS.c.user_id, part))))
-        return found
+        return registry.joined(self.db, self.conn, users)
 
     # -- subscriptions --------------------------------------------------------------------
 
