@@ -122,6 +122,12 @@ BAD_REQUESTS = [
     ("bad-member-id", "DELETE", "/v1/groups/staff/members/bad user!", {}, 422, None, "user"),
     ("bad-members-cursor", "GET", "/v1/groups/staff/members", {"params": {"cursor": "!!"}},
      422, None, "cursor"),
+    # base64 of {"after":"\ud800"}: a lone surrogate no store can be asked for
+    *[(f"forged-{name}-cursor-with-a-surrogate", "GET", path,
+       {"params": {"cursor": "eyJhZnRlciI6Ilx1ZDgwMCJ9"}}, 422, "invalid_cursor", "cursor")
+      for name, path in (("follows", "/v1/users/bob/follows"),
+                         ("followers", "/v1/users/bob/followers"),
+                         ("members", "/v1/groups/staff/members"))],
     ("members-unknown-parameter", "GET", "/v1/groups/staff/members",
      {"params": {"since_id": "3"}}, 400, None, "since_id"),
     ("bad-channel", "POST", "/v1/users/bob/subscriptions", {"json": {"channels": ["pigeon"]}},

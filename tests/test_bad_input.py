@@ -15,6 +15,7 @@ from tidings.engine import Tidings
 from tidings.exceptions import (
     InvalidCursor,
     InvalidInput,
+    InvalidText,
     InvalidUserId,
     PayloadTooLarge,
     TidingsError,
@@ -234,3 +235,37 @@ def test_names_are_matched_in_full() -> None:
     for fields in ({"name": "mention\n"}, {"name": "x", "category": "talk\n"}):
         with _case(repr(fields)), pytest.raises(InvalidEventType):
             EventType(**fields)
+
+
+# NUL: PostgreSQL keeps none in text; a lone surrogate: no UTF-8 encoder writes one. Either in a
+# string that reaches a store is refused as it comes in, on every backend alike.
+UNSTORABLE = [
+    ("NUL in a payload string", {"payload": {"text": "a\x00b"}}, "payload.text"),
+    ("NUL in a payload key", {"payload": {"te\x00xt": 1}}, "payload"),
+    ("NUL deep in a payload", {"payload": {"a": [1, {"b": "\x00"}]}}, "payload.a.1.b"),
+    ("lone surrogate in a payload", {"payload": {"text": "\ud800"}}, "payload.text"),
+    ("NUL in an idempotency key", {"idempotency_key": "k\x00"}, "idempotency_key"),
+    ("lone surrogate in an object", {"object": "page:\udc00"}, "object"),
+]
+
+
+def test_unstorable_text_in_an_event_is_refused(seeded: Tidings) -> None:
+    for name, fields, field in UNSTORABLE:
+        event = {"type": "mention", "actor": "alice", "recipients": ["bob"], **fields}
+        with _case(name):
+            _raises(seeded, InvalidText, field, lambda event=event: seeded.publish(event))
+            _raises(seeded, InvalidText, field,
+                    lambda event=event: seeded.publish_many([event]))
+
+
+def test_unstorable_text_elsewhere_is_refused(seeded: Tidings) -> None:
+    t = seeded
+    _raises(t, InvalidText, "note", lambda: t.set_preferences("bob", {"note": "a\x00"}))
+    _raises(t, InvalidText, "email.timezone", lambda: t.set_preferences(
+        "bob", {"email": {"address": "bob@example.org", "timezone": "\ud800"}}))
+    _raises(t, InvalidText, "channels", lambda: t.set_preferences(
+        "bob", {"channels": {"ta\x00lk": {"web": False}}}))
+    _raises(t, InvalidText, "object", lambda: t.subscribe("bob", "*", "page:\ud800"))
+    _raises(t, InvalidText, "object", lambda: t.mute("bob", object="page:\udfff"))
+    _raises(t, InvalidText, "reason", lambda: t.report_bounce("bob@example.org", "gone\x00"))
+    _raises(t, InvalidText, "address", lambda: t.report_bounce("bob\x00@example.org"))

@@ -10,6 +10,8 @@ The tree::
     │   ├── PayloadTooLarge         payload over the configured size
     │   ├── TooManyRecipients       more explicit recipients than allowed
     │   ├── InvalidCursor           a cursor this server did not make
+    │   ├── InvalidText             a string holding NUL or a lone surrogate, which no store
+    │   │                           keeps as it is (PostgreSQL refuses NUL in text)
     │   ├── UnknownQueryField       a list or count narrowed by a payload field no type marks
     │   │                           queryable (maps to 400, like an unknown query parameter)
     │   └── InvalidEventType        an event type declaration that does not hold together
@@ -78,6 +80,11 @@ class InvalidCursor(InvalidInput):
     code = "invalid_cursor"
 
 
+class InvalidText(InvalidInput):
+    """A string holds NUL (U+0000) or a lone surrogate: refused as it comes in, on every
+    backend alike, so nothing accepted fails later where a store cannot keep it."""
+
+
 class InvalidEventType(InvalidInput):
     code = "invalid_event_type"
 
@@ -135,6 +142,7 @@ __all__ = [
     "InvalidCursor",
     "InvalidEventType",
     "InvalidInput",
+    "InvalidText",
     "InvalidUserId",
     "JobError",
     "NotFound",

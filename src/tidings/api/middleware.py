@@ -5,8 +5,8 @@
   errors nothing else handled: a logged 500 with an error id (:func:`errors.unexpected`), so
   the connection stays usable and no traceback reaches the caller;
 - :class:`BodyChecks`: 413 over the size limit, 415 not JSON, 400 malformed JSON, 422 for a
-  body nested deeper than :data:`MAX_DEPTH` levels or holding a lone surrogate (naming the
-  field), so nothing past the door meets either.
+  body nested deeper than :data:`MAX_DEPTH` levels or holding a NUL or a lone surrogate
+  (naming the field), so nothing past the door meets either.
 """
 
 from __future__ import annotations

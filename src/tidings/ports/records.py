@@ -235,6 +235,10 @@ class MailStore(Protocol):
                  at: int) -> None:
         """Record a sent mail."""
 
+    def was_sent(self, message_id: str) -> bool:
+        """Whether a mail with this Message-ID is in the sent log (a job run again must
+        not send it twice)."""
+
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:
         """Record one webhook attempt."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from tidings.clock import Clock
 from tidings.domain.cursor import decode_cursor, encode_cursor
-from tidings.domain.events import check_object, check_user_id
+from tidings.domain.events import USER_ID, check_object, check_user_id
 from tidings.domain.privacy import check_name
 from tidings.domain.types import CHANNELS
 from tidings.domain.views import Follow, Member, Page, Subscription
@@ -39,7 +39,9 @@ def _name_after(cursor: str) -> str:
         after = data["after"]
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError):
         after = None
-    if not isinstance(after, str):  # a number here would be a store type error
+    # a number here would be a store type error, and text no user id holds (a lone
+    # surrogate, NUL) a store's encoding error
+    if not isinstance(after, str) or not USER_ID.fullmatch(after):
         raise InvalidCursor("cursor is not one this server made", field="cursor")
     return after
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from tidings.clock import Clock
 from tidings.domain.events import check_object, check_user_id
+from tidings.domain.text import check_text
 from tidings.exceptions import InvalidInput
 from tidings.ports import Store, Tx
 from tidings.services.graph import touch_user
@@ -42,6 +43,7 @@ class SettingsService:
         """Replace a user's preferences; ``muted`` replaces their mutes."""
         check_user_id(user)
         stored = {k: v for k, v in data.items() if k != "muted"}
+        check_text(stored, "", whole="preferences")
         muted = data.get("muted") or {}
         pairs = [("actor", check_user_id(a, "muted.actors")) for a in muted.get("actors", [])]
         pairs += [("object", check_object(o, "muted.objects"))
@@ -92,6 +94,8 @@ class SettingsService:
         """A hard bounce: no more mail to this address (web delivery goes on)."""
         if not isinstance(address, str) or "@" not in address or len(address) > 254:
             raise InvalidInput("address must be an email address", field="address")
+        check_text(address, "address")
+        check_text(reason, "reason")
         now = self.clock.now_us()
         self.store.transact(lambda tx: tx.settings.report_bounce(address.strip(), reason, now))
 
