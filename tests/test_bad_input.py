@@ -18,6 +18,7 @@ from tidings.exceptions import (
     InvalidText,
     InvalidUserId,
     PayloadTooLarge,
+    QuotaExceeded,
     TidingsError,
     TooManyRecipients,
     UnknownEventType,
@@ -269,3 +270,20 @@ def test_unstorable_text_elsewhere_is_refused(seeded: Tidings) -> None:
     _raises(t, InvalidText, "object", lambda: t.mute("bob", object="page:\udfff"))
     _raises(t, InvalidText, "reason", lambda: t.report_bounce("bob@example.org", "gone\x00"))
     _raises(t, InvalidText, "address", lambda: t.report_bounce("bob\x00@example.org"))
+
+
+def test_quotas_of_a_user_are_kept(store_url: str) -> None:
+    with open_tidings(store_url, max_subscriptions=2, max_preference_categories=2,
+                      max_preferences_bytes=1024) as t:
+        t.subscribe("bob", "*", "page:1")
+        t.subscribe("bob", "*", "page:2")
+        _raises(t, QuotaExceeded, None, lambda: t.subscribe("bob", "*", "page:3"),
+                names="TIDINGS_MAX_SUBSCRIPTIONS")
+        t.subscribe("bob", "*", "page:2", ["web", "email"])  # the same one: no new one
+        t.subscribe("carol", "*", "page:3")  # a quota per user
+        switches = {name: {"web": False} for name in ("a", "b", "c")}
+        _raises(t, InvalidInput, "channels",
+                lambda: t.set_preferences("bob", {"channels": switches}))
+        _raises(t, InvalidInput, "preferences",
+                lambda: t.set_preferences("bob", {"note": "x" * 1024}))
+        t.set_preferences("bob", {"channels": {"a": {"web": False}}})

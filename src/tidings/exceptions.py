@@ -17,6 +17,8 @@ The tree::
     │   └── InvalidEventType        an event type declaration that does not hold together
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
+    ├── QuotaExceeded               a user holds as much of something as a site allows
+    │                               (subscriptions; maps to 409)
     ├── StoreUnavailable            a backend cannot serve now: unreachable, too busy, timed
     │                               out (maps to 503; try again later)
     ├── StoreRejected               the store refused a value (NUL in PostgreSQL text, a number
@@ -99,6 +101,17 @@ class IdempotencyConflict(TidingsError):
     code = "idempotency_conflict"
 
 
+class QuotaExceeded(TidingsError):
+    """The user already holds as many of these as the site allows (``TIDINGS_MAX_*``);
+    nothing was written. Removing one makes room."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class StoreUnavailable(TidingsError):
     """A backend is down or unreachable; try again later."""
 
@@ -147,6 +160,7 @@ __all__ = [
     "JobError",
     "NotFound",
     "PayloadTooLarge",
+    "QuotaExceeded",
     "SchemaOutOfDate",
     "StoreRejected",
     "StoreUnavailable",

@@ -92,6 +92,9 @@ class GraphStore(Protocol):
     def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
         """A user's subscriptions by ascending id after ``after_id``."""
 
+    def subscription_count(self, user: str) -> int:
+        """How many subscriptions the user has."""
+
     def add_follow(self, follower: str, followee: str, now: int) -> bool:
         """True if the edge is new."""
 
