@@ -148,6 +148,13 @@ HOSTILE_BODIES = [
      "events.0.payload"),
     ("surrogate-in-payload", "/v1/events",
      b'{"type": "mention", "payload": {"text": "\\ud800"}}', 422, "payload.text"),
+    # JSON may come as UTF-16 or UTF-32 (RFC 8259 allows readers to take them)
+    *[(f"surrogate-in-a-{codec}-body", "/v1/events",
+       '{"type": "mention", "payload": {"text": "\\ud800"}}'.encode(codec), 422, "payload.text")
+      for codec in ("utf-16", "utf-16-le", "utf-32")],
+    ("nul-in-a-utf-16-body", "/v1/events",
+     '{"type": "mention", "payload": {"text": "\\u0000"}}'.encode("utf-16"), 422,
+     "payload.text"),
     ("surrogate-in-a-key", "/v1/events", b'{"type": "mention", "payload": {"\\udfff": 1}}',
      422, "payload"),
     ("surrogate-in-idempotency-key", "/v1/events",
@@ -197,6 +204,23 @@ CONTROL_CASES = [
      "cursor"),
     ("nul-in-type-name", "PUT", "/v1/types/a%00b", {"json": {}}, "name"),
     ("nul-in-object", "POST", "/v1/retractions", {"json": {"object": "page:\x00"}}, "object"),
+    # PostgreSQL keeps no NUL in text: refused in any string of an event's payload
+    ("nul-in-payload", "POST", "/v1/events",
+     {"json": {"type": "mention", "recipients": ["bob"], "payload": {"text": "a\x00b"}}},
+     "payload.text"),
+    ("nul-in-a-payload-key", "POST", "/v1/events",
+     {"json": {"type": "mention", "recipients": ["bob"], "payload": {"te\x00xt": 1}}},
+     "payload"),
+    ("nul-deep-in-payload", "POST", "/v1/events",
+     {"json": {"type": "mention", "recipients": ["bob"], "payload": {"a": [{"b": "\x00"}]}}},
+     "payload.a.0.b"),
+    ("nul-in-a-batched-payload", "POST", "/v1/events/batch",
+     {"json": {"events": [{"type": "mention", "payload": {"text": "\x00"}}]}},
+     "events.0.payload.text"),
+    ("nul-in-preferences", "PUT", "/v1/users/bob/preferences",
+     {"json": {"email": {"timezone": "UTC\x00"}}}, "email.timezone"),
+    ("nul-in-a-type-template", "PUT", "/v1/types/nul-type",
+     {"json": {"templates": {"title": "x\x00"}}}, "templates.title"),
 ]
 
 
@@ -215,9 +239,10 @@ def test_control_characters_are_refused_at_the_door(shared_live: LiveServer, met
     _control_case(shared_live, method, path, options, field)
 
 
-@pytest.mark.parametrize("api_backend", ["postgresql"])
+@pytest.mark.parametrize("api_backend", ["postgresql", "mysql"])
 def test_nul_bytes_are_not_an_outage_on_postgresql(live: LiveServer) -> None:
-    """PostgreSQL refuses NUL in text; the door refuses it first, with a 422, not a 503."""
+    """PostgreSQL refuses NUL in text; the door refuses it first, with a 422, not a 503 (and
+    on MariaDB alike, so every backend answers the same)."""
     for name, method, path, options, field in CONTROL_CASES:
         try:
             _control_case(live, method, path, options, field)

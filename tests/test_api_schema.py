@@ -105,8 +105,9 @@ def _ground(case: Any, coin: int) -> None:
     The schema can say a type name is 1-64 characters of ``[A-Za-z0-9_.:-]``, not which types
     are declared; it can say a cursor is a string, not which cursors this server made, nor
     which time zones this machine knows, nor that one may not follow oneself, nor that a webhook
-    URL must lead to a public address. Values are swapped only where they are schema-valid, so
-    an invalid case stays invalid.
+    URL must lead to a public address, nor — in a free-form object such as a payload — that no
+    string or key may hold NUL, which no store keeps (``docs/api.md``, 422 at the door). Values
+    are swapped only where they are schema-valid, so an invalid case stays invalid.
     """
     rng = random.Random(repr((case.path_parameters, case.query, case.body)))
     query = case.query or {}
@@ -120,6 +121,8 @@ def _ground(case: Any, coin: int) -> None:
         path["user"] = USERS[coin % len(USERS)]  # a seeded user: listings have items
     if path.get("other") is not None and path.get("other") == path.get("user"):
         path["other"] = USERS[(coin + 1) % len(USERS)]
+    if isinstance(case.body, dict | list):
+        case.body = _without_nul(case.body)
     body = case.body
     if isinstance(body, dict):
         for key in ("type", "types"):
@@ -138,6 +141,16 @@ def _ground(case: Any, coin: int) -> None:
         if isinstance(hook, dict) and isinstance(url, str) and len(url) <= 1024 and (
                 WEBHOOK_URL.fullmatch(url)):
             hook["url"] = "https://8.8.8.8/hook"  # nor which hosts a webhook may reach
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 @dataclass

@@ -15,8 +15,10 @@ from tidings.engine import Tidings
 from tidings.exceptions import (
     InvalidCursor,
     InvalidInput,
+    InvalidText,
     InvalidUserId,
     PayloadTooLarge,
+    QuotaExceeded,
     TidingsError,
     TooManyRecipients,
     UnknownEventType,
@@ -234,3 +236,54 @@ def test_names_are_matched_in_full() -> None:
     for fields in ({"name": "mention\n"}, {"name": "x", "category": "talk\n"}):
         with _case(repr(fields)), pytest.raises(InvalidEventType):
             EventType(**fields)
+
+
+# NUL: PostgreSQL keeps none in text; a lone surrogate: no UTF-8 encoder writes one. Either in a
+# string that reaches a store is refused as it comes in, on every backend alike.
+UNSTORABLE = [
+    ("NUL in a payload string", {"payload": {"text": "a\x00b"}}, "payload.text"),
+    ("NUL in a payload key", {"payload": {"te\x00xt": 1}}, "payload"),
+    ("NUL deep in a payload", {"payload": {"a": [1, {"b": "\x00"}]}}, "payload.a.1.b"),
+    ("lone surrogate in a payload", {"payload": {"text": "\ud800"}}, "payload.text"),
+    ("NUL in an idempotency key", {"idempotency_key": "k\x00"}, "idempotency_key"),
+    ("lone surrogate in an object", {"object": "page:\udc00"}, "object"),
+]
+
+
+def test_unstorable_text_in_an_event_is_refused(seeded: Tidings) -> None:
+    for name, fields, field in UNSTORABLE:
+        event = {"type": "mention", "actor": "alice", "recipients": ["bob"], **fields}
+        with _case(name):
+            _raises(seeded, InvalidText, field, lambda event=event: seeded.publish(event))
+            _raises(seeded, InvalidText, field,
+                    lambda event=event: seeded.publish_many([event]))
+
+
+def test_unstorable_text_elsewhere_is_refused(seeded: Tidings) -> None:
+    t = seeded
+    _raises(t, InvalidText, "note", lambda: t.set_preferences("bob", {"note": "a\x00"}))
+    _raises(t, InvalidText, "email.timezone", lambda: t.set_preferences(
+        "bob", {"email": {"address": "bob@example.org", "timezone": "\ud800"}}))
+    _raises(t, InvalidText, "channels", lambda: t.set_preferences(
+        "bob", {"channels": {"ta\x00lk": {"web": False}}}))
+    _raises(t, InvalidText, "object", lambda: t.subscribe("bob", "*", "page:\ud800"))
+    _raises(t, InvalidText, "object", lambda: t.mute("bob", object="page:\udfff"))
+    _raises(t, InvalidText, "reason", lambda: t.report_bounce("bob@example.org", "gone\x00"))
+    _raises(t, InvalidText, "address", lambda: t.report_bounce("bob\x00@example.org"))
+
+
+def test_quotas_of_a_user_are_kept(store_url: str) -> None:
+    with open_tidings(store_url, max_subscriptions=2, max_preference_categories=2,
+                      max_preferences_bytes=1024) as t:
+        t.subscribe("bob", "*", "page:1")
+        t.subscribe("bob", "*", "page:2")
+        _raises(t, QuotaExceeded, None, lambda: t.subscribe("bob", "*", "page:3"),
+                names="TIDINGS_MAX_SUBSCRIPTIONS")
+        t.subscribe("bob", "*", "page:2", ["web", "email"])  # the same one: no new one
+        t.subscribe("carol", "*", "page:3")  # a quota per user
+        switches = {name: {"web": False} for name in ("a", "b", "c")}
+        _raises(t, InvalidInput, "channels",
+                lambda: t.set_preferences("bob", {"channels": switches}))
+        _raises(t, InvalidInput, "preferences",
+                lambda: t.set_preferences("bob", {"note": "x" * 1024}))
+        t.set_preferences("bob", {"channels": {"a": {"web": False}}})

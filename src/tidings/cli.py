@@ -120,7 +120,10 @@ def serve(
         os.environ["TIDINGS_WEBHOOK_CONCURRENCY"] = str(webhook_concurrency)
     _logging(json_logs)
     uvicorn.run("tidings.api.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_config=None, proxy_headers=False, access_log=False)
+                workers=workers, log_config=None, proxy_headers=False, access_log=False,
+                # h11 bounds a request's head as it reads it; the app checks it under any
+                # parser (tidings.api.middleware.HeaderLimit)
+                h11_max_incomplete_event_size=config.max_header_bytes)
 
 
 @app.command()

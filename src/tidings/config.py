@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tidings.domain.links import is_origin
 from tidings.exceptions import ConfigError
 
 TIMELINE_MODELS = ("push", "pull", "hybrid")  # tidings.domain.timeline.MODELS
@@ -29,7 +30,17 @@ def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    origins = _list(env, name)
+    for origin in origins:
+        if not is_origin(origin):
+            raise ConfigError(f"{name}: {origin!r} is not an origin; write scheme://host[:port] "
+                              "(http or https, no path), comma-separated")
+    return origins or None
+
+
+def _float(env: Mapping[str, str], name: str, default: float, *,
+           zero: bool = False) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -37,8 +48,8 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value}")
+    if value < 0 or (value == 0 and not zero) or value != value:
+        raise ConfigError(f"{name} must be {'0 or more' if zero else 'positive'}, got {value}")
     return value
 
 
@@ -52,6 +63,7 @@ class Config:
     api_keys: tuple[str, ...] = ()
     token_secret: str | None = None
     rate_limit: float = 1000.0
+    user_rate_limit: float = 20.0  # requests a second per user token (0: no limit)
     smtp_url: str | None = None
     mail_from: str = "tidings <tidings@localhost>"
     public_url: str = "http://127.0.0.1:8000"
@@ -65,6 +77,12 @@ class Config:
     webhook_concurrency: int = 1
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
+    max_preferences_bytes: int = 64 * 1024  # a user's preferences as JSON
+    max_preference_categories: int = 1000  # categories with channel switches
+    max_subscriptions: int = 10_000  # per user; 0: no limit
+    max_header_bytes: int = 32 * 1024  # request line and headers (HTTP)
+    # origins absolute notification links may point to; None: any http(s) origin
+    link_origins: tuple[str, ...] | None = None
     chunk_size: int = 5000
     inbox_cap: int = 10_000
     timeline_cap: int = 800
@@ -90,6 +108,8 @@ class Config:
             api_keys=_list(env, "TIDINGS_API_KEY"),
             token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,
             rate_limit=_float(env, "TIDINGS_RATE_LIMIT", cls.rate_limit),
+            user_rate_limit=_float(env, "TIDINGS_USER_RATE_LIMIT", cls.user_rate_limit,
+                                   zero=True),
             smtp_url=env.get("TIDINGS_SMTP_URL") or None,
             mail_from=env.get("TIDINGS_MAIL_FROM") or cls.mail_from,
             public_url=(env.get("TIDINGS_PUBLIC_URL") or cls.public_url).rstrip("/"),
@@ -107,6 +127,13 @@ class Config:
                                      cls.webhook_concurrency, 0),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
+            max_preferences_bytes=_int(env, "TIDINGS_MAX_PREFERENCES_BYTES",
+                                       cls.max_preferences_bytes, 1024),
+            max_preference_categories=_int(env, "TIDINGS_MAX_PREFERENCE_CATEGORIES",
+                                           cls.max_preference_categories, 1),
+            max_subscriptions=_int(env, "TIDINGS_MAX_SUBSCRIPTIONS", cls.max_subscriptions, 0),
+            max_header_bytes=_int(env, "TIDINGS_MAX_HEADER_BYTES", cls.max_header_bytes, 1024),
+            link_origins=_origins(env, "TIDINGS_LINK_ORIGINS"),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
             inbox_cap=_int(env, "TIDINGS_INBOX_CAP", cls.inbox_cap, 1),
             timeline_cap=_int(env, "TIDINGS_TIMELINE_CAP", cls.timeline_cap, 1),

@@ -37,7 +37,7 @@ from tidings.services.catalog import Catalog
 from tidings.services.graph import GraphService, named
 from tidings.services.inbox import InboxService, Narrowing
 from tidings.services.publishing import Publishing
-from tidings.services.settings import SettingsService
+from tidings.services.settings import PreferenceLimits, SettingsService
 from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
 
@@ -67,11 +67,13 @@ class Tidings:
         self.store.on_enqueue = lambda count: self.observe("job_queued", count)
         self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
                                      [c.on_retract for c in channels if c.on_retract])
-        self.graph = GraphService(self.store, self.catalog, self.clock)
-        self.settings = SettingsService(self.store, self.clock,
-                                        webhook.url_check(self.config))
+        self.graph = GraphService(self.store, self.catalog, self.clock,
+                                  max_subscriptions=self.config.max_subscriptions)
+        self.settings = SettingsService(self.store, self.clock, webhook.url_check(self.config),
+                                        limits=PreferenceLimits.of(self.config))
         self.inbox = InboxService(self.store, self.catalog, self.clock,
-                                  [c.on_delete for c in channels if c.on_delete])
+                                  [c.on_delete for c in channels if c.on_delete],
+                                  link_origins=self.config.link_origins)
         self.handlers: dict[str, Handler] = handlers(channels)
         self.job_context = JobContext(self.config, self.clock, self.catalog, self.store,
                                       self.observer)

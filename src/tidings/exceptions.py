@@ -10,11 +10,15 @@ The tree::
     │   ├── PayloadTooLarge         payload over the configured size
     │   ├── TooManyRecipients       more explicit recipients than allowed
     │   ├── InvalidCursor           a cursor this server did not make
+    │   ├── InvalidText             a string holding NUL or a lone surrogate, which no store
+    │   │                           keeps as it is (PostgreSQL refuses NUL in text)
     │   ├── UnknownQueryField       a list or count narrowed by a payload field no type marks
     │   │                           queryable (maps to 400, like an unknown query parameter)
     │   └── InvalidEventType        an event type declaration that does not hold together
     ├── NotFound                    the named thing does not exist
     ├── IdempotencyConflict         same idempotency key, different body
+    ├── QuotaExceeded               a user holds as much of something as a site allows
+    │                               (subscriptions; maps to 409)
     ├── StoreUnavailable            a backend cannot serve now: unreachable, too busy, timed
     │                               out (maps to 503; try again later)
     ├── StoreRejected               the store refused a value (NUL in PostgreSQL text, a number
@@ -78,6 +82,11 @@ class InvalidCursor(InvalidInput):
     code = "invalid_cursor"
 
 
+class InvalidText(InvalidInput):
+    """A string holds NUL (U+0000) or a lone surrogate: refused as it comes in, on every
+    backend alike, so nothing accepted fails later where a store cannot keep it."""
+
+
 class InvalidEventType(InvalidInput):
     code = "invalid_event_type"
 
@@ -90,6 +99,17 @@ class IdempotencyConflict(TidingsError):
     """The idempotency key was used before with a different body."""
 
     code = "idempotency_conflict"
+
+
+class QuotaExceeded(TidingsError):
+    """The user already holds as many of these as the site allows (``TIDINGS_MAX_*``);
+    nothing was written. Removing one makes room."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class StoreUnavailable(TidingsError):
@@ -135,10 +155,12 @@ __all__ = [
     "InvalidCursor",
     "InvalidEventType",
     "InvalidInput",
+    "InvalidText",
     "InvalidUserId",
     "JobError",
     "NotFound",
     "PayloadTooLarge",
+    "QuotaExceeded",
     "SchemaOutOfDate",
     "StoreRejected",
     "StoreUnavailable",

@@ -39,16 +39,20 @@ from tidings.exceptions import ConfigError
 
 def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str | None,
                run_worker: bool = False, worker_concurrency: int = 1,
-               rate_per_second: float = 1000.0, stream_interval: float = 0.5,
-               max_body_bytes: int = 4 * 1024 * 1024, max_streams: int = 200,
+               rate_per_second: float = 1000.0, user_rate_per_second: float = 20.0,
+               stream_interval: float = 0.5,
+               max_body_bytes: int = 4 * 1024 * 1024, max_header_bytes: int = 32 * 1024,
+               max_streams: int = 200,
                max_streams_per_user: int = 5,
                demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process;
-    ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's."""
+    ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's;
+    ``user_rate_per_second`` is each user token's request rate (0: no limit)."""
     metrics = Metrics()
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
                      RateLimiter(rate_per_second), stream_interval=stream_interval,
-                     streams=OpenStreams(per_user=max_streams_per_user, total=max_streams))
+                     streams=OpenStreams(per_user=max_streams_per_user, total=max_streams),
+                     user_limiter=RateLimiter(user_rate_per_second))
     tidings.listeners.append(metrics.observe)
 
     @contextlib.asynccontextmanager
@@ -77,6 +81,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
     hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
+    app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
     app.add_middleware(SecurityHeaders, docs_paths=[
         path for path in (app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url)
@@ -113,7 +118,8 @@ def app_from_env() -> FastAPI:
         tidings, api_keys=config.api_keys, token_secret=config.token_secret,
         run_worker=run_worker,
         worker_concurrency=int(os.environ.get("TIDINGS_SERVE_WORKER_CONCURRENCY", "1")),
-        rate_per_second=config.rate_limit,
+        rate_per_second=config.rate_limit, user_rate_per_second=config.user_rate_limit,
+        max_header_bytes=config.max_header_bytes,
     )
 
 

@@ -30,7 +30,7 @@ async def principal(request: Request, state: State,
     """Who calls. ``?access_token=`` is accepted only on streams (browsers' EventSource
     cannot send headers); elsewhere a token in the URL, where logs keep it, is refused."""
     stream = request.url.path.endswith("/stream")
-    caller = state.auth.authenticate(authorization, access_token if stream else None)
+    caller = state.authenticate(authorization, access_token if stream else None)
     if access_token is not None and not stream:
         raise _unknown_query(["access_token"], " (a token in the URL is for streams only)")
     return caller

@@ -30,6 +30,7 @@ from tidings.exceptions import (
     InvalidInput,
     NotFound,
     PayloadTooLarge,
+    QuotaExceeded,
     SchemaOutOfDate,
     StoreRejected,
     StoreUnavailable,
@@ -44,7 +45,8 @@ STATUS_CODES = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
     405: "method_not_allowed", 406: "not_acceptable", 409: "conflict",
     413: "payload_too_large", 415: "unsupported_media_type", 422: "invalid_input",
-    429: "rate_limited", 500: "internal_error", 503: "unavailable",
+    429: "rate_limited", 431: "request_header_fields_too_large", 500: "internal_error",
+    503: "unavailable",
 }
 
 
@@ -88,7 +90,7 @@ def status_of(exc: TidingsError) -> int:
         return 422
     if isinstance(exc, NotFound):
         return 404
-    if isinstance(exc, IdempotencyConflict):
+    if isinstance(exc, IdempotencyConflict | QuotaExceeded):
         return 409
     if isinstance(exc, StoreUnavailable | SchemaOutOfDate):
         return 503

@@ -26,7 +26,7 @@ from tidings.api.errors import ApiError
 from tidings.api.hotreads import authorization
 from tidings.api.jsonshape import SafeJSONResponse
 from tidings.api.middleware import replay
-from tidings.api.ratelimit import RateLimiter
+from tidings.api.ratelimit import admit
 from tidings.api.schemas.events import EventIn
 from tidings.api.state import AppState
 
@@ -67,10 +67,7 @@ class HotPublish(Route):
         if event is None:  # the FastAPI route answers it, errors and all
             await self.router({**scope, DECLINED: True}, replay(body, receive), send)
             return
-        wait = state.limiter.take(caller.key or "", 1)
-        if wait:
-            raise ApiError(429, "too many events; slow down", headers={
-                "Retry-After": RateLimiter.retry_after(wait)})
+        admit(state.limiter, caller.key or "", 1, what="events", setting="TIDINGS_RATE_LIMIT")
         published = await state.commits.publish(event.model_dump(exclude_unset=True),
                                                  caller.idempotency_scope)
         if published.created:

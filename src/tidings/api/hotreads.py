@@ -61,7 +61,7 @@ def authorization(scope: Scope) -> str | None:
 def _caller_may_read(state: AppState, scope: Scope, user: str) -> None:
     """What the FastAPI route's ``principal`` and ``path_user`` dependencies check (no
     ``access_token`` here: the query is empty or ``limit`` only)."""
-    authorize_user(state.auth.authenticate(authorization(scope), None), user)
+    authorize_user(state.authenticate(authorization(scope), None), user)
 
 
 def _no_query(query: bytes) -> bool:

@@ -2,7 +2,8 @@
 survives.
 
 Python's parser recurses (a body nested some thousand levels deep raises ``RecursionError``),
-JSON text may spell lone surrogates (``"\\ud800"``) that no UTF-8 encoder takes, and an
+JSON text may spell lone surrogates (``"\\ud800"``) that no UTF-8 encoder takes and NULs
+(``"\\u0000"``) that PostgreSQL keeps in no text (:mod:`tidings.domain.text`), and an
 encoder that recurses fails on values nested deeper than it allows. So bodies are bounded at
 the door (:func:`problem`), and answers are encoded by :func:`dumps`, which falls back to an
 encoder without recursion.
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 from starlette.responses import Response
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from tidings.domain.text import UNSTORABLE, why
+
 _PATH_SHOWN = 4  # segments of a field path an error names before "…"
 
 
@@ -29,15 +30,15 @@ def _name(path: list[str]) -> str:
 
 
 def problem(value: Any, max_depth: int) -> tuple[str, str] | None:
-    """The first field of a parsed body that nests deeper than ``max_depth`` or holds a lone
-    surrogate, as (field path, what is wrong); None if there is none."""
+    """The first field of a parsed body that nests deeper than ``max_depth`` or holds a NUL or
+    a lone surrogate, as (field path, what is wrong); None if there is none."""
     stack: list[tuple[Any, list[str]]] = [(value, [])]
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
-            found = _SURROGATE.search(item)
+            found = UNSTORABLE.search(item)
             if found:
-                return _name(path), _surrogate(found.group())
+                return _name(path), why(found.group())
             continue
         if not isinstance(item, dict | list):
             continue
@@ -45,20 +46,18 @@ def problem(value: Any, max_depth: int) -> tuple[str, str] | None:
             return _name(path), f"nests deeper than {max_depth} levels"
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, child in pairs:
-            if isinstance(key, str) and (found := _SURROGATE.search(key)):
-                return _name([*path, "(a key)"]), _surrogate(found.group())
+            if isinstance(key, str) and (found := UNSTORABLE.search(key)):
+                return _name([*path, "(a key)"]), why(found.group())
             stack.append((child, [*path, str(key)]))
     return None
 
 
 def could_have_problem(body: bytes, max_depth: int) -> bool:
     """A cheap test: False means :func:`problem` has nothing to find in ``body``."""
-    escapes = b"\\u" in body or b"\xed" in body  # how a surrogate can be spelt
+    # how NUL or a surrogate can be spelt in UTF-8; a zero byte: a UTF-16 or UTF-32 body
+    # (the parser reads those too), whose escapes this test cannot see
+    escapes = b"\\u" in body or b"\xed" in body or b"\x00" in body
     return escapes or body.count(b"[") + body.count(b"{") > max_depth
-
-
-def _surrogate(char: str) -> str:
-    return f"holds a lone surrogate (U+{ord(char):04X}), which is not valid Unicode"
 
 
 # what the standard encoder raises for a value only :func:`iterencode` writes

@@ -4,9 +4,11 @@
   answer and in the logs, the access log line and latency metric, and the last resort for
   errors nothing else handled: a logged 500 with an error id (:func:`errors.unexpected`), so
   the connection stays usable and no traceback reaches the caller;
+- :class:`HeaderLimit`: 431 for a request line and headers over ``max_bytes`` (whatever the
+  HTTP parser let through);
 - :class:`BodyChecks`: 413 over the size limit, 415 not JSON, 400 malformed JSON, 422 for a
-  body nested deeper than :data:`MAX_DEPTH` levels or holding a lone surrogate (naming the
-  field), so nothing past the door meets either.
+  body nested deeper than :data:`MAX_DEPTH` levels or holding a NUL or a lone surrogate
+  (naming the field), so nothing past the door meets either.
 """
 
 from __future__ import annotations
@@ -78,6 +80,28 @@ class RequestContext:
             self.metrics.requests.labels(scope["method"], template, str(status)).observe(elapsed)
             request_log.info("%s %s %s %.1fms", scope["method"], template, status,
                              elapsed * 1000, extra={"request_id": request_id})
+
+
+class HeaderLimit:
+    """A request whose line and headers are over ``max_bytes``: 431 naming the limit."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            size = len(scope.get("raw_path") or b"") + len(scope.get("query_string", b"")) + \
+                sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+            if size > self.max_bytes:
+                if scope["type"] == "http":
+                    await respond(431, "request_header_fields_too_large",
+                                  f"the request line and headers are {size} bytes; at most "
+                                  f"{self.max_bytes} are allowed (TIDINGS_MAX_HEADER_BYTES)",
+                                  [{"field": "headers", "message": "too large"}],
+                                  )(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class BodyChecks:

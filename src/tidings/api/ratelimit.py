@@ -1,4 +1,10 @@
-"""A token bucket per server key for publishing (429 with Retry-After when empty)."""
+"""Token buckets: one per server key for publishing (``TIDINGS_RATE_LIMIT`` events a second),
+one per user for requests made with a user token (``TIDINGS_USER_RATE_LIMIT``).
+
+An empty bucket is 429 with ``Retry-After``, when the request will fit. A request that costs
+more than a full bucket holds (a batch over the burst) never fits: waiting would not help, so
+it is 413 naming the limit, with no ``Retry-After``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,24 @@ import math
 import threading
 import time
 
+from tidings.api.errors import ApiError
+
+MAX_KEYS = 100_000  # buckets kept before the full ones (idle long enough) are dropped
+
 
 class RateLimiter:
+    """Buckets of ``burst`` tokens (default: two seconds' worth, at least one) refilled at
+    ``per_second``; a rate of 0 turns the limit off."""
+
     def __init__(self, per_second: float, burst: float | None = None) -> None:
         self.rate = per_second
-        self.capacity = burst if burst is not None else per_second * 2
+        self.capacity = max(burst if burst is not None else per_second * 2, 1.0)
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+
+    def fits(self, cost: float) -> bool:
+        """Whether a request of ``cost`` can ever pass (a full bucket holds it)."""
+        return self.rate <= 0 or cost <= self.capacity
 
     def take(self, key: str, cost: float = 1.0) -> float:
         """Take ``cost`` tokens; return 0 if allowed, else seconds to wait."""
@@ -24,10 +41,35 @@ class RateLimiter:
             tokens = min(self.capacity, tokens + (now - last) * self.rate)
             if tokens >= cost:
                 self._buckets[key] = (tokens - cost, now)
+                self._forget_full(now)
                 return 0.0
             self._buckets[key] = (tokens, now)
             return max((cost - tokens) / self.rate, 0.001)
 
+    def _forget_full(self, now: float) -> None:
+        """Keep the buckets of many users bounded: a bucket refilled to the brim is the same
+        as none."""
+        if len(self._buckets) <= MAX_KEYS:
+            return
+        self._buckets = {key: (tokens, last) for key, (tokens, last) in self._buckets.items()
+                         if tokens + (now - last) * self.rate < self.capacity}
+
     @staticmethod
     def retry_after(wait: float) -> str:
         return str(max(1, math.ceil(wait)))
+
+
+def admit(limiter: RateLimiter, key: str, cost: float, *, what: str, setting: str) -> None:
+    """Take ``cost`` from ``key``'s bucket, or raise: 413 when it can never fit, 429 with
+    ``Retry-After`` when the bucket is empty now. ``what`` names the unit counted
+    ("events", "requests"), ``setting`` the variable that sets the rate."""
+    if not limiter.fits(cost):
+        most = math.floor(limiter.capacity)
+        raise ApiError(413, f"this request counts {cost:g} {what}, more than the rate limit "
+                            f"lets through at once ({most}: twice {setting}); send at most "
+                            f"{most} per request", code="payload_too_large")
+    wait = limiter.take(key, cost)
+    if wait:
+        raise ApiError(429, f"too many {what}; slow down (at most {limiter.rate:g} a second, "
+                            f"{setting})",
+                       headers={"Retry-After": RateLimiter.retry_after(wait)})

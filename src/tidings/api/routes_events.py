@@ -10,9 +10,8 @@ from starlette.concurrency import run_in_threadpool
 from tidings.api import errors
 from tidings.api.auth import Principal
 from tidings.api.deps import Server, State, error_responses
-from tidings.api.errors import ApiError
 from tidings.api.groupcommit import publish_group
-from tidings.api.ratelimit import RateLimiter
+from tidings.api.ratelimit import admit
 from tidings.api.schemas.events import Accepted, BatchIn, BatchOut, EventIn, Removed, RetractionIn
 from tidings.api.state import AppState
 from tidings.exceptions import TidingsError
@@ -21,10 +20,7 @@ ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 
 
 def _limit(state: AppState, caller: Principal, cost: float) -> None:
-    wait = state.limiter.take(caller.key or "", cost)
-    if wait:
-        raise ApiError(429, "too many events; slow down", headers={
-            "Retry-After": RateLimiter.retry_after(wait)})
+    admit(state.limiter, caller.key or "", cost, what="events", setting="TIDINGS_RATE_LIMIT")
 
 
 def build() -> APIRouter:

@@ -12,7 +12,7 @@ from tidings.api.schemas.groups import MemberPage, Membership
 from tidings.api.schemas.params import CursorQuery, GroupPath, LimitQuery, UserPath
 from tidings.clock import to_rfc3339
 
-ERRORS = error_responses(400, 401, 403, 413, 415, 422, 503)
+ERRORS = error_responses(400, 401, 403, 413, 415, 422, 429, 503)
 
 
 def build() -> APIRouter:

@@ -52,7 +52,7 @@ from tidings.api.schemas.params import (
 from tidings.api.schemas.preferences import Preferences
 from tidings.clock import from_datetime, to_rfc3339
 
-ERRORS = error_responses(400, 401, 403, 404, 413, 415, 422, 503)
+ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 # Query parameters named after payload fields cannot be declared one by one: the list and the
 # count publish their form as an extension of the operation.
 PAYLOAD_CONDITIONS: dict[str, Any] = {"x-payload-conditions": (

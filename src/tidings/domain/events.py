@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidings.domain.text import check_text
 from tidings.exceptions import InvalidInput, InvalidUserId, PayloadTooLarge, TooManyRecipients
 
 # matched in full: with ``re.match``, ``$`` would also match before a final newline ("alice\n")
@@ -35,6 +36,7 @@ def check_user_id(value: object, field: str = "user") -> str:
 def check_object(value: object, field: str = "object") -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_OBJECT_LENGTH:
         raise InvalidInput(f"{field} must be a string of 1-255 characters", field=field)
+    check_text(value, field)
     if any(ord(ch) < 32 for ch in value):
         raise InvalidInput(f"{field} must not contain control characters", field=field)
     return value
@@ -129,6 +131,8 @@ def validate_event(event: Event, limits: Limits) -> str:
         or not 1 <= len(event.idempotency_key) <= MAX_KEY_LENGTH
     ):
         raise InvalidInput("idempotency_key must be 1-255 characters", field="idempotency_key")
+    if event.idempotency_key is not None:
+        check_text(event.idempotency_key, "idempotency_key")
     if not isinstance(event.payload, Mapping):
         raise InvalidInput("payload must be a JSON object", field="payload")
     depth, keys = depth_and_keys(event.payload)
@@ -138,6 +142,7 @@ def validate_event(event: Event, limits: Limits) -> str:
     if keys > MAX_PAYLOAD_KEYS:
         raise InvalidInput(f"payload holds {keys} keys; at most {MAX_PAYLOAD_KEYS} are allowed",
                            field="payload")
+    check_text(event.payload, "payload")
     try:
         # NaN and Infinity are not JSON: stored, they would reach clients as invalid JSON
         text = json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False,

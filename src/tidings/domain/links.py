@@ -5,6 +5,10 @@ A notification's ``link`` comes from a template fed with event data, and ends up
 ``javascript:``, ``data:``, a scheme-relative ``//evil.example``, ``/\\evil.example`` (browsers
 read the backslash as a slash), or a URL with whitespace or control characters, which browsers
 strip or reinterpret — is refused, so the notification simply has no link.
+
+A site names the origins its links may point to with ``TIDINGS_LINK_ORIGINS``
+(``Config.link_origins``); an absolute link elsewhere is then dropped the same way, and a path
+on the site is always kept.
 """
 
 from __future__ import annotations
@@ -45,6 +49,17 @@ def safe_link(url: str | None, allowed_origins: Collection[str] | None = None) -
     if allowed_origins is not None and origin not in {_origin(o) for o in allowed_origins}:
         return None
     return url
+
+
+def is_origin(text: str) -> bool:
+    """Whether ``text`` is an origin: ``https://host`` or ``http://host:port``, with no user
+    info, path (but ``/``), query or fragment."""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return False
+    return _origin(text) is not None and parts.path in ("", "/") and not parts.query \
+        and not parts.fragment and "?" not in text and "#" not in text
 
 
 def absolute_link(link: str | None, public_url: str,

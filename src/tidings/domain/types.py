@@ -142,6 +142,8 @@ def _check_template(type_name: str, name: str, source: Any, *, html: bool) -> No
         raise bad("must be a string")
     if not _encodes(source):
         raise bad("is not valid Unicode text (it holds a lone surrogate)")
+    if "\x00" in source:
+        raise bad("holds a NUL character (U+0000), which cannot be stored")
     if len(source) > SOURCE_LIMIT:
         raise bad(f"is longer than {SOURCE_LIMIT} characters")
     try:

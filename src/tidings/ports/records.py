@@ -92,6 +92,9 @@ class GraphStore(Protocol):
     def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
         """A user's subscriptions by ascending id after ``after_id``."""
 
+    def subscription_count(self, user: str) -> int:
+        """How many subscriptions the user has."""
+
     def add_follow(self, follower: str, followee: str, now: int) -> bool:
         """True if the edge is new."""
 
@@ -234,6 +237,10 @@ class MailStore(Protocol):
     def log_sent(self, message_id: str, user: str, kind: str, address: str, subject: str,
                  at: int) -> None:
         """Record a sent mail."""
+
+    def was_sent(self, message_id: str) -> bool:
+        """Whether a mail with this Message-ID is in the sent log (a job run again must
+        not send it twice)."""
 
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 
 from tidings.clock import Clock
 from tidings.domain.cursor import decode_cursor, encode_cursor
-from tidings.domain.events import check_object, check_user_id
+from tidings.domain.events import USER_ID, check_object, check_user_id
 from tidings.domain.privacy import check_name
 from tidings.domain.types import CHANNELS
 from tidings.domain.views import Follow, Member, Page, Subscription
-from tidings.exceptions import InvalidCursor, InvalidInput, NotFound
+from tidings.exceptions import InvalidCursor, InvalidInput, NotFound, QuotaExceeded
 from tidings.ports import Store, Tx
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids, check_limit
@@ -39,7 +39,9 @@ def _name_after(cursor: str) -> str:
         after = data["after"]
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError):
         after = None
-    if not isinstance(after, str):  # a number here would be a store type error
+    # a number here would be a store type error, and text no user id holds (a lone
+    # surrogate, NUL) a store's encoding error
+    if not isinstance(after, str) or not USER_ID.fullmatch(after):
         raise InvalidCursor("cursor is not one this server made", field="cursor")
     return after
 
@@ -70,10 +72,12 @@ def mute_pairs(actor: str | None, obj: str | None) -> list[tuple[str, str]]:
 class GraphService:
     """Who hears of what, as users and applications change it."""
 
-    def __init__(self, store: Store, catalog: Catalog, clock: Clock) -> None:
+    def __init__(self, store: Store, catalog: Catalog, clock: Clock, *,
+                 max_subscriptions: int = 0) -> None:
         self.store = store
         self.catalog = catalog
         self.clock = clock
+        self.max_subscriptions = max_subscriptions  # per user; 0: no limit
         # run in the unit that adds (removes) a follow: (tx, follower, followee)
         self.follow_hooks: list[Callable[[Tx, str, str], None]] = []
         self.unfollow_hooks: list[Callable[[Tx, str, str], None]] = []
@@ -107,7 +111,14 @@ class GraphService:
 
         def work(tx: Tx) -> Subscription:
             touch_user(tx, user, now)
-            return tx.graph.save_subscription(user, type, object, channels, now)
+            saved = tx.graph.save_subscription(user, type, object, channels, now)
+            # counted after the write, in its unit: the same subscription again is no new one
+            if self.max_subscriptions and \
+                    tx.graph.subscription_count(user) > self.max_subscriptions:
+                raise QuotaExceeded(
+                    f"{user} has {self.max_subscriptions} subscriptions, as many as allowed "
+                    "(TIDINGS_MAX_SUBSCRIPTIONS); remove one first", field="subscriptions")
+            return saved
 
         return self.store.transact(work)
 

@@ -54,12 +54,13 @@ class InboxService:
     """One user's inbox: list, count, mark."""
 
     def __init__(self, store: Store, catalog: Catalog, clock: Clock,
-                 delete_hooks: Sequence[DeleteHook] = ()) -> None:
+                 delete_hooks: Sequence[DeleteHook] = (),
+                 link_origins: Sequence[str] | None = None) -> None:
         self.store = store
         self.catalog = catalog
         self.clock = clock
         self.delete_hooks = list(delete_hooks)
-        self.drawer = ItemDrawer(catalog.or_default)
+        self.drawer = ItemDrawer(catalog.or_default, origins=link_origins)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
 from tidings.clock import to_rfc3339
@@ -35,8 +35,10 @@ _FLAT = (str, int, float, bool, type(None))
 class ItemDrawer:
     """Turns base rows into :class:`Notification` items, keeping the drawn ones."""
 
-    def __init__(self, types: Callable[[str], EventType], size: int = ITEM_CACHE_SIZE) -> None:
+    def __init__(self, types: Callable[[str], EventType], size: int = ITEM_CACHE_SIZE,
+                 origins: Collection[str] | None = None) -> None:
         self._types = types
+        self._origins = origins  # where absolute links may point (None: any http(s) origin)
         self._size = size
         # ordered by insertion, the oldest dropped first: an OrderedDict drops its first
         # entry at once, where a dict's first entry is found by scanning past the slots of
@@ -94,8 +96,7 @@ class ItemDrawer:
         attributes["payload"] = dict(flat) if flat is not None else json.loads(row.payload)
         return item
 
-    @staticmethod
-    def _draw(row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str,
+    def _draw(self, row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str,
               *, read: bool, seen: bool) -> Drawn:
         actors = info.actors if info else ([row.actor] if row.actor else [])
         count = info.count if info else 1
@@ -106,7 +107,7 @@ class ItemDrawer:
         ctx = RenderContext(type=row.type, actor=row.actor, object=row.object,
                             payload=payload, actors=actors[:3], count=count,
                             others=others, event_id=str(row.event_id))
-        rendered = render_all(event_type, ctx, language,
+        rendered = render_all(event_type, ctx, language, self._origins,
                               payload_text=row.payload if isinstance(row.payload, str) else None)
         return ({"id": str(row.event_id), "type": row.type, "category": row.category,
                 "section": row.section, "object": row.object, "actor": row.actor,

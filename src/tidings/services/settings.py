@@ -2,16 +2,51 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tidings.clock import Clock
+from tidings.config import Config
 from tidings.domain.events import check_object, check_user_id
+from tidings.domain.text import check_text
 from tidings.exceptions import InvalidInput
 from tidings.ports import Store, Tx
 from tidings.services.graph import touch_user
 
 UrlCheck = Callable[[str], None]  # raises ValueError saying why a webhook URL is refused
+
+
+@dataclass(frozen=True)
+class PreferenceLimits:
+    """How much one user may store: the preferences' JSON size and the categories with
+    channel switches (``TIDINGS_MAX_PREFERENCES_BYTES``, ``TIDINGS_MAX_PREFERENCE_CATEGORIES``).
+    """
+
+    max_bytes: int = 64 * 1024
+    max_categories: int = 1000
+
+    @classmethod
+    def of(cls, config: Config) -> PreferenceLimits:
+        return cls(config.max_preferences_bytes, config.max_preference_categories)
+
+    def check(self, stored: Mapping[str, Any]) -> None:
+        channels = stored.get("channels")
+        if isinstance(channels, Mapping) and len(channels) > self.max_categories:
+            raise InvalidInput(
+                f"channels switches {len(channels)} categories; at most {self.max_categories} "
+                "are allowed (TIDINGS_MAX_PREFERENCE_CATEGORIES)", field="channels")
+        try:
+            size = len(json.dumps(stored, separators=(",", ":"), ensure_ascii=False,
+                                  allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"preferences are not JSON-serialisable: {exc}",
+                               field="preferences") from None
+        if size > self.max_bytes:
+            raise InvalidInput(f"preferences are {size} bytes as JSON; at most {self.max_bytes} "
+                               "are allowed (TIDINGS_MAX_PREFERENCES_BYTES)",
+                               field="preferences")
 
 
 class SettingsService:
@@ -22,10 +57,12 @@ class SettingsService:
     """
 
     def __init__(self, store: Store, clock: Clock,
-                 check_webhook_url: UrlCheck | None = None) -> None:
+                 check_webhook_url: UrlCheck | None = None,
+                 limits: PreferenceLimits | None = None) -> None:
         self.store = store
         self.clock = clock
         self.check_webhook_url = check_webhook_url
+        self.limits = limits or PreferenceLimits()
 
     def get_preferences(self, user: str) -> dict[str, Any]:
         """Stored preferences (email, channels per category, locale) plus the mutes."""
@@ -38,10 +75,15 @@ class SettingsService:
             muted["actors" if kind == "actor" else "objects"].append(value)
         return {**data, "muted": muted}
 
-    def set_preferences(self, user: str, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Replace a user's preferences; ``muted`` replaces their mutes."""
+    def set_preferences(self, user: str, data: Mapping[str, Any], *,
+                        limited: bool = True) -> dict[str, Any]:
+        """Replace a user's preferences; ``muted`` replaces their mutes. ``limited=False``
+        skips the size limits (an unsubscribe must not fail on what was stored before)."""
         check_user_id(user)
         stored = {k: v for k, v in data.items() if k != "muted"}
+        check_text(stored, "", whole="preferences")
+        if limited:
+            self.limits.check(stored)
         muted = data.get("muted") or {}
         pairs = [("actor", check_user_id(a, "muted.actors")) for a in muted.get("actors", [])]
         pairs += [("object", check_object(o, "muted.objects"))
@@ -86,12 +128,14 @@ class SettingsService:
         current = self.get_preferences(user)
         email_prefs = dict(current.get("email") or {})
         email_prefs["frequency"] = "never"
-        self.set_preferences(user, {**current, "email": email_prefs})
+        self.set_preferences(user, {**current, "email": email_prefs}, limited=False)
 
     def report_bounce(self, address: str, reason: str = "hard bounce") -> None:
         """A hard bounce: no more mail to this address (web delivery goes on)."""
         if not isinstance(address, str) or "@" not in address or len(address) > 254:
             raise InvalidInput("address must be an email address", field="address")
+        check_text(address, "address")
+        check_text(reason, "reason")
         now = self.clock.now_us()
         self.store.transact(lambda tx: tx.settings.report_bounce(address.strip(), reason, now))
 

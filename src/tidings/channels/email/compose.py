@@ -41,9 +41,10 @@ def item(config: Config, event_type: EventType, event: StoredEvent, actors: list
     ctx = RenderContext(type=event.type, actor=event.actor, object=event.object,
                         payload=event.payload, actors=actors[:3], count=count, others=others,
                         event_id=str(event.id))
-    rendered = render_all(event_type, ctx, normalise_locale(prefs.get("locale")))
+    rendered = render_all(event_type, ctx, normalise_locale(prefs.get("locale")),
+                          config.link_origins)
     return {"title": rendered.title, "body": rendered.body,
-            "link": absolute_link(rendered.link, config.public_url)}
+            "link": absolute_link(rendered.link, config.public_url, config.link_origins)}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The mail jobs, each in three steps: read what to mail (``prepare``), send it outside any
-unit of work (``send``), then record it and complete the job (``finish``).
+unit of work (``send``), then complete the job (``finish``).
 
-If the process dies after the SMTP server took a mail but before ``finish`` committed, the job
-runs again and repeats that one mail (same Message-ID): mail is never lost, and within one lease
-never sent twice.
+``send`` writes the sent log in a unit of its own as soon as the SMTP server took the mail,
+before anything else can fail, and sends nothing whose Message-ID the log already holds. So a
+job whose later steps fail (``finish``, a store refusing a value) runs again without mailing
+again. Only if the process dies, or the store goes away, between the SMTP server's answer and
+that one small write does the job repeat the mail (same Message-ID): mail is never lost, and a
+failure after it was sent never repeats it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from tidings.channels.email.compose import Outbound, compose, item, mailer
 from tidings.channels.email.schedule import batch_row, digest_spec
+from tidings.channels.email.smtp import one_line
 from tidings.jobs.context import Handler, JobContext, Replacements
 from tidings.jobs.model import Job, JobSpec
 from tidings.ports import Tx
@@ -144,8 +148,20 @@ def prepare_digest(ctx: JobContext, tx: Tx, job: Job) -> MailPlan | None:
 # -- send and finish ------------------------------------------------------------------------
 
 def send(ctx: JobContext, plan: MailPlan) -> None:
-    if plan.outbound is not None:
-        mailer(ctx.config).send(plan.outbound.mail)
+    """Send the mail unless an earlier run of the job did, and log it at once (see above)."""
+    outbound = plan.outbound
+    if outbound is None:
+        return
+    mail = outbound.mail
+    with ctx.store.read() as tx:
+        if tx.mail.was_sent(mail.message_id):
+            return
+    mailer(ctx.config).send(mail)
+    # the subject as its header went out: one line, and text any store keeps
+    subject = one_line(mail.subject).encode("utf-8", "replace").decode("utf-8")
+    ctx.store.transact(lambda tx: tx.mail.log_sent(
+        mail.message_id, outbound.user, outbound.kind, mail.to, subject, ctx.clock.now_us()))
+    ctx.observer.observe("emails_sent", 1)
 
 
 def finish(ctx: JobContext, tx: Tx, job: Job, plan: MailPlan, _sent: None) -> Replacements:
@@ -155,12 +171,8 @@ def finish(ctx: JobContext, tx: Tx, job: Job, plan: MailPlan, _sent: None) -> Re
     if plan.to_digest is not None:
         event_id, priority = plan.to_digest
         tx.mail.add_batch([batch_row(user, event_id, "digest", "", priority, now)])
-    if plan.outbound is not None:
-        mail = plan.outbound.mail
-        tx.mail.log_sent(mail.message_id, user, plan.outbound.kind, mail.to, mail.subject, now)
-        if plan.window is not None:
-            tx.mail.set_last_email_at(user, plan.window, now)
-        ctx.observer.observe("emails_sent", 1)
+    if plan.outbound is not None and plan.window is not None:
+        tx.mail.set_last_email_at(user, plan.window, now)
     return plan.replacements or None
 
 

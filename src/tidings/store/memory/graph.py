@@ -35,6 +35,9 @@ class MemoryGraph:
 
     # -- subscriptions -------------------------------------------------------------------------
 
+    def subscription_count(self, user: str) -> int:
+        return sum(1 for s in self._s.subscriptions.values() if s.user == user)
+
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
                           now: int) -> Subscription:
         # as the SQL store keeps them: one column of the sorted, distinct names

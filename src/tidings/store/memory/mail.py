@@ -68,6 +68,9 @@ class MemoryMail:
         row_id = self._j.next_id(self._s.seq, "sent")
         self._j.put(self._s.sent, row_id, SentRow(message_id, user, kind, address, subject, at))
 
+    def was_sent(self, message_id: str) -> bool:
+        return any(r.message_id == message_id for r in self._s.sent.values())
+
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:
         row_id = self._j.next_id(self._s.seq, "webhooks")

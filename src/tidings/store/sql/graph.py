@@ -1,5 +1,5 @@
-"""Who hears of what (``GraphStore`` on SQL): users, subscriptions, follows, mutes, and the
-audience sources listed by chunk."""
+"""Who hears of what (``GraphStore`` on SQL): users, follows, groups, mutes, and the audience
+sources listed by chunk; subscriptions in :mod:`tidings.store.sql.subscriptions`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from sqlalchemy import (
 
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.domain.timeline import SourceState
-from tidings.domain.views import Follow, Member, Subscription
+from tidings.domain.views import Follow, Member
 from tidings.store.sql import registry
 from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
@@ -35,15 +35,10 @@ from tidings.store.sql.schema import (
     subscriptions,
     timeline_sources,
 )
+from tidings.store.sql.subscriptions import SqlSubscriptions
 
 # which of a JSON array of users are members of :group_name (PostgreSQL: .bulk.probes)
 _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
-
-
-def _subscription(row: Any) -> Subscription:
-    return Subscription(id=row.id, user=row.user_id, type=row.type, object=row.object,
-                        channels=tuple(c for c in row.channels.split(",") if c),
-                        created_at=row.created_at)
 
 
 def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
@@ -133,7 +128,7 @@ MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam(
          .order_by(mutes.c.kind, mutes.c.value))
 
 
-class SqlGraph:
+class SqlGraph(SqlSubscriptions):
     """The graph tables within one transaction."""
 
     def __init__(self, db: Database, conn: Connection,
@@ -152,31 +147,6 @@ class SqlGraph:
 
     def joined(self, users: Sequence[str]) -> dict[str, int]:
         return registry.joined(self.db, self.conn, users)
-
-    # -- subscriptions --------------------------------------------------------------------
-
-    def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
-                          now: int) -> Subscription:
-        self.conn.execute(self.db.upsert(
-            subscriptions, ["user_id", "type", "object"],
-            {"user_id": user, "type": type, "object": object,
-             "channels": ",".join(sorted(set(channels))), "created_at": now}, ["channels"]))
-        row = self.conn.execute(select(subscriptions).where(
-            subscriptions.c.user_id == user, subscriptions.c.type == type,
-            subscriptions.c.object == object)).one()
-        return _subscription(row)
-
-    def delete_subscription(self, user: str, subscription_id: int) -> bool:
-        result = self.conn.execute(delete(subscriptions).where(
-            subscriptions.c.id == subscription_id, subscriptions.c.user_id == user))
-        return result.rowcount > 0
-
-    def subscriptions(self, user: str, *, after_id: int, limit: int) -> list[Subscription]:
-        rows = self.conn.execute(
-            select(subscriptions)
-            .where(subscriptions.c.user_id == user, subscriptions.c.id > after_id)
-            .order_by(subscriptions.c.id).limit(limit)).all()
-        return [_subscription(r) for r in rows]
 
     # -- follows ----------------------------------------------------------------------------
 

@@ -88,6 +88,10 @@ class SqlMail:
             message_id=message_id, user_id=user, kind=kind, address=address,
             subject=subject[:255], sent_at=at))
 
+    def was_sent(self, message_id: str) -> bool:
+        return self.conn.execute(select(email_log.c.id).where(
+            email_log.c.message_id == message_id).limit(1)).first() is not None
+
     def log_webhook(self, user: str, event_id: int, url: str, status: int | None,
                     attempt: int, error: str | None, at: int) -> None:
         self.conn.execute(insert(webhook_deliveries).values(
