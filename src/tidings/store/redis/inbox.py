@@ -25,7 +25,7 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store.redis import holders
-from tidings.store.redis.client import Redis, guard
+from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys, opt
 from tidings.store.redis.queries import (
     PLACE,
@@ -88,7 +88,7 @@ class RedisInbox:
         self.buffer.script("marker", self.keys.user(user), [scope, until], user=user)
 
     def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
-        with guard("markers"):
+        with self.redis.guarded("markers", self.keys.markers(user)):
             current = place_of(self.redis.client.hget(self.keys.markers(user), PLACE))
         if current is not None and position < current:
             return False
