@@ -114,11 +114,20 @@ class Redis:
                     self._client = self._connect()
         return self._client
 
-    def load_scripts(self) -> None:
-        """SCRIPT LOAD every script (on every primary of a cluster)."""
+    def load_scripts(self, keys: Sequence[str] = ()) -> None:
+        """SCRIPT LOAD every script: on the nodes serving ``keys`` (a cluster node that lost
+        them), or on every primary; a node that is away is left alone (:mod:`.away`)."""
         with guard("loading scripts"):
-            for script in self.scripts.values():
-                self.client.script_load(script.source)
+            if not self.cluster or not keys:
+                clients = ([self.client] if not self.cluster else
+                           [n.redis_connection for n in self.client.get_primaries()
+                            if n.name not in self.away.names()])
+            else:
+                nodes = {self.client.get_node_from_key(key) for key in keys}
+                clients = [n.redis_connection for n in nodes]
+            for client in clients:
+                for script in self.scripts.values():
+                    client.script_load(script.source)
 
     def run(self, name: str, prefix: str, args: Sequence[Any]) -> Any:
         """Run one script on the slot of ``prefix`` (a user's key prefix)."""
@@ -130,7 +139,7 @@ class Redis:
             try:
                 found = self.client.evalsha(sha, 1, prefix, *args)
             except rex.NoScriptError:
-                self.load_scripts()
+                self.load_scripts([prefix])
                 found = self.client.evalsha(sha, 1, prefix, *args)
         except OUTAGES as exc:
             if isinstance(exc, rex.TimeoutError):
@@ -162,12 +171,13 @@ class Redis:
             name: str = self.client.get_node_from_key(prefix).name
         return name
 
-    def unreachable(self, prefixes: Sequence[str]) -> list[int]:
-        """The positions of ``prefixes`` whose server is away (:mod:`.away`)."""
+    def unreachable(self, users: Sequence[str], prefix: Callable[[str], str]) -> set[str]:
+        """Those of ``users`` (their key prefix: ``prefix(user)``) whose server is away
+        (:mod:`.away`); every delivery asks, so nothing is computed while all answer."""
         if not self.away:
-            return []
+            return set()
         away = self.away.names()
-        return [i for i, prefix in enumerate(prefixes) if self.server_of(prefix) in away]
+        return {user for user in users if self.server_of(prefix(user)) in away}
 
     def by_node(self, prefixes: Sequence[str]) -> list[list[int]]:
         """The positions of ``prefixes`` (users' key prefixes) grouped by the node serving
@@ -195,8 +205,10 @@ class Redis:
             for attempt in range(3):
                 results = self._execute(calls)
                 errors = [r for r in results if isinstance(r, Exception)]
-                if attempt < 2 and any(isinstance(e, rex.NoScriptError) for e in errors):
-                    self.load_scripts()
+                lost = [_key_of(call) for call, r in zip(calls, results, strict=True)
+                        if isinstance(r, rex.NoScriptError)]
+                if attempt < 2 and lost:
+                    self.load_scripts(lost if self.cluster else ())
                     continue
                 if attempt < 2 and any(isinstance(e, (rex.AskError, rex.TryAgainError))
                                        for e in errors):
@@ -211,10 +223,9 @@ class Redis:
         # A cluster pipeline refuses EVALSHA: group the calls by the node serving their slot
         # and send each group through that node's own connection.
         groups: dict[str, tuple[Any, list[int]]] = {}
-        for index, (name, first, args) in enumerate(calls):
+        for index, call in enumerate(calls):
             if self.cluster:
-                key = (first if isinstance(first, str) else first[0]) if name else args[0]
-                node = self.client.get_node_from_key(key)
+                node = self.client.get_node_from_key(_key_of(call))
                 client, members = groups.setdefault(node.name, (node.redis_connection, []))
             else:
                 client, members = groups.setdefault("", (self.client, []))
@@ -259,6 +270,12 @@ class Redis:
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
+
+
+def _key_of(call: Call) -> str:
+    """The key whose slot a call runs on."""
+    name, first, args = call
+    return (first if isinstance(first, str) else first[0]) if name else str(args[0])
 
 
 def client_factory(url: str) -> tuple[Callable[[], Any], bool, str, float]:
