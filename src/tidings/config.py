@@ -92,6 +92,7 @@ class Config:
     lease_seconds: float = 60.0
     job_max_attempts: int = 8
     job_backoff_seconds: float = 2.0
+    ready_timeout: float = 3.0
 
     def __post_init__(self) -> None:
         if self.timeline_model not in TIMELINE_MODELS:
@@ -145,5 +146,6 @@ class Config:
             job_max_attempts=_int(env, "TIDINGS_JOB_MAX_ATTEMPTS", cls.job_max_attempts, 1),
             job_backoff_seconds=_float(env, "TIDINGS_JOB_BACKOFF_SECONDS",
                                        cls.job_backoff_seconds),
+            ready_timeout=_float(env, "TIDINGS_READY_TIMEOUT", cls.ready_timeout),
         )
         return replace(config, **overrides) if overrides else config

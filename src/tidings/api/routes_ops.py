@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -26,9 +27,11 @@ def build() -> APIRouter:
 
     @router.get("/readyz", response_model=Health, responses={503: {"model": ErrorResponse}})
     async def readyz(state: State) -> Any:
-        """The store and the queue are reachable."""
+        """The store and the queue are reachable (answered within ``TIDINGS_READY_TIMEOUT``)."""
         try:
-            await run_in_threadpool(state.tidings.ping)
+            # a deadline on the whole check: a store that hangs makes it 503, not a hang
+            await asyncio.wait_for(run_in_threadpool(state.tidings.ping),
+                                   state.tidings.config.ready_timeout)
         except Exception as exc:
             return respond(503, "unavailable", f"store not reachable: {type(exc).__name__}",
                            headers={"Retry-After": errors.RETRY_AFTER_SECONDS})

@@ -5,6 +5,11 @@ source together) fits in one chunk it is delivered in the same job (the fast pat
 the job is replaced atomically by one ``fanout_chunk`` job per chunk of each source, and the
 explicit recipients in chunks of their own (``replace_with``), which any worker may run.
 Sources overlap freely: a user named twice is written once, because (user, event) is unique.
+
+When some users' inboxes live on a server that is away (one Redis Cluster node stopped), a
+chunk delivers the others and is replaced by a job for only those users, retried with backoff
+(ESN: "if any cluster is down, we always split the job"); every delivery is idempotent, so a
+unit that met the stopped node, rolled back and ran again writes nothing twice.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from tidings.domain.audience import (
 from tidings.domain.views import StoredEvent
 from tidings.fanout import batch
 from tidings.fanout.deliver import deliver
-from tidings.fanout.specs import chunk_spec, users_spec
+from tidings.fanout.specs import away_spec, chunk_spec, users_spec
 from tidings.jobs.context import Deferred, JobContext, Replacements
-from tidings.jobs.model import Job
+from tidings.jobs.model import SECOND, Job, backoff_us
 from tidings.ports import Tx
+
+MAX_AWAY_BACKOFF_US = 60 * SECOND  # the longest wait before users on a node away are tried
 
 
 def _sources(ctx: JobContext, event: StoredEvent) -> list[str]:
@@ -70,9 +77,7 @@ class FanOut:
             if kind == ACTOR_FOLLOWERS:
                 followers = first
         if not large and len(audience) <= chunk:
-            deliver(ctx, tx, event, audience, self.channels, at=job.args.get("at"),
-                    timeline=followers, writer=f"job:{job.id}")
-            return None
+            return self._deliver(ctx, tx, job, event, sorted(audience), followers)
         specs = [chunk_spec(job.args, event.id, kind, "", None, job.priority) for kind in small]
         for kind, source in large:
             after = ""
@@ -102,11 +107,30 @@ class FanOut:
         kind = job.args["source"]
         if kind == "users":
             users = list(job.args["users"])
+            timeline = list(job.args.get("timeline", ()))
         else:
             source = AudienceSource.of(kind, event.type, event.actor, event.object)
             users = [] if source is None else tx.graph.audience(
                 source, after=job.args["after"], upto=job.args["upto"])
-        timeline = users if kind == ACTOR_FOLLOWERS else ()
+            timeline = users if kind == ACTOR_FOLLOWERS else []
+        return self._deliver(ctx, tx, job, event, users, timeline)
+
+    def _deliver(self, ctx: JobContext, tx: Tx, job: Job, event: StoredEvent,
+                 users: list[str], timeline: list[str]) -> Replacements:
+        """Deliver to ``users`` (``timeline``: the followers among them); the users whose
+        inboxes are on a server away now go to a job of their own, retried with backoff,
+        unless all are (then this job tries them: its failure gives it back)."""
+        away = tx.inbox.unreachable(users)
+        later: Replacements = None
+        if away and not away.issuperset(users):
+            retry = int(job.args.get("retry", 0)) + 1
+            delay = backoff_us(retry, int(ctx.config.job_backoff_seconds * SECOND),
+                               MAX_AWAY_BACKOFF_US)
+            later = [away_spec(job.args, event.id, sorted(away),
+                               sorted(away.intersection(timeline)), job.priority, retry,
+                               ctx.clock.now_us() + delay)]
+            users = [u for u in users if u not in away]
+            timeline = [u for u in timeline if u not in away]
         deliver(ctx, tx, event, users, self.channels, at=job.args.get("at"),
                 timeline=timeline, writer=f"job:{job.id}")
-        return None
+        return later

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from tidings.jobs.model import EventJob, JobSpec
@@ -38,6 +39,19 @@ def users_spec(args: dict[str, Any], event_id: int, users: list[str], priority: 
     suffix = f":{part}" if part else ""
     return JobSpec(FANOUT_CHUNK, {**args, "source": "users", "users": users},
                    unique_key=f"fanout:{event_id}:users{suffix}", priority=priority)
+
+
+def away_spec(args: dict[str, Any], event_id: int, users: list[str], timeline: list[str],
+              priority: int, retry: int, run_after: int) -> JobSpec:
+    """The users of a chunk whose inboxes were on a server away (a stopped cluster node),
+    delivered by a job of their own from ``run_after`` (``retry``: how many times so far);
+    ``timeline``: those of them whose timelines the event joins. Keyed by the users, so the
+    same split made twice queues one job."""
+    digest = hashlib.sha1("\n".join(users).encode()).hexdigest()[:20]
+    return JobSpec(FANOUT_CHUNK, {**args, "source": "users", "users": users,
+                                  "timeline": timeline, "retry": retry},
+                   unique_key=f"fanout:{event_id}:away:{digest}", priority=priority,
+                   run_after=run_after)
 
 
 def trim_spec(user: str) -> JobSpec:

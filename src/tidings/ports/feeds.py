@@ -60,6 +60,12 @@ class InboxStore(Protocol):
     def held(self, event_ids: Sequence[int]) -> set[int]:
         """Those of the events of which any user holds a notification (one read for all)."""
 
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        """Those of ``users`` whose inboxes live on a server known to be away now (a Redis
+        Cluster node that timed out and has not answered since): fan-out leaves them to a
+        later job and serves the others. A store on one server answers none: its outage
+        fails the whole unit."""
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         """Write base rows; a (user, event) already stored is skipped. Registers the users
         written to (as ``GraphStore.add_user`` would, dated with their row, no watermark) and

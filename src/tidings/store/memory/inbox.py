@@ -110,6 +110,9 @@ class MemoryInbox:
     def held(self, event_ids: Sequence[int]) -> set[int]:
         return {e for e in event_ids if self._s.holders.get(e)}
 
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        return set()
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         for new in rows:
             if new.event_id in self._s.notes.get(new.user_id, {}):

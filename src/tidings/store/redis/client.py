@@ -3,8 +3,15 @@
 ``redis://[:password@]host:port/db`` is one server; ``redis+cluster://[:password@]host:port
 [,host:port…]`` a Redis Cluster found through any of the nodes named. Options in the query
 string: ``prefix`` (the key prefix, default ``tidings:``), ``timeout`` (seconds a command may
-take, default 2), ``tls=1`` (``rediss``). Scripts are loaded with SCRIPT LOAD and run with
-EVALSHA; a server that lost its script cache (a restart, a failover) gets them again.
+take, and a connection may take to open, default 2), ``retries`` (how often a command that met
+a dropped connection is sent again, default 1), ``tls=1`` (``rediss``). Scripts are loaded with
+SCRIPT LOAD and run with EVALSHA; a server that lost its script cache (a restart, a failover)
+gets them again.
+
+A server that hangs costs one ``timeout`` per command, never more: a command that timed out is
+not sent again to a single server (on a cluster, redis-py sends it ``retries`` times more once
+it has read the slot map again), and a server (cluster node) that timed out is *away*
+(:mod:`.away`): its commands fail at once for ``timeout`` seconds, then one tries it again.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import redis
 from redis import exceptions as rex
+from redis.backoff import ExponentialBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
 
 from tidings.exceptions import ConfigError, StoreUnavailable
+from tidings.store.redis.away import Away
 
 SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 OUTAGES: tuple[type[BaseException], ...] = (
@@ -86,7 +96,8 @@ class Redis:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._connect, self.cluster, self.prefix = client_factory(url)
+        self._connect, self.cluster, self.prefix, timeout = client_factory(url)
+        self.away = Away(cooldown=timeout)
         self._client: Any = None
         self._lock = threading.Lock()
         self.scripts = _load_scripts()
@@ -103,23 +114,70 @@ class Redis:
                     self._client = self._connect()
         return self._client
 
-    def load_scripts(self) -> None:
-        """SCRIPT LOAD every script (on every primary of a cluster)."""
+    def load_scripts(self, keys: Sequence[str] = ()) -> None:
+        """SCRIPT LOAD every script: on the nodes serving ``keys`` (a cluster node that lost
+        them), or on every primary; a node that is away is left alone (:mod:`.away`)."""
         with guard("loading scripts"):
-            for script in self.scripts.values():
-                self.client.script_load(script.source)
+            if not self.cluster or not keys:
+                clients = ([self.client] if not self.cluster else
+                           [n.redis_connection for n in self.client.get_primaries()
+                            if n.name not in self.away.names()])
+            else:
+                nodes = {self.client.get_node_from_key(key) for key in keys}
+                clients = [n.redis_connection for n in nodes]
+            for client in clients:
+                for script in self.scripts.values():
+                    client.script_load(script.source)
 
     def run(self, name: str, prefix: str, args: Sequence[Any]) -> Any:
         """Run one script on the slot of ``prefix`` (a user's key prefix)."""
         sha = self.scripts[name].sha
+        server = self.server_of(prefix) if self.away else None
+        if server is not None:
+            self.away.check(server)
         try:  # guard() inline: this is every read's path
             try:
-                return self.client.evalsha(sha, 1, prefix, *args)
+                found = self.client.evalsha(sha, 1, prefix, *args)
             except rex.NoScriptError:
-                self.load_scripts()
-                return self.client.evalsha(sha, 1, prefix, *args)
+                self.load_scripts([prefix])
+                found = self.client.evalsha(sha, 1, prefix, *args)
         except OUTAGES as exc:
+            if isinstance(exc, rex.TimeoutError):
+                self.away.timed_out(self.server_of(prefix) if server is None else server)
             raise unavailable(name, exc) from exc
+        if server is not None:
+            self.away.answered(server)
+        return found
+
+    @contextlib.contextmanager
+    def guarded(self, what: str, key: str) -> Iterator[None]:
+        """:func:`guard` for a plain command on ``key``, which also fails at once while the
+        key's server is away, and marks it away when the command times out."""
+        server = self.server_of(key) if self.away or self.cluster else ""
+        self.away.check(server)
+        try:
+            yield
+        except OUTAGES as exc:
+            if isinstance(exc, rex.TimeoutError):
+                self.away.timed_out(server)
+            raise unavailable(what, exc) from exc
+        self.away.answered(server)
+
+    def server_of(self, prefix: str) -> str:
+        """The name of the server holding ``prefix``'s slot (``""``: the one server)."""
+        if not self.cluster:
+            return ""
+        with guard("slots"):
+            name: str = self.client.get_node_from_key(prefix).name
+        return name
+
+    def unreachable(self, users: Sequence[str], prefix: Callable[[str], str]) -> set[str]:
+        """Those of ``users`` (their key prefix: ``prefix(user)``) whose server is away
+        (:mod:`.away`); every delivery asks, so nothing is computed while all answer."""
+        if not self.away:
+            return set()
+        away = self.away.names()
+        return {user for user in users if self.server_of(prefix(user)) in away}
 
     def by_node(self, prefixes: Sequence[str]) -> list[list[int]]:
         """The positions of ``prefixes`` (users' key prefixes) grouped by the node serving
@@ -141,14 +199,16 @@ class Redis:
             return []
         if len(calls) == 1 and not calls[0][0]:  # one command: no pipeline needed
             _, command, args = calls[0]
-            with guard(what):
+            with self.guarded(what, str(args[0]) if args else ""):
                 return [self.client.execute_command(command, *args)]
         with guard(what):
             for attempt in range(3):
                 results = self._execute(calls)
                 errors = [r for r in results if isinstance(r, Exception)]
-                if attempt < 2 and any(isinstance(e, rex.NoScriptError) for e in errors):
-                    self.load_scripts()
+                lost = [_key_of(call) for call, r in zip(calls, results, strict=True)
+                        if isinstance(r, rex.NoScriptError)]
+                if attempt < 2 and lost:
+                    self.load_scripts(lost if self.cluster else ())
                     continue
                 if attempt < 2 and any(isinstance(e, (rex.AskError, rex.TryAgainError))
                                        for e in errors):
@@ -163,16 +223,16 @@ class Redis:
         # A cluster pipeline refuses EVALSHA: group the calls by the node serving their slot
         # and send each group through that node's own connection.
         groups: dict[str, tuple[Any, list[int]]] = {}
-        for index, (name, first, args) in enumerate(calls):
+        for index, call in enumerate(calls):
             if self.cluster:
-                key = (first if isinstance(first, str) else first[0]) if name else args[0]
-                node = self.client.get_node_from_key(key)
+                node = self.client.get_node_from_key(_key_of(call))
                 client, members = groups.setdefault(node.name, (node.redis_connection, []))
             else:
                 client, members = groups.setdefault("", (self.client, []))
             members.append(index)
         results: list[Any] = [None] * len(calls)
-        for client, members in groups.values():
+        for server, (client, members) in groups.items():
+            self.away.check(server)
             pipe = client.pipeline(transaction=False)
             for index in members:
                 name, first, args = calls[index]
@@ -183,13 +243,28 @@ class Redis:
                     pipe.evalsha(self.scripts[name].sha, 1, first, *args)
                 else:
                     pipe.execute_command(first, *args)
-            for index, result in zip(members, pipe.execute(raise_on_error=False), strict=True):
+            try:
+                answers = pipe.execute(raise_on_error=False)
+            except rex.TimeoutError:
+                self.away.timed_out(server)
+                raise
+            self.away.answered(server)
+            for index, result in zip(members, answers, strict=True):
                 results[index] = result
         return results
 
     def ping(self) -> None:
+        if not self.cluster:
+            self.away.check("")
         with guard("ping"):
-            self.client.ping()
+            try:
+                self.client.ping()
+            except rex.TimeoutError:
+                if not self.cluster:
+                    self.away.timed_out("")
+                raise
+        if not self.cluster:
+            self.away.answered("")
 
     def close(self) -> None:
         if self._client is not None:
@@ -197,8 +272,14 @@ class Redis:
                 self._client.close()
 
 
-def client_factory(url: str) -> tuple[Callable[[], Any], bool, str]:
-    """(make the client, is it a cluster, key prefix) for a ``redis://`` or
+def _key_of(call: Call) -> str:
+    """The key whose slot a call runs on."""
+    name, first, args = call
+    return (first if isinstance(first, str) else first[0]) if name else str(args[0])
+
+
+def client_factory(url: str) -> tuple[Callable[[], Any], bool, str, float]:
+    """(make the client, is it a cluster, key prefix, timeout) for a ``redis://`` or
     ``redis+cluster://`` URL; the URL is checked at once, nothing is contacted yet."""
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
@@ -210,8 +291,13 @@ def client_factory(url: str) -> tuple[Callable[[], Any], bool, str]:
         raise ConfigError("TIDINGS_HOT_STORE_URL: the prefix may not hold braces or spaces")
     try:
         timeout = float(query.pop("timeout", "2"))
+        retries = int(query.pop("retries", "1"))
     except ValueError:
-        raise ConfigError("TIDINGS_HOT_STORE_URL: timeout must be a number") from None
+        raise ConfigError("TIDINGS_HOT_STORE_URL: timeout and retries must be numbers"
+                          ) from None
+    if timeout <= 0 or retries < 0:
+        raise ConfigError("TIDINGS_HOT_STORE_URL: timeout must be positive and retries "
+                          "not negative")
     tls = parts.scheme.startswith("rediss") or query.pop("tls", "0") in ("1", "true")
     if query:
         raise ConfigError(f"TIDINGS_HOT_STORE_URL: unknown option {sorted(query)[0]!r}")
@@ -225,12 +311,15 @@ def client_factory(url: str) -> tuple[Callable[[], Any], bool, str]:
             hosts.append((name or "127.0.0.1", int(port or 6379)))
         except ValueError:
             raise ConfigError(f"TIDINGS_HOT_STORE_URL: bad port in {host!r}") from None
+    # redis-py's own default retries ten times with backoff, a timeout included: bounded here
+    backoff = ExponentialBackoff(cap=0.1, base=0.01)
     common: dict[str, Any] = {
         "username": username, "password": password, "socket_timeout": timeout,
         "socket_connect_timeout": timeout, "ssl": tls, "decode_responses": True}
     if parts.scheme.endswith("+cluster"):
         nodes = [ClusterNode(h, p) for h, p in hosts]  # type: ignore[no-untyped-call]
-        return lambda: RedisCluster(startup_nodes=nodes, **common), True, prefix
+        return (lambda: RedisCluster(startup_nodes=nodes, retry=Retry(backoff, retries),
+                                     **common)), True, prefix, timeout
     if len(hosts) != 1:
         raise ConfigError("TIDINGS_HOT_STORE_URL: redis:// names one server; use "
                           "redis+cluster:// for several")
@@ -238,4 +327,7 @@ def client_factory(url: str) -> tuple[Callable[[], Any], bool, str]:
     if not db.isdigit():
         raise ConfigError(f"TIDINGS_HOT_STORE_URL: the database must be a number, got {db!r}")
     server, number = hosts[0]
-    return (lambda: redis.Redis(host=server, port=number, db=int(db), **common)), False, prefix
+    # a dropped connection is opened again; a timeout (a server that hangs) is not retried
+    retry = Retry(backoff, retries, supported_errors=(rex.ConnectionError,))
+    return (lambda: redis.Redis(host=server, port=number, db=int(db), retry=retry, **common)
+            ), False, prefix, timeout

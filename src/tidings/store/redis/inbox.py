@@ -25,28 +25,20 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store.redis import holders
-from tidings.store.redis.client import Redis, guard
+from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys, opt
-from tidings.store.redis.queries import (
-    PLACE,
-    fields_arg,
-    markers_of,
-    own_count_query,
-    place_of,
-    query,
-)
+from tidings.store.redis.markers import MarkerCopy, PositionCopy, RedisMarkers
+from tidings.store.redis.queries import fields_arg, markers_of, own_count_query, query
 from tidings.store.redis.rows import Row, groups_of, rows_of
 from tidings.store.redis.writes import CLEANUP, INDEX, WriteBuffer
 
 Payloads = Callable[[Sequence[int]], dict[int, str]]
-MarkerCopy = Callable[[str, str, int], None]
-PositionCopy = Callable[[str, tuple[int, int], int], bool]
 # registers users an insert writes to, with the date of their row (the SQL graph's users)
 Register = Callable[[Sequence[tuple[str, int]]], None]
 BADGE = frozenset(Filters(unread=u) for u in (None, True, False))  # counts badge.lua answers
 
 
-class RedisInbox:
+class RedisInbox(RedisMarkers):
     """One user's (or many users') inbox rows and watermarks in Redis, within one unit."""
 
     def __init__(self, redis: Redis, buffer: WriteBuffer, payloads: Payloads,
@@ -71,31 +63,6 @@ class RedisInbox:
         results = self.redis.pipeline(
             [(name, self.keys.user(user), args) for user, args in calls], name)
         return [[Row(r) for r in result] for result in results]
-
-    # -- watermarks -----------------------------------------------------------------------
-
-    def load_markers(self, user: str) -> Markers:
-        return self.load_markers_many([user]).get(user, Markers())
-
-    def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
-        results = self.redis.pipeline(
-            [("", "HGETALL", [self.keys.markers(u)]) for u in users], "markers")
-        return {u: markers_of(raw) for u, raw in zip(users, results, strict=True) if raw}
-
-    def set_marker(self, user: str, scope: str, until: int) -> None:
-        if self.copy_marker is not None:
-            self.copy_marker(user, scope, until)  # the durable copy, in the SQL unit
-        self.buffer.script("marker", self.keys.user(user), [scope, until], user=user)
-
-    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
-        with guard("markers"):
-            current = place_of(self.redis.client.hget(self.keys.markers(user), PLACE))
-        if current is not None and position < current:
-            return False
-        if self.copy_position is not None:
-            self.copy_position(user, position, until)  # the durable copy, in the SQL unit
-        self.buffer.script("position", self.keys.user(user), [until, *position], user=user)
-        return True
 
     def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
         rows = self._rows(user, "rows", [event_id])
@@ -125,6 +92,9 @@ class RedisInbox:
 
     def held(self, event_ids: Sequence[int]) -> set[int]:
         return holders.held(self.redis, self.keys, event_ids)
+
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        return self.redis.unreachable(users, self.keys.user)
 
     def _index(self, event_id: int, users: Sequence[str]) -> None:
         if users:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tidings.domain.views import TimelineEntry
-from tidings.store.redis.client import Redis, guard
+from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys
 from tidings.store.redis.writes import WriteBuffer
 from tidings.store.timeline_steps import StepwiseTimeline
@@ -60,7 +60,7 @@ class RedisTimeline(StepwiseTimeline):
         bottom = f"({after}" if after is not None else "-inf"
         while len(out) < limit:
             want = limit - len(out)
-            with guard("timeline"):
+            with self.redis.guarded("timeline", self.keys.timeline(user)):
                 ids = [int(i) for i in self.redis.client.zrevrangebyscore(
                     self.keys.timeline(user), top, bottom, start=0, num=want)]
             bodies = self.bodies(ids) if ids else {}
@@ -87,7 +87,7 @@ class RedisTimeline(StepwiseTimeline):
         return floor, out
 
     def trim(self, user: str, cap: int) -> int:
-        with guard("timeline"):
+        with self.redis.guarded("timeline", self.keys.timeline(user)):
             size = int(self.redis.client.zcard(self.keys.timeline(user)))
         self.buffer.script("tl_cap", self.keys.user(user), [cap])
         return max(size - cap, 0)
@@ -100,7 +100,7 @@ class RedisTimeline(StepwiseTimeline):
         return 0
 
     def floor(self, user: str) -> int:
-        with guard("timeline"):
+        with self.redis.guarded("timeline", self.keys.timeline(user)):
             found = self.redis.client.get(self.keys.timeline_floor(user))
         return int(found or 0)
 
@@ -108,7 +108,7 @@ class RedisTimeline(StepwiseTimeline):
         self.buffer.script("tl_floor", self.keys.user(user), [floor])
 
     def remove_source(self, user: str, actor: str) -> int:
-        with guard("timeline"):
+        with self.redis.guarded("timeline", self.keys.timeline(user)):
             ids = [int(i) for i in self.redis.client.zrange(self.keys.timeline(user), 0, -1)]
         actors = self.actors(ids) if ids else {}
         doomed = [i for i in ids if actors.get(i) == actor]

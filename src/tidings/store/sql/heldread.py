@@ -34,6 +34,13 @@ from tidings.store.sql.database import Database
 _DROP_ON = (sa_exc.SQLAlchemyError, StoreUnavailable, StoreRejected)
 
 
+def _from_sql(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the database (a driver error, or one turned into a
+    :class:`TidingsError` by :meth:`Database.errors`), not from elsewhere in the read."""
+    return isinstance(exc, sa_exc.SQLAlchemyError) or isinstance(exc.__cause__,
+                                                                  sa_exc.SQLAlchemyError)
+
+
 class _Slot(threading.local):
     conn: Connection | None = None
     used: float = 0.0
@@ -65,8 +72,9 @@ class HeldReads:
             try:
                 with self.db.errors():
                     yield conn
-            except _DROP_ON:
-                self._drop(slot)
+            except _DROP_ON as exc:
+                if _from_sql(exc):  # not another store's outage met during the read (Redis)
+                    self._drop(slot)
                 raise
             finally:
                 if slot.conn is conn and conn.in_transaction():

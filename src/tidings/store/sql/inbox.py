@@ -152,6 +152,9 @@ class SqlInbox:
     def held(self, event_ids: Sequence[int]) -> set[int]:
         return holders.held(self.db, self.conn, event_ids)
 
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        return set()  # one database: reachable or not as a whole
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
         if fields:  # every chunk of an event carries the same rows: the first one stays
