@@ -52,6 +52,7 @@ class Config:
     api_keys: tuple[str, ...] = ()
     token_secret: str | None = None
     rate_limit: float = 1000.0
+    stream_write_timeout: float = 10.0
     smtp_url: str | None = None
     mail_from: str = "tidings <tidings@localhost>"
     public_url: str = "http://127.0.0.1:8000"
@@ -90,6 +91,8 @@ class Config:
             api_keys=_list(env, "TIDINGS_API_KEY"),
             token_secret=env.get("TIDINGS_TOKEN_SECRET") or None,
             rate_limit=_float(env, "TIDINGS_RATE_LIMIT", cls.rate_limit),
+            stream_write_timeout=_float(env, "TIDINGS_STREAM_WRITE_TIMEOUT",
+                                        cls.stream_write_timeout),
             smtp_url=env.get("TIDINGS_SMTP_URL") or None,
             mail_from=env.get("TIDINGS_MAIL_FROM") or cls.mail_from,
             public_url=(env.get("TIDINGS_PUBLIC_URL") or cls.public_url).rstrip("/"),

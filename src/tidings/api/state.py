@@ -23,6 +23,7 @@ class AppState:
     metrics: Metrics
     limiter: RateLimiter
     stream_interval: float = 0.5
+    stream_write_timeout: float = 10.0
     streams: OpenStreams = field(default_factory=OpenStreams)
     _locales: dict[str, str | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
