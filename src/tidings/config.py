@@ -63,7 +63,8 @@ class Config:
     webhook_allow: tuple[str, ...] = ()
     webhook_connect_timeout: float = 3.0
     webhook_read_timeout: float = 5.0
-    webhook_concurrency: int = 1
+    webhook_concurrency: int = 4
+    webhook_host_concurrency: int = 2
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     chunk_size: int = 5000
@@ -108,6 +109,8 @@ class Config:
                                         cls.webhook_read_timeout),
             webhook_concurrency=_int(env, "TIDINGS_WEBHOOK_CONCURRENCY",
                                      cls.webhook_concurrency, 0),
+            webhook_host_concurrency=_int(env, "TIDINGS_WEBHOOK_HOST_CONCURRENCY",
+                                          cls.webhook_host_concurrency, 1),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
