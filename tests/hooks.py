@@ -2,7 +2,8 @@
 
 ``Receiver`` is an HTTP server answering given statuses; ``RawServer`` runs a handler on every
 TCP connection, for receivers that misbehave: ``hold`` (accepts and never answers), ``trickle``
-(answers one header line at a time, slowly), ``flood`` (a 256 MB body).
+(answers one header line at a time, slowly), ``flood`` (a 256 MB body). Both listen on
+127.0.0.1 unless given another loopback ``host`` (127.0.0.2: a second webhook host).
 
 Test modules import helpers from here before pytest loads it as a plugin (for ``hook_store``), so
 it opts out of assertion rewriting (it asserts nothing): PYTEST_DONT_REWRITE.
@@ -65,7 +66,8 @@ def queued(t: Tidings, func: str = "webhook") -> list[Any]:
 class Receiver:
     """Answers ``statuses`` in turn (then 200) and keeps every request."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int], host: str = "127.0.0.1") -> None:
+        self.host = host
         self.statuses = list(statuses)
         self.requests: list[dict[str, Any]] = []
         receiver = self
@@ -83,12 +85,12 @@ class Receiver:
                 pass
 
         self.port = free_port()
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server = ThreadingHTTPServer((host, self.port), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
+        return f"http://{self.host}:{self.port}/hook"
 
     def __enter__(self) -> Receiver:
         self.thread.start()
@@ -103,10 +105,12 @@ class RawServer:
     """A loopback TCP server that hands each connection to ``handle(server, conn)`` in a
     thread of its own; ``closing`` is set when the test is done with it."""
 
-    def __init__(self, handle: Callable[[RawServer, socket.socket], None]) -> None:
+    def __init__(self, handle: Callable[[RawServer, socket.socket], None],
+                 host: str = "127.0.0.1") -> None:
         self.handle = handle
+        self.host = host
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(64)
         self.sock.settimeout(0.1)
         self.port: int = self.sock.getsockname()[1]
@@ -119,7 +123,7 @@ class RawServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
+        return f"http://{self.host}:{self.port}/hook"
 
     def _serve(self) -> None:
         while not self.closing.is_set():

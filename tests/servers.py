@@ -71,6 +71,12 @@ class LiveServer:
 
     base_url: str
     tidings: Tidings
+    server: uvicorn.Server | None = None
+
+    def connections(self) -> int:
+        """The HTTP connections the server holds open now (its own count)."""
+        assert self.server is not None
+        return len(self.server.server_state.connections)
 
     def client(self, token: str | None = SERVER_KEY, **options: Any) -> Client:
         """The Python client, with the server key unless given a user token (or None)."""
@@ -111,8 +117,21 @@ class _QuickServer(uvicorn.Server):
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free loopback port (in a thread); yield its base URL."""
+    with serve_server(app) as (base_url, _server):
+        yield base_url
+
+
+@contextlib.contextmanager
+def serve_server(app: Any, *, send_buffer: int | None = None,
+                 ) -> Iterator[tuple[str, uvicorn.Server]]:
+    """:func:`serve`, yielding the uvicorn server too (to count its connections).
+    ``send_buffer`` sets the kernel's send buffer (bytes) of every connection it accepts
+    (instead of letting it grow to megabytes), so a client that does not read stalls the
+    server's writes after a few frames."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if send_buffer is not None:  # accepted sockets inherit it
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False,
@@ -129,7 +148,7 @@ def serve(app: Any) -> Iterator[str]:
             raise RuntimeError(f"the test server on port {port} did not start")
         time.sleep(0.005)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", server
     finally:
         server.should_exit = True
         thread.join(STARTUP_SECONDS)
@@ -150,9 +169,10 @@ def wait_for(condition: Callable[[], Any], timeout: float = 5.0, every: float = 
 
 
 def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | None = None,
-          **options: Any) -> LiveServer:
+          send_buffer: int | None = None, **options: Any) -> LiveServer:
     """Serve an app on ``url`` until ``stack`` closes (the server stops before the engine);
-    ``config`` sets fields of the engine's :class:`Config` (``timeline_model="pull"``…)."""
+    ``config`` sets fields of the engine's :class:`Config` (``timeline_model="pull"``…),
+    ``send_buffer`` the server's (see :func:`serve_server`)."""
     engine_config = Config(database_url=url, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET,
                            **(config or {}))
     tidings = stack.enter_context(Tidings(engine_config, types=TYPES))
@@ -164,10 +184,11 @@ def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | Non
     first_job = threading.Event()
     tidings.listeners.append(
         lambda name, _value: first_job.set() if name == "job_completed" else None)
-    base_url = stack.enter_context(serve(create_app(tidings, **settings)))
+    base_url, server = stack.enter_context(serve_server(create_app(tidings, **settings),
+                                                         send_buffer=send_buffer))
     if settings["run_worker"] and not first_job.wait(STARTUP_SECONDS):
         raise RuntimeError("the test server's worker did not run its start-up job")
-    return LiveServer(base_url, tidings)
+    return LiveServer(base_url, tidings, server)
 
 
 @pytest.fixture(params=API_BACKENDS)

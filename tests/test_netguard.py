@@ -128,4 +128,4 @@ def test_settings_come_from_the_environment() -> None:
     assert config.webhook_concurrency == 0
     defaults = Config.from_env({})
     assert (defaults.webhook_connect_timeout, defaults.webhook_read_timeout,
-            defaults.webhook_concurrency, defaults.webhook_allow) == (3.0, 5.0, 1, ())
+            defaults.webhook_concurrency, defaults.webhook_allow) == (3.0, 5.0, 4, ())

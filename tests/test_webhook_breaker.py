@@ -5,9 +5,10 @@ without using up its jobs' attempts."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
-from hooks import RawServer, Receiver, deliveries, hold, make, queued
+from hooks import SECRET, RawServer, Receiver, deliveries, hold, make, queued
 from servers import serve, wait_for
 from tidings.api.app import create_app
 from tidings.channels.webhook import BREAKER_THRESHOLD
@@ -15,7 +16,8 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.jobs.worker import WORKER_BATCH, Lane
+from tidings.jobs.lanes import Lane
+from tidings.jobs.worker import WORKER_BATCH
 
 pytest_plugins = ["hooks"]
 
@@ -121,7 +123,7 @@ def test_webhooks_run_on_threads_of_their_own(hook_store: str) -> None:
     # fan-out jobs are claimed in batches on the jobs lane; a webhook is claimed alone
     assert t.worker(concurrency=3).lanes == [
         Lane("jobs", 3, exclude=("webhook",), batch=WORKER_BATCH),
-        Lane("webhooks", 1, funcs=("webhook",), batch=1)]
+        Lane("webhooks", 4, funcs=("webhook",), batch=1, per_group=2)]
     assert [lane.threads for lane in t.worker(webhook_concurrency=4).lanes] == [1, 4]
     assert t.worker(webhook_concurrency=0).lanes == [
         Lane("jobs", 1, exclude=("webhook",), batch=WORKER_BATCH)]
@@ -152,3 +154,32 @@ def test_a_silent_receiver_does_not_delay_a_bystanders_notification(hook_store: 
             answered = silent.accepted
         assert waiting >= 9 and answered <= 2  # bob's came before the webhooks' backlog
         assert t.unread_count("mallory").count == 10
+
+
+def test_a_host_that_never_answers_does_not_hold_up_another_hosts_deliveries(
+        hook_store: str) -> None:
+    """A worker with default settings: eight deliveries to a receiver that accepts and never
+    answers take only their host's share of the webhook threads; bob's webhook to another
+    host goes out at once, not after their read timeouts."""
+    t = Tidings(Config(database_url=hook_store, webhook_secret=SECRET,
+                       webhook_allow=("127.0.0.1", "127.0.0.2"), webhook_read_timeout=2.0),
+                types=[EventType("mention", channels=("web", "webhook"),
+                                 audience=("recipients",))])
+    with RawServer(hold) as silent, Receiver([], host="127.0.0.2") as answering:
+        t.set_preferences("mallory", {"webhook": {"url": silent.url}})
+        t.set_preferences("bob", {"webhook": {"url": answering.url}})
+        _publish(t, 8, to="mallory")
+        worker = t.worker()
+        worker.start()
+        try:
+            assert wait_for(lambda: silent.accepted >= 1, timeout=10)  # deliveries hang
+            started = time.monotonic()
+            _publish(t, 1, to="bob")
+            assert wait_for(lambda: answering.requests, timeout=10)
+            waited = time.monotonic() - started
+            held = silent.accepted
+        finally:
+            worker.stop()
+            t.close()
+    assert waited < 1.5, f"bob's webhook waited {waited:.1f} s for another host's"
+    assert held <= 2  # the silent host had at most its share of the threads

@@ -46,7 +46,7 @@ def _options(version: Annotated[bool, typer.Option(
 WebhookConcurrencyOption = Annotated[int | None, typer.Option(
     metavar="N", min=0,
     help="Threads for webhook deliveries alone, so slow receivers never hold up fan-out "
-         "(0: leave webhooks to another worker) [default: TIDINGS_WEBHOOK_CONCURRENCY or 1]")]
+         "(0: leave webhooks to another worker) [default: TIDINGS_WEBHOOK_CONCURRENCY or 4]")]
 
 
 def _config(database_url: str | None) -> Config:

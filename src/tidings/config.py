@@ -64,6 +64,7 @@ class Config:
     token_secret: str | None = None
     rate_limit: float = 1000.0
     user_rate_limit: float = 20.0  # requests a second per user token (0: no limit)
+    stream_write_timeout: float = 10.0
     smtp_url: str | None = None
     mail_from: str = "tidings <tidings@localhost>"
     public_url: str = "http://127.0.0.1:8000"
@@ -74,7 +75,8 @@ class Config:
     webhook_allow: tuple[str, ...] = ()
     webhook_connect_timeout: float = 3.0
     webhook_read_timeout: float = 5.0
-    webhook_concurrency: int = 1
+    webhook_concurrency: int = 4
+    webhook_host_concurrency: int = 2
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     max_preferences_bytes: int = 64 * 1024  # a user's preferences as JSON
@@ -111,6 +113,8 @@ class Config:
             rate_limit=_float(env, "TIDINGS_RATE_LIMIT", cls.rate_limit),
             user_rate_limit=_float(env, "TIDINGS_USER_RATE_LIMIT", cls.user_rate_limit,
                                    zero=True),
+            stream_write_timeout=_float(env, "TIDINGS_STREAM_WRITE_TIMEOUT",
+                                        cls.stream_write_timeout),
             smtp_url=env.get("TIDINGS_SMTP_URL") or None,
             mail_from=env.get("TIDINGS_MAIL_FROM") or cls.mail_from,
             public_url=(env.get("TIDINGS_PUBLIC_URL") or cls.public_url).rstrip("/"),
@@ -126,6 +130,8 @@ class Config:
                                         cls.webhook_read_timeout),
             webhook_concurrency=_int(env, "TIDINGS_WEBHOOK_CONCURRENCY",
                                      cls.webhook_concurrency, 0),
+            webhook_host_concurrency=_int(env, "TIDINGS_WEBHOOK_HOST_CONCURRENCY",
+                                          cls.webhook_host_concurrency, 1),
             max_payload_bytes=_int(env, "TIDINGS_MAX_PAYLOAD_BYTES", cls.max_payload_bytes, 1),
             max_recipients=_int(env, "TIDINGS_MAX_RECIPIENTS", cls.max_recipients, 1),
             max_preferences_bytes=_int(env, "TIDINGS_MAX_PREFERENCES_BYTES",

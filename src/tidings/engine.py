@@ -29,8 +29,9 @@ from tidings.domain.views import (
 )
 from tidings.exceptions import TidingsError
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
+from tidings.jobs.lanes import Lane
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Lane, Worker
+from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -376,13 +377,15 @@ class Tidings:
     def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
                webhook_concurrency: int | None = None) -> Worker:
         """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
-        ``webhook_concurrency`` (default ``TIDINGS_WEBHOOK_CONCURRENCY``, 1) threads of their
-        own for webhook deliveries, so a slow receiver can never hold up fan-out. With 0 this
-        worker leaves webhooks to another one."""
+        ``webhook_concurrency`` (default ``TIDINGS_WEBHOOK_CONCURRENCY``, 4) threads of their
+        own for webhook deliveries, so a slow receiver can never hold up fan-out; at most
+        ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` (2) of them deliver to one host at once, so a slow
+        receiver cannot hold up other hosts' deliveries either. With 0 this worker leaves
+        webhooks to another one."""
         webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
                     else webhook_concurrency)
         lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks,
-                           batch=WORKER_BATCH)
+                           batch=WORKER_BATCH, per_group=self.config.webhook_host_concurrency)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 

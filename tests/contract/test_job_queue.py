@@ -10,7 +10,7 @@ from contract_kit import write
 
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.jobs.model import SECOND, Job, JobSpec
+from tidings.jobs.model import SECOND, Job, JobSpec, group_of, grouped_key
 
 LEASE = 60  # seconds: the store fixture's default lease
 ATTEMPTS = 8  # and its default attempts
@@ -66,6 +66,22 @@ def test_claim_by_function(store: ports.Store) -> None:
     assert [j.func for j in store.queue.claim(10, funcs=["email", "nothing"])] == ["email"]
     assert [j.func for j in store.queue.claim(10, exclude=["fanout"])] == ["webhook"]
     assert [j.func for j in store.queue.claim(10, exclude=[])] == ["fanout"]
+
+
+def test_a_claim_passes_over_busy_groups(store: ports.Store) -> None:
+    """A group (named by the unique key, ``func@group:…``) that is busy is left alone;
+    keyless jobs, and keys of no group or of a group merely sharing a prefix, are not."""
+    _enqueue(store, JobSpec("hook", {"n": 1}, unique_key=grouped_key("hook", "slow", "1")),
+             JobSpec("hook", {"n": 2}, unique_key=grouped_key("hook", "slow", "2")),
+             JobSpec("hook", {"n": 3}, unique_key=grouped_key("hook", "slower", "3")),
+             JobSpec("hook", {"n": 4}, unique_key="hook:4"),
+             JobSpec("hook", {"n": 5}),
+             JobSpec("hook", {"n": 6}, unique_key=grouped_key("hook", "a_b%", "6")))
+    assert group_of(grouped_key("hook", "slow", "1")) == "hook@slow"
+    assert group_of("hook:4") is None and group_of(None) is None
+    claimed = store.queue.claim(10, busy=["hook@slow", "hook@a_b%"])
+    assert sorted(j.args["n"] for j in claimed) == [3, 4, 5]
+    assert sorted(j.args["n"] for j in store.queue.claim(10, busy=["hook@axb%"])) == [1, 2, 6]
 
 
 def test_a_lease_that_ran_out_passes_to_the_next_claim(store: ports.Store,

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
 from tidings.api import (
     errors,
@@ -28,7 +29,7 @@ from tidings.api import (
 from tidings.api.auth import Authenticator
 from tidings.api.deps import me_user, no_unknown_query, path_user
 from tidings.api.headers import SecurityHeaders
-from tidings.api.live import OpenStreams
+from tidings.api.live import TRANSPORT, OpenStreams, transport_of
 from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter
 from tidings.api.state import AppState
@@ -37,20 +38,35 @@ from tidings.engine import Tidings
 from tidings.exceptions import ConfigError
 
 
+class Api(FastAPI):
+    """FastAPI, keeping each connection's transport in the scope (``live.TRANSPORT``): its
+    ``send`` is the server's own only here, before any middleware wraps it."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[TRANSPORT] = transport_of(send)
+        await super().__call__(scope, receive, send)
+
+
 def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str | None,
                run_worker: bool = False, worker_concurrency: int = 1,
                rate_per_second: float = 1000.0, user_rate_per_second: float = 20.0,
                stream_interval: float = 0.5,
                max_body_bytes: int = 4 * 1024 * 1024, max_header_bytes: int = 32 * 1024,
                max_streams: int = 200,
-               max_streams_per_user: int = 5,
+               max_streams_per_user: int = 5, stream_write_timeout: float | None = None,
                demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process;
     ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's;
-    ``user_rate_per_second`` is each user token's request rate (0: no limit)."""
+    ``user_rate_per_second`` is each user token's request rate (0: no limit);
+    ``stream_write_timeout`` (default ``TIDINGS_STREAM_WRITE_TIMEOUT``) is how long a write to
+    a stream may wait for its client to read before the connection is cut."""
     metrics = Metrics()
+    write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
+                     else stream_write_timeout)
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
                      RateLimiter(rate_per_second), stream_interval=stream_interval,
+                     stream_write_timeout=write_timeout,
                      streams=OpenStreams(per_user=max_streams_per_user, total=max_streams),
                      user_limiter=RateLimiter(user_rate_per_second))
     tidings.listeners.append(metrics.observe)
@@ -66,9 +82,9 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             if worker is not None:
                 await run_in_threadpool(worker.stop)
 
-    app = FastAPI(title="tidings", version="1", lifespan=lifespan,
-                  description="Notification and activity-feed engine: the HTTP API v1.",
-                  dependencies=[Depends(no_unknown_query)])
+    app = Api(title="tidings", version="1", lifespan=lifespan,
+              description="Notification and activity-feed engine: the HTTP API v1.",
+              dependencies=[Depends(no_unknown_query)])
     app.state.tidings = state
     errors.install(app)
     app.include_router(routes_events.build())

@@ -11,19 +11,28 @@ safety net is slow; elsewhere (SQLite, MariaDB with workers in other processes) 
 Each stream costs three reads per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
 reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
+
+A client that stops reading must not hold a stream, nor the buffers behind it, past its place:
+every write has a deadline (``write_timeout``, ``TIDINGS_STREAM_WRITE_TIMEOUT``), and a stream
+whose write does not finish in time, or that is ended while a write waits, has its connection
+aborted (the kernel drops what it still held to send). A stream keeps its place in both caps
+until its response is really over, so an ended one that still waits counts until it is gone,
+and a user's new stream waits (at most the deadline) for the place of the one it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from tidings.api.jsonshape import dumps
 from tidings.api.schemas.graph import timeline_item
@@ -34,35 +43,52 @@ KEEPALIVE_SECONDS = 15.0
 TIMELINE_LOOK = 20  # the newest timeline entries a stream compares with what it announced
 SAFETY_NET_SECONDS = 10.0  # the poll interval where every change is announced
 EVICTED_RETRY_MS = 60_000  # how long a stream ended for a newer one waits to reconnect
+ENDED_WRITE_SECONDS = 0.1  # how long an ended stream's last frames may wait to be written
+
+
+# the scope key under which the app keeps the connection's transport (see transport_of)
+TRANSPORT = "tidings.transport"
 
 
 @dataclass(eq=False)
 class Slot:
-    """One open stream's place; ``ended`` is set when a newer stream of its user takes it."""
+    """One open stream's place. ``ended`` is set when a newer stream of its user takes it; the
+    place is free once the stream's response is over (:meth:`OpenStreams.close`)."""
 
     user: str
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class OpenStreams:
-    """The live streams of this process, bounded per user and in all. Used from the event
-    loop only, so it needs no lock."""
+    """The live streams of this process, bounded per user and in all, each counted until its
+    response is over. Used from the event loop only, so it needs no lock."""
 
     def __init__(self, *, per_user: int = 5, total: int = 200) -> None:
         self.per_user = per_user
         self.total = total
         self._held: dict[str, list[Slot]] = {}
         self._count = 0
+        self._freed: asyncio.Event | None = None  # set (and replaced) when a place is freed
 
-    def open(self, user: str) -> Slot | None:
-        """A place for a new stream of ``user`` (ending their oldest if they hold
-        ``per_user``), or None when the process holds ``total`` already."""
-        held = self._held.setdefault(user, [])
-        if len(held) >= self.per_user:
-            self.close(held[0])
-        elif self._count >= self.total:
-            if not held:
-                del self._held[user]
+    async def open(self, user: str, wait: float) -> Slot | None:
+        """A place for a new stream of ``user``, or None when the process holds ``total``
+        already (or the user's ended streams are still not gone after ``wait`` seconds). At
+        ``per_user`` the user's oldest stream is ended and its place awaited."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + wait
+        while len(self._held.get(user, [])) >= self.per_user:
+            held = self._held[user]
+            live = [slot for slot in held if not slot.ended.is_set()]
+            for slot in live[:len(held) - self.per_user + 1]:
+                slot.ended.set()
+            if self._freed is None:
+                self._freed = asyncio.Event()
+            freed = self._freed
+            try:
+                await asyncio.wait_for(freed.wait(), max(give_up - loop.time(), 0))
+            except TimeoutError:
+                return None
+        if self._count >= self.total:
             return None
         slot = Slot(user)
         self._held.setdefault(user, []).append(slot)
@@ -78,24 +104,86 @@ class OpenStreams:
             self._count -= 1
             if not held:
                 del self._held[slot.user]
+            if self._freed is not None:
+                self._freed.set()
+                self._freed = None
 
     def __len__(self) -> int:
         return self._count
 
 
+class Stalled(Exception):
+    """A stream's write did not finish by its deadline, or the stream was ended meanwhile."""
+
+
+class Transport(Protocol):
+    """What a stream needs of its connection's transport (asyncio's, or uvloop's: those are
+    not subclasses of asyncio's classes)."""
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
+
+    def abort(self) -> None: ...
+
+
+def transport_of(send: Send) -> Transport | None:
+    """The connection's transport, where the server lets us reach it: uvicorn's ``send`` is a
+    method of its request cycle, which holds it. Elsewhere None: a stalled stream then ends
+    by giving up its response, and the server closes the connection, as ASGI asks."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if all(callable(getattr(transport, name, None))
+           for name in ("get_extra_info", "abort")):
+        return cast(Transport, transport)
+    return None
+
+
+def abort(transport: Transport | None) -> None:
+    """Drop the connection now, and what it still had to send: with SO_LINGER 0 the kernel
+    resets it instead of keeping its buffer for a client that does not read."""
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
 class LiveResponse(StreamingResponse):
     """A stream that gives its place back however it ends (finished, ended for a newer one,
-    the client gone, or cancelled before its first frame)."""
+    the client gone, cut off for not reading, or cancelled before its first frame)."""
 
-    def __init__(self, frames: AsyncIterator[str], streams: OpenStreams, slot: Slot) -> None:
+    def __init__(self, frames: AsyncIterator[str], streams: OpenStreams, slot: Slot,
+                 write_timeout: float) -> None:
         super().__init__(frames, media_type="text/event-stream",
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self._streams = streams
         self._slot = slot
+        self._write_timeout = write_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = scope.get(TRANSPORT)
+        slot, deadline = self._slot, self._write_timeout
+
+        async def bounded(message: Message) -> None:
+            writing = asyncio.ensure_future(send(message))
+            ended = asyncio.ensure_future(slot.ended.wait())
+            try:
+                await asyncio.wait([writing, ended], timeout=deadline,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if not writing.done() and ended.done():  # its last frames get a moment
+                    await asyncio.wait([writing], timeout=min(deadline, ENDED_WRITE_SECONDS))
+            finally:
+                ended.cancel()
+            if not writing.done():
+                writing.cancel()
+                abort(transport)
+                raise Stalled
+            writing.result()
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, bounded)
+        except* Stalled:
+            pass  # aborted (or, without a transport, left to the server to close)
         finally:
             self._streams.close(self._slot)
 

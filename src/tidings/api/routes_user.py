@@ -258,15 +258,18 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
         # answers 503
         locale = locale or await state.locale_of(user)
-        slot = state.streams.open(user)
+        slot = await state.streams.open(user, wait=state.stream_write_timeout)
         if slot is None:
-            raise ApiError(503, f"this server holds {state.streams.total} live streams, "
-                                "its most; try again shortly", code="too_many_streams",
+            full = len(state.streams) >= state.streams.total
+            message = (f"this server holds {state.streams.total} live streams, its most"
+                       if full else f"your {state.streams.per_user} live streams have not "
+                                    "all ended yet")
+            raise ApiError(503, f"{message}; try again shortly", code="too_many_streams",
                            headers={"Retry-After": RETRY_AFTER_SECONDS})
         frames = user_stream(state.tidings, user, locale=locale, slot=slot,
                              disconnected=request.is_disconnected,
                              interval=state.stream_interval)
-        return LiveResponse(frames, state.streams, slot)
+        return LiveResponse(frames, state.streams, slot, state.stream_write_timeout)
 
     return router
 

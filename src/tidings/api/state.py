@@ -23,6 +23,7 @@ class AppState:
     metrics: Metrics
     limiter: RateLimiter
     stream_interval: float = 0.5
+    stream_write_timeout: float = 10.0
     streams: OpenStreams = field(default_factory=OpenStreams)
     # requests of user tokens, per user (TIDINGS_USER_RATE_LIMIT); 0: no limit
     user_limiter: RateLimiter = field(default_factory=lambda: RateLimiter(0))

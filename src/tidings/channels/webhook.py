@@ -7,7 +7,10 @@ outside any database transaction (``prepare`` → ``send`` → ``finish``).
 
 Before each POST the URL is checked again and its host resolved (``channels/netguard.py``); the
 POST goes to the checked address with short timeouts (``channels/pinned.py``). Webhook jobs run
-on worker threads of their own (``Tidings.worker``), so a slow receiver never delays fan-out.
+on worker threads of their own (``Tidings.worker``), so a slow receiver never delays fan-out,
+and at most ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` of those threads deliver to one host at once
+(each delivery's job is in its host's group, :func:`host_group`), so a receiver that never
+answers cannot hold up another host's deliveries either.
 
 A circuit breaker per endpoint (the URL's host), kept in the store so every worker shares it:
 after :data:`BREAKER_THRESHOLD` consecutive failures that say the endpoint is in trouble (no
@@ -32,7 +35,7 @@ from tidings.clock import to_rfc3339
 from tidings.config import Config
 from tidings.exceptions import ConfigError, JobError
 from tidings.jobs.context import Handler, JobContext, Replacements
-from tidings.jobs.model import SECOND, Job, JobSpec, backoff_us
+from tidings.jobs.model import SECOND, Job, JobSpec, backoff_us, grouped_key
 from tidings.ports import Tx
 
 WEBHOOK = "webhook"
@@ -42,9 +45,16 @@ BREAKER_PAUSE_CAP_US = 3600 * SECOND
 TROUBLE_STATUSES = frozenset({408, 429})
 
 
+def host_group(url: str) -> str:
+    """The job group of deliveries to the URL's host (:func:`~tidings.jobs.model.group_of`):
+    the webhook lane runs at most ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` of them at once."""
+    return hashlib.sha256(netguard.endpoint_of(url).encode()).hexdigest()[:20]
+
+
 def spec(user: str, event_id: int, url: str) -> JobSpec:
     return JobSpec(WEBHOOK, {"user": user, "event_id": event_id, "url": url},
-                   unique_key=f"webhook:{event_id}:{user}"[:255], priority=4)
+                   unique_key=grouped_key(WEBHOOK, host_group(url), f"{event_id}:{user}"),
+                   priority=4)
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:

@@ -9,6 +9,22 @@ from typing import Any
 SECOND = 1_000_000
 
 
+def grouped_key(func: str, group: str, rest: str) -> str:
+    """A unique key that puts its job in ``group`` (``func@group:rest``; see :func:`group_of`).
+    ``group`` holds neither ``:`` nor ``%``; the key is cut to the column's 255 characters."""
+    return f"{func}@{group}:{rest}"[:255]
+
+
+def group_of(unique_key: str | None) -> str | None:
+    """The group a job belongs to, named by its unique key (``func@group:…``), or None. A
+    lane with ``per_group`` runs at most that many jobs of one group at once, and its claims
+    pass the groups at that limit as ``busy`` (webhooks: one group per receiving host)."""
+    if unique_key is None:
+        return None
+    head, colon, _ = unique_key.partition(":")
+    return head if colon and "@" in head else None
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """A job to enqueue. A ``unique_key`` already queued makes the enqueue a no-op."""

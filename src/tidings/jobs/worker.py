@@ -7,7 +7,8 @@ handler sends outside any unit and completes in the unit that records the outcom
 
 Threads come in lanes (:class:`Lane`): each lane claims only its own job functions, so work
 that waits on other people's servers (webhooks) runs on threads of its own and can never take
-every thread from fan-out.
+every thread from fan-out, and a lane may bound the jobs of one group it runs at once
+(:mod:`tidings.jobs.lanes`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from tidings.exceptions import LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
+from tidings.jobs.lanes import GroupLimit, Lane
 from tidings.jobs.model import SECOND, Job, backoff_us
 from tidings.ports import Tx
 
@@ -48,29 +49,6 @@ def _complete(tx: Tx, job: Job, replacements: Replacements) -> None:
     done = tx.jobs.replace_with(job, replacements) if replacements else tx.jobs.complete(job)
     if not done:
         raise LeaseLost(f"job {job.id} was taken by another worker")
-
-
-@dataclass(frozen=True)
-class Lane:
-    """``threads`` threads that claim only jobs of ``funcs``, or of every function but
-    ``exclude`` (neither: any job), ``batch`` jobs a claim (None: the worker's)."""
-
-    name: str
-    threads: int
-    funcs: Sequence[str] | None = None
-    exclude: Sequence[str] | None = None
-    batch: int | None = None
-
-    @staticmethod
-    def apart(threads: int, name: str, funcs: Sequence[str], apart: int,
-              batch: int | None = None) -> list[Lane]:
-        """``threads`` for every job but ``funcs`` (claiming ``batch`` at a time), and a lane
-        ``name`` of ``apart`` threads of their own for ``funcs``, one job a claim (0: this
-        worker leaves them to another)."""
-        lanes = [Lane("jobs", threads, exclude=tuple(funcs), batch=batch)]
-        if apart > 0:
-            lanes.append(Lane(name, apart, funcs=tuple(funcs), batch=1))
-        return lanes
 
 
 class Worker:
@@ -109,6 +87,7 @@ class Worker:
         # units take all they claim; None: the lane's batch
         self._claim: int | None = None
         self._givebacks: dict[int, int] = {}  # job id -> unavailable stores met in a row
+        self._groups = GroupLimit()  # the groups' jobs running now (lanes with per_group)
 
     # -- one job ------------------------------------------------------------------------------
 
@@ -260,6 +239,8 @@ class Worker:
         queue = self.ctx.store.queue
         funcs, exclude = (lane.funcs, lane.exclude) if lane else (self.funcs, self.exclude)
         size = lane.batch if lane is not None and lane.batch is not None else self.batch
+        if lane is not None and lane.per_group is not None:
+            return self._run_grouped(lane, lane.per_group)
         jobs = queue.claim(1, funcs=funcs, exclude=exclude)
         first = self.handlers.get(jobs[0].func) if jobs and size > 1 else None
         asked = min(size, self._claim or size)
@@ -288,6 +269,25 @@ class Worker:
             else:
                 self.run_job(job)
         return len(jobs) - put_back
+
+    def _run_grouped(self, lane: Lane, per_group: int) -> int:
+        """Claim one job of the lane, none of a group already running ``per_group`` here, and
+        run it; return how many jobs ran (0 or 1)."""
+        queue = self.ctx.store.queue
+        jobs = queue.claim(1, funcs=lane.funcs, exclude=lane.exclude,
+                           busy=self._groups.busy(per_group))
+        if not jobs:
+            return 0
+        job = jobs[0]
+        if self._stop.is_set():
+            queue.release(job)
+            return 0
+        with self._groups.place(job, per_group) as placed:
+            if not placed:  # another thread took the group's last place meanwhile
+                queue.release(job)
+                return 1
+            self.run_job(job)
+        return 1
 
     def drain(self, max_jobs: int | None = None) -> int:
         """Run runnable jobs until none are left (or ``max_jobs`` ran); for tests and embedding."""

@@ -36,8 +36,9 @@ class JobAdmin(Protocol):
     """Queue operations that run in units of their own: claiming, failing, inspecting."""
 
     def claim(self, limit: int = 1, funcs: Sequence[str] | None = None,
-              exclude: Sequence[str] | None = None) -> list[Job]:
-        """Lease up to ``limit`` runnable jobs, lowest priority number first."""
+              exclude: Sequence[str] | None = None, busy: Sequence[str] = ()) -> list[Job]:
+        """Lease up to ``limit`` runnable jobs, lowest priority number first; none of the
+        groups ``busy`` (:func:`tidings.jobs.model.group_of`)."""
 
     def fail(self, job: Job, error: str) -> bool:
         """Record a failed attempt; retry later with backoff or, after the last, give up.

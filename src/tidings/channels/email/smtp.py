@@ -1,20 +1,28 @@
 """Outgoing mail over SMTP (plain, STARTTLS or TLS), built so no header can be injected.
 
-Headers go out as written whenever they are printable ASCII, folded at spaces to 78 columns
-(a longer word stays whole: RFC 5322 allows 998). Only non-ASCII text is RFC 2047-encoded. The
-standard library's folding encodes any ASCII word that does not fit on a line, which turns
-``List-Unsubscribe: <https://…>`` into an encoded-word no mail client reads (RFC 2369 headers
-must not be encoded) and breaks one-click unsubscribe (RFC 8058).
+The mailer writes every header it sets in its wire form itself (:class:`Wire`), and the policy
+sends that form as it is, folded at spaces to 78 columns (a longer word stays whole: RFC 5322
+allows 998). A word goes out as written when it is printable ASCII and cannot be read as an
+RFC 2047 encoded-word; any other run of words is encoded (:func:`encode_text`). So text that
+looks like an encoded-word (``=?utf-8?q?Hi=0D=0AReply-To:…?=`` in a title built from a payload)
+arrives as that literal text: the standard library, given such a value, decodes it and writes
+the decoded CR LF, which ends the header block there. And the standard library's folding
+encodes any ASCII word that does not fit on a line, which turns ``List-Unsubscribe: <https://…>``
+into an encoded-word no mail client reads (RFC 2369 headers must not be encoded) and breaks
+one-click unsubscribe (RFC 8058).
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import smtplib
 import ssl
 from dataclasses import dataclass, field
+from email.charset import Charset
 from email.message import EmailMessage
 from email.policy import EmailPolicy
-from email.utils import formataddr, parseaddr
+from email.utils import parseaddr
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -29,6 +37,70 @@ def one_line(text: str, limit: int = 250) -> str:
 
 FOLD_AT = 78  # RFC 5322's recommended line length; 998 is the hard limit
 LINE_LIMIT = 998
+ENCODED_WORD_LIMIT = 75  # RFC 2047's longest encoded-word
+_UTF8 = Charset("utf-8")
+# RFC 5322 "specials": a display name holding one is sent as a quoted string
+_SPECIALS = re.compile(r'[][\\()<>@,:;".]')
+# an address the mailer writes as it is: printable ASCII, no spaces, no specials but the "@"
+_ADDRESS = re.compile(r'[^][\\()<>@,:;"\s\x00-\x1f\x7f-\U0010ffff]+@[A-Za-z0-9.-]+')
+
+
+class Wire(str):
+    """A header value in its wire form: printable ASCII, one line, with RFC 2047 encoded-words
+    only where the mailer put them. :class:`HeaderPolicy` sends it as it is, never parsing it
+    (parsing would decode an encoded-word that came from a user's text)."""
+
+    def __new__(cls, value: str) -> Wire:
+        if not all(32 <= ord(ch) < 127 for ch in value):
+            raise ValueError(f"not a header's wire form: {value!r}")
+        return super().__new__(cls, value)
+
+
+def _plain(word: str) -> bool:
+    """Whether a word may go out as written: printable ASCII that no reader could take for
+    (or a part of) an encoded-word."""
+    return "=?" not in word and all(33 <= ord(ch) < 127 for ch in word)
+
+
+def encoded_words(text: str) -> list[str]:
+    """``text`` as UTF-8 encoded-words of at most 75 characters each."""
+    lines = _UTF8.header_encode_lines(text, itertools.repeat(ENCODED_WORD_LIMIT))
+    return [line for line in lines if line]
+
+
+def encode_text(text: str) -> Wire:
+    """Unstructured header text (RFC 5322) in wire form: plain words as written, every run of
+    other words as encoded-words. The spaces inside a run are encoded with it (a reader drops
+    the whitespace between two encoded-words)."""
+    words: list[str] = []
+    run: list[str] = []
+    for word in [*one_line(text, len(text)).split(), ""]:  # "": the end
+        if word and not _plain(word):
+            run.append(word)
+            continue
+        if run:
+            words += encoded_words(" ".join(run))
+            run = []
+        if word:
+            words.append(word)
+    return Wire(" ".join(words))
+
+
+def mailbox(name: str, address: str) -> Wire:
+    """``Name <address>`` in wire form: the name as written (quoted if it holds a special), or
+    encoded whole when any of it must be."""
+    if not _ADDRESS.fullmatch(address) or "=?" in address:
+        raise ValueError(f"not a mail address the mailer can write: {address!r}")
+    name = one_line(name)
+    if not name:
+        return Wire(address)
+    if not all(_plain(word) for word in name.split()):
+        phrase = " ".join(encoded_words(name))
+    elif _SPECIALS.search(name):
+        phrase = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    else:
+        phrase = name
+    return Wire(f"{phrase} <{address}>")
 
 
 def fold_ascii(name: str, value: str) -> list[str] | None:
@@ -52,7 +124,18 @@ _ENCODED = EmailPolicy(linesep="\r\n", max_line_length=FOLD_AT - 2)
 
 
 class HeaderPolicy(EmailPolicy):
-    """The default policy, except that ASCII headers are folded, never encoded."""
+    """The default policy, except that a :class:`Wire` value is kept and sent as written, and
+    ASCII headers are folded, never encoded."""
+
+    def header_store_parse(self, name: str, value: Any) -> tuple[str, Any]:
+        if isinstance(value, Wire):
+            return (name, value)
+        return super().header_store_parse(name, value)
+
+    def header_fetch_parse(self, name: str, value: Any) -> Any:
+        if isinstance(value, Wire):
+            return value
+        return super().header_fetch_parse(name, value)
 
     def fold(self, name: str, value: Any) -> str:
         lines = fold_ascii(name, str(value))
@@ -110,7 +193,10 @@ class SmtpMailer:
         name, address = parseaddr(mail_from)
         if "@" not in address:
             raise ConfigError(f"TIDINGS_MAIL_FROM: not an address: {mail_from!r}")
-        self.mail_from = formataddr((one_line(name), address))
+        try:
+            self.mail_from = mailbox(name, address)
+        except ValueError as exc:
+            raise ConfigError(f"TIDINGS_MAIL_FROM: {exc}") from None
         self.envelope_from = address
         self.domain = address.split("@", 1)[1]
         self.timeout = timeout
@@ -118,12 +204,12 @@ class SmtpMailer:
     def build(self, mail: Mail) -> EmailMessage:
         message = EmailMessage(policy=POLICY)
         message["From"] = self.mail_from
-        message["To"] = one_line(mail.to)
-        message["Subject"] = one_line(mail.subject)
-        message["Message-ID"] = one_line(mail.message_id)
-        message["Auto-Submitted"] = "auto-generated"
+        message["To"] = mailbox("", mail.to)
+        message["Subject"] = encode_text(one_line(mail.subject))
+        message["Message-ID"] = Wire(one_line(mail.message_id))
+        message["Auto-Submitted"] = Wire("auto-generated")
         for name, value in mail.headers.items():
-            message[one_line(name, 60)] = one_line(value, 900)
+            message[one_line(name, 60)] = encode_text(one_line(value, 900))
         message.set_content(mail.text)
         message.add_alternative(mail.html, subtype="html")
         return message

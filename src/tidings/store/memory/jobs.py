@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tidings.clock import Clock
-from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
+from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us, group_of
 from tidings.store.memory.state import JobRow, Journal, State
 
 ERROR_CHARS = 4000  # as the SQL store keeps of an error message
@@ -122,14 +122,15 @@ class MemoryJobAdmin:
         self._q = settings
 
     def claim(self, limit: int = 1, funcs: Sequence[str] | None = None,
-              exclude: Sequence[str] | None = None) -> list[Job]:
+              exclude: Sequence[str] | None = None, busy: Sequence[str] = ()) -> list[Job]:
         def work(state: State, journal: Journal) -> list[Job]:
             now = self._q.clock.now_us()
             runnable = sorted(
                 (r for r in state.jobs.values()
                  if r.run_after <= now and r.grabbed_until <= now
                  and (funcs is None or r.func in funcs)
-                 and (exclude is None or r.func not in exclude)),
+                 and (exclude is None or r.func not in exclude)
+                 and (not busy or group_of(r.unique_key) not in busy)),
                 key=lambda r: (r.priority, r.run_after, r.id))[:limit]
             token = now + self._q.lease_us
             claimed: list[Job] = []

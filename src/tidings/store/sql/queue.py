@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, delete, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, delete, func, insert, or_, select, update
 
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
@@ -41,6 +41,11 @@ def _row(spec: JobSpec, now: int) -> dict[str, Any]:
         "attempts": 0,
         "created_at": now,
     }
+
+
+def _escape_like(text: str) -> str:
+    """``text`` as a literal in a LIKE pattern (escape character ``\\``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _log_failure(conn: Connection, job: Job, error: str, *, final: bool, now: int) -> None:
@@ -96,9 +101,8 @@ class SqlJobs:
         return True
 
     def cancel(self, func: str, key_prefix: str, *, exact: bool = False) -> int:
-        escaped = key_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         key = (jobs.c.unique_key == key_prefix if exact
-               else jobs.c.unique_key.like(escaped + "%", escape="\\"))
+               else jobs.c.unique_key.like(_escape_like(key_prefix) + "%", escape="\\"))
         result = self.conn.execute(delete(jobs).where(
             jobs.c.func == func, key, jobs.c.grabbed_until == 0))
         return max(result.rowcount, 0)
@@ -121,23 +125,23 @@ class SqlJobAdmin:
         self.max_backoff_us = int(max_backoff_seconds * SECOND)
 
     def claim(self, limit: int = 1, funcs: Sequence[str] | None = None,
-              exclude: Sequence[str] | None = None) -> list[Job]:
-        found = self._claim(limit, funcs, exclude)
+              exclude: Sequence[str] | None = None, busy: Sequence[str] = ()) -> list[Job]:
+        found = self._claim(limit, funcs, exclude, busy)
         if found or self.db.backend != "mysql":
             return found
         for pause in LOOK_AGAIN:  # skipped, or being claimed by a transaction not yet done?
             with self.db.read() as conn:
-                look = self._runnable(self.clock.now_us(), 1, funcs, exclude)
+                look = self._runnable(self.clock.now_us(), 1, funcs, exclude, busy)
                 if conn.execute(look.with_only_columns(jobs.c.id)).first() is None:
                     return found
             time.sleep(random.uniform(0.5, 1.5) * pause)
-            found = self._claim(limit, funcs, exclude)
+            found = self._claim(limit, funcs, exclude, busy)
             if found:
                 return found
         return found
 
     def _runnable(self, now: int, limit: int, funcs: Sequence[str] | None,
-                  exclude: Sequence[str] | None) -> Select[Any]:
+                  exclude: Sequence[str] | None, busy: Sequence[str] = ()) -> Select[Any]:
         query = (
             select(jobs.c.id, jobs.c.func, jobs.c.args, jobs.c.unique_key,
                    jobs.c.priority, jobs.c.attempts)
@@ -149,13 +153,17 @@ class SqlJobAdmin:
             query = query.where(jobs.c.func.in_(list(funcs)))
         if exclude:
             query = query.where(jobs.c.func.not_in(list(exclude)))
+        if busy:  # a group's keys start "group:" (group_of); keyless jobs are in none
+            query = query.where(or_(jobs.c.unique_key.is_(None), and_(*[
+                jobs.c.unique_key.not_like(_escape_like(group) + ":%", escape="\\")
+                for group in busy])))
         return query
 
     def _claim(self, limit: int, funcs: Sequence[str] | None,
-               exclude: Sequence[str] | None) -> list[Job]:
+               exclude: Sequence[str] | None, busy: Sequence[str]) -> list[Job]:
         def work(conn: Connection) -> list[Job]:
             now = self.clock.now_us()
-            query = self._runnable(now, limit, funcs, exclude)
+            query = self._runnable(now, limit, funcs, exclude, busy)
             if self.db.skip_locked:
                 query = query.with_for_update(skip_locked=True)
             rows = conn.execute(query).all()
