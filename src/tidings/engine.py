@@ -377,11 +377,8 @@ class Tidings:
     def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
                webhook_concurrency: int | None = None) -> Worker:
         """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
-        ``webhook_concurrency`` (default ``TIDINGS_WEBHOOK_CONCURRENCY``, 4) threads of their
-        own for webhook deliveries, so a slow receiver can never hold up fan-out; at most
-        ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` (2) of them deliver to one host at once, so a slow
-        receiver cannot hold up other hosts' deliveries either. With 0 this worker leaves
-        webhooks to another one."""
+        ``webhook_concurrency`` (``TIDINGS_WEBHOOK_CONCURRENCY``; 0: none) of their own for
+        webhooks, at most ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` a host (docs/jobs.md)."""
         webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
                     else webhook_concurrency)
         lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks,
