@@ -23,6 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects import mysql
 
 from tidings.domain.events import DEFAULT_SCOPE
 
@@ -45,6 +46,8 @@ MYSQL: dict[str, Any] = {
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY.
 Serial = BigInteger().with_variant(Integer(), "sqlite")
+# MariaDB/MySQL's TEXT holds 64 KB: a hot store journal row may hold more
+LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 USER, TYPE, OBJECT, HASH, SCOPE = 255, 64, 255, 32, 64
 
@@ -280,6 +283,19 @@ read_markers = Table(
     Column("position_at", BigInteger),
     Column("position_id", BigInteger),
     PrimaryKeyConstraint("user_id", "scope"),
+    **MYSQL,
+)
+
+# The Redis hot store's journal (``tidings.store.hotjournal``): one row per unit of work that
+# wrote to Redis, holding the unit's Redis writes (JSON), written in the unit's transaction, so
+# that ``tidings rebuild-hot-store`` replays them in order into an emptied Redis and gets back
+# exactly what was there. Unused by a deployment without a hot store.
+hot_journal = Table(
+    "hot_journal",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("written_at", BigInteger, nullable=False),
+    Column("writes", LongText, nullable=False),
     **MYSQL,
 )
 
