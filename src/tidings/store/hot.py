@@ -164,7 +164,7 @@ class HotStore:
         """Once a process: a hot store used for the first time is marked ready."""
         if not self.adopted:
             if not hotjournal.ready(self.redis):
-                hotjournal.adopt(self.sql.db, self.redis, self.clock.now_us())
+                hotjournal.adopt(self.sql.db, self.redis)
             self.adopted = True
 
     @property
@@ -186,7 +186,7 @@ class HotStore:
             buffer = WriteBuffer()
             result = work(HotTx(tx, self.redis, buffer, self.registered))
             if not buffer.empty:  # durable with the unit: a rebuild replays it
-                hotjournal.append(tx.conn, self.clock.now_us(), buffer)
+                hotjournal.append(tx.conn, buffer)
             buffer.flush(self.redis)  # before the commit: a failed send rolls the unit back
             return result
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select
@@ -36,9 +37,15 @@ SENT = 5_000  # writes sent in one round of pipelines
 BASELINE = "baseline"
 
 
-def append(conn: Connection, now: int, buffer: WriteBuffer) -> None:
+def _now() -> int:
+    # the wall clock, not the store's: a row's time is for people reading the journal, and
+    # the store's clock (a test's frozen one ticks on every reading) dates what tidings shows
+    return time.time_ns() // 1000
+
+
+def append(conn: Connection, buffer: WriteBuffer) -> None:
     """Journal a unit's writes, in the unit's transaction."""
-    conn.execute(insert(hot_journal).values(written_at=now, writes=buffer.dumps()))
+    conn.execute(insert(hot_journal).values(written_at=_now(), writes=buffer.dumps()))
 
 
 def ready(redis: Redis) -> bool:
@@ -47,7 +54,7 @@ def ready(redis: Redis) -> bool:
         return bool(redis.client.exists(redis.ready_keys()[0]))
 
 
-def adopt(db: Database, redis: Redis, now: int) -> None:
+def adopt(db: Database, redis: Redis) -> None:
     """First use of a hot store without a journal: take Redis as it is (empty for a new
     deployment), note the baseline and mark Redis ready. A journal that has rows means
     Redis lost its data: nothing is adopted then, and the scripts refuse until a rebuild."""
@@ -56,7 +63,7 @@ def adopt(db: Database, redis: Redis, now: int) -> None:
             return
         newest = conn.execute(select(func.max(events.c.id))).scalar() or 0
         conn.execute(insert(hot_journal).values(
-            written_at=now, writes=json.dumps({BASELINE: int(newest)})))
+            written_at=_now(), writes=json.dumps({BASELINE: int(newest)})))
     mark_ready(redis)
 
 
