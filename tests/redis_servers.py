@@ -198,8 +198,10 @@ def delete_prefix(url: str, prefix: str) -> None:
     if isinstance(client, RedisCluster):
         for node in client.get_primaries():
             keys = list(client.scan_iter(match=f"{prefix}*", count=1000, target_nodes=node))
+            pipe = client.pipeline()  # the keys of many slots (ready marks: every slot)
             for key in keys:
-                client.delete(key)
+                pipe.delete(key)
+            pipe.execute()
     else:
         keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
         for start in range(0, len(keys), 1000):

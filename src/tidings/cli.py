@@ -222,11 +222,13 @@ def jobs(database_url: DatabaseOption = None,
 def rebuild_hot_store(
     database_url: DatabaseOption = None,
     run: Annotated[bool, typer.Option(
-        "--run/--no-run", help="Run the fan-out jobs here (or leave them to the workers).")
+        "--run/--no-run", help="Run the fan-out jobs of events from before the hot store's "
+        "journal here (or leave them to the workers).")
     ] = True,
 ) -> None:
-    """Refill the Redis hot store from SQL after a Redis loss: read watermarks from their
-    durable copy, then every retained event's notifications and timeline entries."""
+    """Refill the Redis hot store from SQL after a Redis loss: every key under its prefix goes,
+    the journaled writes are replayed in order, then Redis answers again. Inboxes, read
+    state, deletions, bundles and timelines come back exactly as they were."""
     from tidings.engine import Tidings
     from tidings.store.hot import HotStore
 
@@ -234,13 +236,16 @@ def rebuild_hot_store(
     assert isinstance(tidings, Tidings)
     if not isinstance(tidings.store, HotStore):
         raise typer.BadParameter("TIDINGS_HOT_STORE_URL is not set: there is no hot store")
-    markers = tidings.store.restore_markers()
-    queued = tidings.redeliver_retained()
-    console.print(f"{markers:,} read watermarks restored, {queued:,} events queued for "
-                  "delivery")
-    if run:
-        ran = tidings.run_jobs()
-        console.print(f"{ran:,} jobs run")
+    units, baseline = tidings.store.rebuild()
+    console.print(f"{units:,} units of work replayed")
+    if baseline:  # a hot store first used before its journal: those events as before
+        markers = tidings.store.restore_markers()
+        queued = tidings.redeliver_retained(upto=baseline)
+        console.print(f"{markers:,} read watermarks restored, {queued:,} events from before "
+                      "the journal queued for delivery")
+        if run:
+            ran = tidings.run_jobs()
+            console.print(f"{ran:,} jobs run")
     tidings.close()
 
 

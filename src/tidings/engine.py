@@ -390,10 +390,11 @@ class Tidings:
         """Run every runnable job in this process (the embedded mode and tests)."""
         return Worker(self.job_context, self.handlers, batch=RUN_JOBS_BATCH).drain(max_jobs)
 
-    def redeliver_retained(self) -> int:
-        """Queue the fan-out of every retained event again, dated at its creation (inboxes
-        and timelines only): ``tidings rebuild-hot-store`` after a Redis loss."""
-        return self.publishing.redeliver_retained()
+    def redeliver_retained(self, *, upto: int | None = None) -> int:
+        """Queue the fan-out of every retained event (up to the id ``upto``) again, dated at
+        its creation (inboxes and timelines only): ``tidings rebuild-hot-store`` for the
+        events from before the hot store's journal."""
+        return self.publishing.redeliver_retained(upto=upto)
 
     def schedule_maintenance(self) -> None:
         self.publishing.schedule_maintenance()

@@ -20,7 +20,9 @@ The tree::
     ├── QuotaExceeded               a user holds as much of something as a site allows
     │                               (subscriptions; maps to 409)
     ├── StoreUnavailable            a backend cannot serve now: unreachable, too busy, timed
-    │                               out (maps to 503; try again later)
+    │   │                           out (maps to 503; try again later)
+    │   └── HotStoreEmptied         the Redis hot store lost its data (emptied, replaced): it
+    │                               answers 503 until ``tidings rebuild-hot-store`` refilled it
     ├── StoreRejected               the store refused a value (NUL in PostgreSQL text, a number
     │                               out of its column's range; maps to 422)
     ├── StoreConflict               a write lost a race on a unique key (retried by the caller)
@@ -118,6 +120,11 @@ class StoreUnavailable(TidingsError):
     code = "store_unavailable"
 
 
+class HotStoreEmptied(StoreUnavailable):
+    """The Redis hot store lost its data (emptied, restarted without persistence, replaced):
+    it refuses reads and writes until ``tidings rebuild-hot-store`` has refilled it."""
+
+
 class StoreConflict(TidingsError):
     """A write collided with a concurrent one on a unique key; the unit was rolled back."""
 
@@ -151,6 +158,7 @@ class JobError(TidingsError):
 
 __all__ = [
     "ConfigError",
+    "HotStoreEmptied",
     "IdempotencyConflict",
     "InvalidCursor",
     "InvalidEventType",

@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
-from tidings.exceptions import LeaseLost, StoreUnavailable
+from tidings.exceptions import HotStoreEmptied, LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.lanes import GroupLimit, Lane
 from tidings.jobs.model import SECOND, Job, backoff_us
@@ -135,7 +135,7 @@ class Worker:
             # that meets "unavailable" again and again while the queue itself answers (a
             # statement that always times out, a key that always errs) is failing, not
             # waiting: past OUTAGE_GIVEBACKS it spends attempts like any failure.
-            if not self._gave_back(job):
+            if not self._gave_back(job, counted=not isinstance(exc, HotStoreEmptied)):
                 raise
             log.warning("job %s (%s) met an unavailable store %d times while the queue "
                         "answered; counting it as a failure: %s", job.id, job.func,
@@ -164,12 +164,14 @@ class Worker:
         observer.job("completed")
         return True
 
-    def _gave_back(self, job: Job) -> bool:
+    def _gave_back(self, job: Job, *, counted: bool = True) -> bool:
         """Give a job that met an unavailable store back, if the queue answers; True instead
-        when this job has met one OUTAGE_GIVEBACKS times in a row with the queue answering."""
+        when this job has met one OUTAGE_GIVEBACKS times in a row with the queue answering.
+        ``counted`` False (a hot store that lost its data waits for its rebuild, however
+        long): given back every time."""
         with self._count_lock:
             count = self._givebacks.get(job.id, 0) + 1
-            if count >= OUTAGE_GIVEBACKS:
+            if counted and count >= OUTAGE_GIVEBACKS:
                 self._givebacks.pop(job.id, None)
                 return True
         try:

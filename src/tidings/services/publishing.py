@@ -249,17 +249,19 @@ class Publishing:
 
         return self.store.transact(work)
 
-    def redeliver_retained(self, *, batch: int = 500) -> int:
-        """Enqueue the fan-out of every retained, unretracted event again, dated at the
-        event's creation: the back-fill path (inboxes and timelines only, never mail or
-        webhooks), idempotent per (user, event). Refills a hot store that lost its data;
-        audiences are resolved as they are now. Returns how many events were queued."""
+    def redeliver_retained(self, *, batch: int = 500, upto: int | None = None) -> int:
+        """Enqueue the fan-out of every retained, unretracted event again (up to the id
+        ``upto``), dated at the event's creation: the back-fill path (inboxes and timelines
+        only, never mail or webhooks), idempotent per (user, event). Refills a hot store
+        with the events from before its journal; audiences are resolved as they are now.
+        Returns how many events were queued."""
         queued = 0
         after = 0
         while True:
             def work(tx: Tx, start: int = after) -> list[int]:
-                ids = tx.events.find_ids(type=None, actor=None, object=None, after_id=start,
-                                         limit=batch)
+                ids = [i for i in tx.events.find_ids(type=None, actor=None, object=None,
+                                                     after_id=start, limit=batch)
+                       if upto is None or i <= upto]
                 specs: list[JobSpec] = []
                 for event_id in ids:
                     event = tx.events.get(event_id)

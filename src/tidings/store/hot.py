@@ -4,9 +4,9 @@ Events, the graph, settings, mail state and jobs stay in SQL; inbox rows, read w
 unread counts and timelines live in Redis, and live updates go through Redis pub/sub. Each
 unit of work is one SQL transaction whose Redis writes wait in a buffer until the work has
 returned and go out just before the commit; every Redis write is idempotent, so a unit sent
-but not committed and run again (a retried job) writes nothing twice. Watermarks are also
-written through to SQL's ``read_markers`` so ``tidings rebuild-hot-store`` can restore them
-(``docs/redis.md``).
+but not committed and run again (a retried job) writes nothing twice. The writes are also
+journaled in the unit's transaction (``tidings.store.hotjournal``), so ``tidings
+rebuild-hot-store`` gives an emptied Redis back exactly what it held (``docs/redis.md``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tidings.domain.events import Event
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import PageView, TimelineEntry
 from tidings.jobs.model import EventJob
+from tidings.store import hotjournal
 from tidings.store.redis.client import Redis
 from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
@@ -157,6 +158,14 @@ class HotStore:
         self.clock = sql.clock
         self.notifier = RedisNotifier(self.redis)
         self.registered = Registered()
+        self.adopted = False  # the ready marks were seen (or written) by this process
+
+    def _adopt(self) -> None:
+        """Once a process: a hot store used for the first time is marked ready."""
+        if not self.adopted:
+            if not hotjournal.ready(self.redis):
+                hotjournal.adopt(self.sql.db, self.redis)
+            self.adopted = True
 
     @property
     def queue(self) -> SqlJobAdmin:
@@ -171,9 +180,13 @@ class HotStore:
         self.sql.on_enqueue = value
 
     def transact(self, work: Callable[[HotTx], T]) -> T:
+        self._adopt()
+
         def unit(tx: SqlTx) -> T:
             buffer = WriteBuffer()
             result = work(HotTx(tx, self.redis, buffer, self.registered))
+            if not buffer.empty:  # durable with the unit: a rebuild replays it
+                hotjournal.append(tx.conn, buffer)
             buffer.flush(self.redis)  # before the commit: a failed send rolls the unit back
             return result
 
@@ -181,6 +194,7 @@ class HotStore:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[HotTx]:
+        self._adopt()
         with self.sql.read() as tx:
             yield HotTx(tx, self.redis, WriteBuffer(writable=False))
 
@@ -210,6 +224,22 @@ class HotStore:
 
     def check_schema(self) -> None:
         self.sql.check_schema()
+
+    def rebuild(self) -> tuple[int, int]:
+        """Refill Redis from the journal after it lost its data: every key under the prefix
+        goes, the journaled writes are replayed in order (the scripts refuse meanwhile),
+        then Redis is marked ready. Returns (units replayed, baseline event id): events up
+        to the baseline predate the journal, and are delivered again by the back-fill path
+        (:meth:`restore_markers`, ``Tidings.redeliver_retained``)."""
+        raw = Redis(self.redis.url, check_ready=False)
+        try:
+            hotjournal.wipe(raw)
+            replayed = hotjournal.replay(self.sql.db, raw)
+            hotjournal.mark_ready(raw)
+        finally:
+            raw.close()
+        self.adopted = True
+        return replayed
 
     def restore_markers(self) -> int:
         """Copy every durable watermark from SQL into Redis (after a Redis loss); returns

@@ -17,6 +17,7 @@ it has read the slot map again), and a server (cluster node) that timed out is *
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -29,9 +30,10 @@ import redis
 from redis import exceptions as rex
 from redis.backoff import ExponentialBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 from redis.retry import Retry
 
-from tidings.exceptions import ConfigError, StoreUnavailable
+from tidings.exceptions import ConfigError, HotStoreEmptied, StoreUnavailable
 from tidings.store.redis.away import Away
 
 SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
@@ -49,6 +51,12 @@ MANY_USERS = {"deliver": "#!lua flags=allow-cross-slot-keys\n",
 USERS_A_CALL = 256  # users in one call of a many-user script
 # scripts small enough to go without common.lua (it costs each call ~3 µs)
 BARE = {"badge", "tl_head"}
+# Every script first checks its slot's ready mark (KEYS[2], see Redis.ready_key): an emptied
+# or replaced Redis has none, so no read answers with rows missing and no write lands in a
+# store the rebuild is about to refill. A call without KEYS[2] (the rebuild's) is not checked.
+EMPTIED = "EMPTIED"
+GUARD = (f"if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then "
+         f"return redis.error_reply('{EMPTIED} no ready mark') end\n")
 
 
 # (script name, a user's key prefix or a tuple of them, args), or ("", command, args)
@@ -69,6 +77,32 @@ def unavailable(what: str, exc: BaseException) -> StoreUnavailable:
                             f"{type(exc).__name__}: {exc}")
 
 
+def emptied(exc: BaseException) -> bool:
+    """Whether a script refused because its slot has no ready mark (:data:`GUARD`)."""
+    return isinstance(exc, rex.ResponseError) and str(exc).startswith(EMPTIED)
+
+
+def lost() -> HotStoreEmptied:
+    return HotStoreEmptied(
+        "the Redis hot store lost its data (emptied, restarted without persistence or "
+        "replaced): it answers again once `tidings rebuild-hot-store` has refilled it")
+
+
+@functools.lru_cache(maxsize=1)
+def slot_tags() -> tuple[str, ...]:
+    """A short hash tag for each cluster slot: the ready mark of slot s is under tag s."""
+    tags: list[str | None] = [None] * REDIS_CLUSTER_HASH_SLOTS
+    left, n = REDIS_CLUSTER_HASH_SLOTS, 0
+    while left:
+        tag = f"r:{n:x}"
+        slot = key_slot(tag.encode())
+        if tags[slot] is None:
+            tags[slot] = tag
+            left -= 1
+        n += 1
+    return tuple(t for t in tags if t is not None)
+
+
 @dataclass(frozen=True)
 class Script:
     """One Lua script: the shared prelude and its own body, known by its SHA1."""
@@ -86,7 +120,8 @@ def _load_scripts() -> dict[str, Script]:
     scripts = {}
     for name in SCRIPT_NAMES:
         own = (folder / f"{name}.lua").read_text()
-        source = own if name in BARE else MANY_USERS.get(name, "") + prelude + "\n" + own
+        body = own if name in BARE else prelude + "\n" + own
+        source = MANY_USERS.get(name, "") + GUARD + body
         scripts[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
     return scripts
 
@@ -94,10 +129,12 @@ def _load_scripts() -> dict[str, Script]:
 class Redis:
     """A client (single server or cluster), the key prefix, and the scripts."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, check_ready: bool = True) -> None:
         self.url = url
         self._connect, self.cluster, self.prefix, timeout = client_factory(url)
         self.away = Away(cooldown=timeout)
+        # False: scripts run without their ready mark's check (the rebuild's own client)
+        self.check_ready = check_ready
         self._client: Any = None
         self._lock = threading.Lock()
         self.scripts = _load_scripts()
@@ -129,22 +166,43 @@ class Redis:
                 for script in self.scripts.values():
                     client.script_load(script.source)
 
+    def ready_key(self, prefix: str) -> str:
+        """The ready mark of the slot of ``prefix``: one key on a single server, one per slot
+        on a cluster (a script may only read keys of its own slot)."""
+        if not self.cluster:
+            return f"{self.prefix}ready"
+        return f"{self.prefix}{{{slot_tags()[key_slot(prefix.encode())]}}}ready"
+
+    def ready_keys(self) -> list[str]:
+        """Every ready mark."""
+        if not self.cluster:
+            return [f"{self.prefix}ready"]
+        return [f"{self.prefix}{{{tag}}}ready" for tag in slot_tags()]
+
+    def _keys(self, prefix: str) -> tuple[Any, ...]:
+        return (2, prefix, self.ready_key(prefix)) if self.check_ready else (1, prefix)
+
     def run(self, name: str, prefix: str, args: Sequence[Any]) -> Any:
         """Run one script on the slot of ``prefix`` (a user's key prefix)."""
         sha = self.scripts[name].sha
+        keys = self._keys(prefix)
         server = self.server_of(prefix) if self.away else None
         if server is not None:
             self.away.check(server)
         try:  # guard() inline: this is every read's path
             try:
-                found = self.client.evalsha(sha, 1, prefix, *args)
+                found = self.client.evalsha(sha, *keys, *args)
             except rex.NoScriptError:
                 self.load_scripts([prefix])
-                found = self.client.evalsha(sha, 1, prefix, *args)
+                found = self.client.evalsha(sha, *keys, *args)
         except OUTAGES as exc:
             if isinstance(exc, rex.TimeoutError):
                 self.away.timed_out(self.server_of(prefix) if server is None else server)
             raise unavailable(name, exc) from exc
+        except rex.ResponseError as exc:
+            if emptied(exc):
+                raise lost() from exc
+            raise
         if server is not None:
             self.away.answered(server)
         return found
@@ -205,15 +263,17 @@ class Redis:
             for attempt in range(3):
                 results = self._execute(calls)
                 errors = [r for r in results if isinstance(r, Exception)]
-                lost = [_key_of(call) for call, r in zip(calls, results, strict=True)
-                        if isinstance(r, rex.NoScriptError)]
-                if attempt < 2 and lost:
-                    self.load_scripts(lost if self.cluster else ())
+                unloaded = [_key_of(call) for call, r in zip(calls, results, strict=True)
+                            if isinstance(r, rex.NoScriptError)]
+                if attempt < 2 and unloaded:
+                    self.load_scripts(unloaded if self.cluster else ())
                     continue
                 if attempt < 2 and any(isinstance(e, (rex.AskError, rex.TryAgainError))
                                        for e in errors):
                     self.client.nodes_manager.initialize()  # the slots moved: ask again
                     continue
+                if any(emptied(e) for e in errors):
+                    raise lost()
                 if errors:
                     raise errors[0]
                 return results
@@ -237,10 +297,10 @@ class Redis:
             for index in members:
                 name, first, args = calls[index]
                 if isinstance(first, tuple):  # common.lua's users_of
-                    pipe.evalsha(self.scripts[name].sha, 1, first[0], len(first), *first,
-                                 *args)
+                    pipe.evalsha(self.scripts[name].sha, *self._keys(first[0]), len(first),
+                                 *first, *args)
                 elif name:
-                    pipe.evalsha(self.scripts[name].sha, 1, first, *args)
+                    pipe.evalsha(self.scripts[name].sha, *self._keys(first), *args)
                 else:
                     pipe.execute_command(first, *args)
             try:

@@ -9,6 +9,7 @@ is written before the rows it indexes and cleaned after the rows it indexed are 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,22 @@ class WriteBuffer:
         self.phases[phase].append(call)
         if user is not None:
             self.users.add(user)
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.phases)
+
+    def dumps(self) -> str:
+        """The writes held, as JSON (the hot store's journal, ``tidings.store.hotjournal``)."""
+        return json.dumps(self.phases, separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, text: str) -> WriteBuffer:
+        """Writes :meth:`dumps` gave (a many-user script's prefixes a tuple again)."""
+        buffer = cls()
+        buffer.phases = [[(name, tuple(first) if isinstance(first, list) else first, args)
+                          for name, first, args in calls] for calls in json.loads(text)]
+        return buffer
 
     def flush(self, redis: Redis) -> None:
         """Send every phase in order; raises ``StoreUnavailable`` if Redis is away. One

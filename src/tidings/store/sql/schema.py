@@ -14,7 +14,6 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
-    MetaData,
     PrimaryKeyConstraint,
     SmallInteger,
     String,
@@ -26,25 +25,17 @@ from sqlalchemy import (
 
 from tidings.domain.events import DEFAULT_SCOPE
 
+# the shared metadata and conventions; the hot store's table has a module of its own
+from tidings.store.sql.schema_base import MYSQL as MYSQL
+from tidings.store.sql.schema_base import NAMING as NAMING
+from tidings.store.sql.schema_base import NOT_PG as NOT_PG
+from tidings.store.sql.schema_base import Serial as Serial
+from tidings.store.sql.schema_base import metadata as metadata
+from tidings.store.sql.schema_hot import hot_journal as hot_journal
+
 # Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
 # stays on its page without a new index entry (0017).
 ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
-
-NAMING = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "pk": "pk_%(table_name)s",
-}
-metadata = MetaData(naming_convention=NAMING)
-
-# Binary collation on MariaDB/MySQL so user ids and keys compare exactly, as on the others.
-NOT_PG: Any = ("sqlite", "mysql", "mariadb")  # ddl_if takes a tuple of names; its stubs, one
-MYSQL: dict[str, Any] = {
-    "mysql_engine": "InnoDB", "mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin",
-}
-
-# SQLite only auto-increments an INTEGER PRIMARY KEY.
-Serial = BigInteger().with_variant(Integer(), "sqlite")
 
 USER, TYPE, OBJECT, HASH, SCOPE = 255, 64, 255, 32, 64
 
@@ -395,3 +386,4 @@ webhook_endpoints = Table(
     Column("paused_until", BigInteger, nullable=False),
     **MYSQL,
 )
+
