@@ -20,7 +20,7 @@ from tidings.domain.audience import (
 )
 from tidings.domain.views import StoredEvent
 from tidings.fanout import batch
-from tidings.fanout.deliver import deliver
+from tidings.fanout.deliver import deliver, type_of
 from tidings.fanout.specs import chunk_spec, users_spec
 from tidings.jobs.context import Deferred, JobContext, Replacements
 from tidings.jobs.model import Job
@@ -28,9 +28,7 @@ from tidings.ports import Tx
 
 
 def _sources(ctx: JobContext, event: StoredEvent) -> list[str]:
-    if ctx.catalog.known(event.type):
-        return sources_of(ctx.catalog.types.get(event.type).audience)
-    return [RECIPIENTS]
+    return sources_of(type_of(ctx, event).audience)
 
 
 class FanOut:
