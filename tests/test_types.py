@@ -315,3 +315,29 @@ def test_a_label_is_declared_or_made_from_the_name() -> None:
     assert EventType("page.linked_by:bot").display_label == "Page linked by bot"
     assert EventType("mention").display_label == "Mention"
     assert EventType("ping", label="Glocke \U0001F514 \U0009CEAF").label  # any one line
+
+
+def test_declared_types_are_stored_at_start_and_the_stored_copy_is_the_type(
+        any_store_url: str, tmp_path: Path) -> None:
+    """docs/types.md's one rule: a process stores the types it declares (file, then code) as
+    it starts, replacing stored copies; then the stored copy is the type everywhere, until a
+    process declaring it starts again."""
+    path = _write(tmp_path, WIKI)
+    in_code = EventType(name="user-talk", category="talk-in-code", audience=("recipients",))
+    with open_tidings(any_store_url, types=(in_code,), types_file=str(path)) as app:
+        with app.store.read() as tx:
+            stored = {name: json.loads(text) for name, text in tx.settings.load_types()}
+        assert sorted(stored) == ["page-linked", "user-talk"]
+        assert stored["user-talk"]["category"] == "talk-in-code"  # code wins over the file
+
+        with open_tidings(any_store_url, types=()) as other:  # a worker: no types of its own
+            assert other.get_type("user-talk") == in_code
+            assert other.get_type("page-linked") == app.get_type("page-linked")
+            other.define_type(EventType(name="user-talk", category="talk-by-api",
+                                        audience=("recipients",)))
+        app.load_types()  # as GET /v1/types does: the stored copy, not stored again
+        assert app.get_type("user-talk").category == "talk-by-api"
+
+    with open_tidings(any_store_url, types=(in_code,)) as restarted:
+        assert restarted.get_type("user-talk").category == "talk-in-code"
+        assert restarted.get_type("page-linked").category == "page-linked"  # kept, stored

@@ -42,6 +42,10 @@ class EventTypeInfo(TypedDict):
     templates: dict[str, Any]
     retention_days: int | None
     mandatory: bool
+    label: str
+    description: str | None
+    queryable: list[str]
+    privacy: str | None
 
 
 class Token(TypedDict):
