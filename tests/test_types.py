@@ -12,6 +12,7 @@ import pytest
 
 from engines import event_ids, inbox_of, open_tidings
 from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
+from tidings.engine import Tidings
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 
 WIKI = """
@@ -341,3 +342,20 @@ def test_declared_types_are_stored_at_start_and_the_stored_copy_is_the_type(
     with open_tidings(any_store_url, types=(in_code,)) as restarted:
         assert restarted.get_type("user-talk").category == "talk-in-code"
         assert restarted.get_type("page-linked").category == "page-linked"  # kept, stored
+
+
+def test_open_reads_the_tidings_variables_as_the_constructor_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One configuration path: ``TIDINGS_*`` variables, then keyword settings over them; the
+    URL given to ``open`` wins over ``TIDINGS_DATABASE_URL``."""
+    monkeypatch.setenv("TIDINGS_TYPES_FILE", str(_write(tmp_path, WIKI)))
+    monkeypatch.setenv("TIDINGS_CHUNK_SIZE", "7")
+    monkeypatch.setenv("TIDINGS_DATABASE_URL", f"sqlite:///{tmp_path / 'not-this.db'}")
+    url = f"sqlite:///{tmp_path / 'tidings.db'}"
+
+    with Tidings.open(url, migrate=True) as t:
+        assert t.get_type("user-talk").category == "talk"
+        assert (t.config.database_url, t.config.chunk_size) == (url, 7)
+    with Tidings.open(url, chunk_size=3) as t:
+        assert t.config.chunk_size == 3
+    assert not (tmp_path / "not-this.db").exists()

@@ -82,8 +82,15 @@ class Tidings:
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
              clock: Clock | None = None, migrate: bool = False, **settings: Any) -> Tidings:
-        """Open a store by URL; ``migrate=True`` brings its schema up to date first."""
-        tidings = cls(Config(database_url=database_url, **settings), types=types, clock=clock)
+        """Open a store by URL; ``migrate=True`` brings its schema up to date first.
+
+        Settings are read as ``Tidings()`` reads them — the ``TIDINGS_*`` environment
+        variables (``TIDINGS_TYPES_FILE`` included) — with ``database_url`` and the keyword
+        ``settings`` (:class:`Config` fields: ``chunk_size=…``) over them. The types this
+        process declares (the file's, then ``types``) are stored for every process
+        (``docs/types.md``)."""
+        config = Config.from_env(database_url=database_url, **settings)
+        tidings = cls(config, types=types, clock=clock)
         if migrate:
             tidings.migrate()
         tidings.load_types()
