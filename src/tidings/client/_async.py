@@ -29,6 +29,7 @@ from tidings.client._models import (
     Subscription,
     TimelineEvent,
     Token,
+    TypeList,
     UnreadCount,
 )
 from tidings.client._requests import (
@@ -107,9 +108,11 @@ class AsyncClient(ClientBase):
         answer = await self._call("POST", "/v1/retractions", body=body)
         return cast(int, answer["removed"])
 
-    async def types(self) -> list[EventTypeInfo]:
+    async def types(self) -> TypeList:
+        """The declared types (a list) with the answer's ``enabled_channels`` beside them."""
         answer = await self._call("GET", "/v1/types")
-        return cast(list[EventTypeInfo], answer["items"])
+        return TypeList(cast(list[EventTypeInfo], answer["items"]),
+                        answer.get("enabled_channels", []))
 
     async def get_type(self, name: str) -> EventTypeInfo:
         return cast(EventTypeInfo, await self._call("GET", f"/v1/types/{quote(name, safe='')}"))

@@ -33,6 +33,7 @@ from tidings.client._models import (
     Subscription,
     TimelineEvent,
     Token,
+    TypeList,
     UnreadCount,
 )
 from tidings.client._requests import (
@@ -111,9 +112,11 @@ class Client(ClientBase):
         answer = self._call("POST", "/v1/retractions", body=body)
         return cast(int, answer["removed"])
 
-    def types(self) -> list[EventTypeInfo]:
+    def types(self) -> TypeList:
+        """The declared types (a list) with the answer's ``enabled_channels`` beside them."""
         answer = self._call("GET", "/v1/types")
-        return cast(list[EventTypeInfo], answer["items"])
+        return TypeList(cast(list[EventTypeInfo], answer["items"]),
+                        answer.get("enabled_channels", []))
 
     def get_type(self, name: str) -> EventTypeInfo:
         return cast(EventTypeInfo, self._call("GET", f"/v1/types/{quote(name, safe='')}"))
