@@ -50,6 +50,8 @@ TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
 WEBHOOK_URL = re.compile(WEBHOOK_URL_BARE)
 TYPE_NAMES = [t.name for t in wiki_types()]
+# the types a subscription may name: those whose audience reaches subscribers
+SUBSCRIBABLE = [t.name for t in wiki_types() if "object_subscribers" in t.audience]
 TIME_ZONES = ["UTC", "Europe/Berlin", "America/Los_Angeles"]
 
 
@@ -122,13 +124,15 @@ def _ground(case: Any, coin: int) -> None:
         path["other"] = USERS[(coin + 1) % len(USERS)]
     body = case.body
     if isinstance(body, dict):
+        names = (SUBSCRIBABLE if case.operation.path.endswith("/subscriptions")
+                 else TYPE_NAMES)
         for key in ("type", "types"):
             value = body.get(key)
             if isinstance(value, str) and TYPE_NAME.match(value):
-                body[key] = rng.choice(TYPE_NAMES)
+                body[key] = rng.choice(names)
             elif isinstance(value, list) and all(
                     isinstance(v, str) and TYPE_NAME.match(v) for v in value):
-                body[key] = [rng.choice(TYPE_NAMES) for _ in value]
+                body[key] = [rng.choice(names) for _ in value]
         email = body.get("email")
         zone = email.get("timezone") if isinstance(email, dict) else None
         if isinstance(email, dict) and isinstance(zone, str) and 1 <= len(zone) <= 64:

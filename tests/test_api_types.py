@@ -144,3 +144,12 @@ def test_a_type_without_a_privacy_rule_answers_none(shared_live: LiveServer) -> 
     assert answer["privacy"] is None and answer["queryable"] == []
     assert refused.status_code == 422 and "privacy" in [
         d["field"] for d in error_of(refused)["details"]]
+
+
+def test_subscribing_to_a_type_without_subscribers_is_a_422(shared_live: LiveServer) -> None:
+    with shared_live.http() as http:
+        refused = http.post("/v1/users/bob/subscriptions", json={"type": "mention"})
+
+    assert refused.status_code == 422, refused.text
+    assert [d["field"] for d in error_of(refused)["details"]] == ["type"]
+    assert "object_subscribers" in error_of(refused)["message"]

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from tidings.clock import Clock
+from tidings.domain.audience import OBJECT_SUBSCRIBERS
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.privacy import check_name
@@ -95,7 +96,12 @@ class GraphService:
                   channels: Sequence[str] = ("web",)) -> Subscription:
         check_user_id(user)
         if type != "*":
-            self.catalog.get(type)
+            audience = self.catalog.get(type).audience
+            if OBJECT_SUBSCRIBERS not in audience:
+                raise InvalidInput(
+                    f"type {type!r} reaches no subscribers (its audience: "
+                    f"{', '.join(audience)}), so a subscription to it would never match; "
+                    "add object_subscribers to its audience, or subscribe to '*'", field="type")
         if object != "*":
             check_object(object)
         if isinstance(channels, str) or not channels:
