@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from stores import SqliteStores
 from tidings.api.app import create_app
+from tidings.api.schemas.common import RFC3339
 from tidings.api.schemas.ids import WEBHOOK_URL_BARE
 from tidings.config import Config
 from tidings.demo import USERS, build_world, events, wiki_types
@@ -133,6 +134,9 @@ def _ground(case: Any, coin: int) -> None:
             elif isinstance(value, list) and all(
                     isinstance(v, str) and TYPE_NAME.match(v) for v in value):
                 body[key] = [rng.choice(names) for _ in value]
+        expires = body.get("expires_at")
+        if isinstance(expires, str) and RFC3339.fullmatch(expires):  # valid: ends after now
+            body["expires_at"] = "9999-01-01T00:00:00Z"
         email = body.get("email")
         zone = email.get("timezone") if isinstance(email, dict) else None
         if isinstance(email, dict) and isinstance(zone, str) and 1 <= len(zone) <= 64:

@@ -42,6 +42,7 @@ RESPONSES = [
     (inbox_schemas.NotificationOut, client.Notification),
     (inbox_schemas.UnreadCountOut, client.UnreadCount),
     (graph_schemas.TimelineEvent, client.TimelineEvent),
+    (graph_schemas.SubscriptionOut, client.Subscription),
     (graph_schemas.FollowOut, client.Follow),
     (graph_schemas.Following, client.FollowState),
     (event_schemas.Accepted, client.Accepted),

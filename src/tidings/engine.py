@@ -198,9 +198,12 @@ class Tidings:
         return self.graph.add_user(user, read_up_to=read_up_to)
 
     def subscribe(self, user: str, type: str = "*", object: str = "*",
-                  channels: Sequence[str] = ("web",)) -> Subscription:
-        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``)."""
-        return self.graph.subscribe(user, type, object, channels)
+                  channels: Sequence[str] = ("web",), *,
+                  expires_at: int | None = None) -> Subscription:
+        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``),
+        until ``expires_at`` (µs since the epoch; None: for good). Subscribing again to the
+        same (type, object) replaces the channels and the lifetime."""
+        return self.graph.subscribe(user, type, object, channels, expires_at=expires_at)
 
     def unsubscribe(self, user: str, subscription_id: int | str) -> None:
         self.graph.unsubscribe(user, subscription_id)

@@ -102,6 +102,7 @@ class Subscription(TypedDict):
     object: str
     channels: list[str]
     created_at: str
+    expires_at: str | None
 
 
 class Follow(TypedDict):

@@ -46,6 +46,7 @@ from tidings.client._requests import (
     read_body,
     retraction_body,
     seen_body,
+    subscription_body,
     tls_context,
     user_path,
 )
@@ -264,10 +265,11 @@ class Client(ClientBase):
 
     def add_subscription(
         self, *, user: str | None = None, type: str = "*", object: str = "*",
-        channels: Sequence[str] = ("web",),
+        channels: Sequence[str] = ("web",), expires_at: datetime | str | None = None,
     ) -> str:
-        """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``); returns the id."""
-        body = {"type": type, "object": object, "channels": list(channels)}
+        """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``), until ``expires_at``
+        (an aware datetime or RFC 3339 text; None: for good); returns the id."""
+        body = subscription_body(type, object, channels, expires_at)
         answer = self._call("POST", user_path(user, "/subscriptions"), body=body)
         return cast(str, answer["id"])
 

@@ -245,7 +245,8 @@ def _item(tx: Tx, event: StoredEvent, kinds: list[str], followers: dict[str, lis
         if len(theirs) > chunk:
             return None
     audience = set(recipients).union(theirs)
-    source = AudienceSource.of(OBJECT_SUBSCRIBERS, event.type, event.actor, event.object)
+    source = AudienceSource.of(OBJECT_SUBSCRIBERS, event.type, event.actor, event.object,
+                               event.created_at)
     if OBJECT_SUBSCRIBERS in kinds and source is not None:
         subscribers = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
         if len(subscribers) > chunk:

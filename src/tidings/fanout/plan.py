@@ -55,7 +55,7 @@ class FanOut:
         large: list[tuple[str, AudienceSource]] = []
         for kind in _sources(ctx, event):
             source = None if kind == RECIPIENTS else AudienceSource.of(
-                kind, event.type, event.actor, event.object)
+                kind, event.type, event.actor, event.object, event.created_at)
             if source is None:
                 continue
             first = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
@@ -101,7 +101,8 @@ class FanOut:
         if kind == "users":
             users = list(job.args["users"])
         else:
-            source = AudienceSource.of(kind, event.type, event.actor, event.object)
+            source = AudienceSource.of(kind, event.type, event.actor, event.object,
+                                       event.created_at)
             users = [] if source is None else tx.graph.audience(
                 source, after=job.args["after"], upto=job.args["upto"])
         timeline = users if kind == ACTOR_FOLLOWERS else ()

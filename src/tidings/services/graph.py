@@ -93,7 +93,8 @@ class GraphService:
         return self.store.transact(work)
 
     def subscribe(self, user: str, type: str = "*", object: str = "*",
-                  channels: Sequence[str] = ("web",)) -> Subscription:
+                  channels: Sequence[str] = ("web",), *,
+                  expires_at: int | None = None) -> Subscription:
         check_user_id(user)
         if type != "*":
             audience = self.catalog.get(type).audience
@@ -110,10 +111,14 @@ class GraphService:
             if channel not in CHANNELS:
                 raise InvalidInput(f"channels: unknown channel {channel!r}", field="channels")
         now = self.clock.now_us()
+        if expires_at is not None and (not isinstance(expires_at, int)
+                                       or isinstance(expires_at, bool) or expires_at <= now):
+            raise InvalidInput("expires_at must be after now: a subscription that has already "
+                               "ended would never match", field="expires_at")
 
         def work(tx: Tx) -> Subscription:
             touch_user(tx, user, now)
-            return tx.graph.save_subscription(user, type, object, channels, now)
+            return tx.graph.save_subscription(user, type, object, channels, now, expires_at)
 
         return self.store.transact(work)
 

@@ -45,17 +45,23 @@ _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 def _subscription(row: Any) -> Subscription:
     return Subscription(id=row.id, user=row.user_id, type=row.type, object=row.object,
                         channels=tuple(c for c in row.channels.split(",") if c),
-                        created_at=row.created_at)
+                        created_at=row.created_at, expires_at=row.expires_at)
+
+
+def _live(at: int) -> ColumnElement[bool]:
+    """Subscriptions that have not expired at ``at``."""
+    return or_(subscriptions.c.expires_at.is_(None), subscriptions.c.expires_at > at)
 
 
 def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
     """The users one audience source names, as a query over one user id column."""
     if source.kind == OBJECT_SUBSCRIBERS:
         objects = ["*"] if source.object is None else [source.object, "*"]
-        return (select(subscriptions.c.user_id)
-                .where(subscriptions.c.type.in_([source.type, "*"]),
-                       subscriptions.c.object.in_(objects))
-                .distinct())
+        query = (select(subscriptions.c.user_id)
+                 .where(subscriptions.c.type.in_([source.type, "*"]),
+                        subscriptions.c.object.in_(objects))
+                 .distinct())
+        return query if source.at is None else query.where(_live(source.at))
     if source.kind == ACTOR_FOLLOWERS and source.actor is not None:
         return select(follows.c.follower.label("user_id")).where(
             follows.c.followee == source.actor)
@@ -80,6 +86,8 @@ def ranged(source: AudienceSource, backend: str, after: str, upto: str | None,
         for kind in (source.type, "*"):
             for obj in objects:
                 part = select(c.user_id).where(c.type == kind, c.object == obj, c.user_id > after)
+                if source.at is not None:
+                    part = part.where(_live(source.at))
                 if upto is not None:
                     part = part.where(c.user_id <= upto)
                 part = part.order_by(c.user_id)
@@ -166,11 +174,12 @@ class SqlGraph:
     # -- subscriptions --------------------------------------------------------------------
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
-                          now: int) -> Subscription:
+                          now: int, expires_at: int | None = None) -> Subscription:
         self.conn.execute(self.db.upsert(
             subscriptions, ["user_id", "type", "object"],
             {"user_id": user, "type": type, "object": object,
-             "channels": ",".join(sorted(set(channels))), "created_at": now}, ["channels"]))
+             "channels": ",".join(sorted(set(channels))), "created_at": now,
+             "expires_at": expires_at}, ["channels", "expires_at"]))
         row = self.conn.execute(select(subscriptions).where(
             subscriptions.c.user_id == user, subscriptions.c.type == type,
             subscriptions.c.object == object)).one()
@@ -291,8 +300,8 @@ class SqlGraph:
         row = self.conn.execute(query).first()
         return str(row[0]) if row is not None else None
 
-    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
-                              ) -> dict[str, frozenset[str]]:
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
+                              at: int) -> dict[str, frozenset[str]]:
         objects = ["*"] if object is None else [object, "*"]
         found: dict[str, set[str]] = {}
         for part in self.db.parts(users):
@@ -300,7 +309,7 @@ class SqlGraph:
                 select(subscriptions.c.user_id, subscriptions.c.channels)
                 .where(self.db.among(subscriptions.c.user_id, part),
                        subscriptions.c.type.in_([type, "*"]),
-                       subscriptions.c.object.in_(objects)))
+                       subscriptions.c.object.in_(objects), _live(at)))
             for row in rows:
                 found.setdefault(row.user_id, set()).update(
                     c for c in row.channels.split(",") if c)
