@@ -82,15 +82,9 @@ class Tidings:
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
              clock: Clock | None = None, migrate: bool = False, **settings: Any) -> Tidings:
-        """Open a store by URL; ``migrate=True`` brings its schema up to date first.
-
-        Settings are read as ``Tidings()`` reads them — the ``TIDINGS_*`` environment
-        variables (``TIDINGS_TYPES_FILE`` included) — with ``database_url`` and the keyword
-        ``settings`` (:class:`Config` fields: ``chunk_size=…``) over them. The types this
-        process declares (the file's, then ``types``) are stored for every process
-        (``docs/types.md``)."""
-        config = Config.from_env(database_url=database_url, **settings)
-        tidings = cls(config, types=types, clock=clock)
+        """Open a store by URL, ``settings`` over ``TIDINGS_*``; ``migrate=True`` migrates it."""
+        tidings = cls(Config.from_env(database_url=database_url, **settings), types=types,
+                      clock=clock)
         if migrate:
             tidings.migrate()
         tidings.load_types()
@@ -200,9 +194,8 @@ class Tidings:
     def subscribe(self, user: str, type: str = "*", object: str = "*",
                   channels: Sequence[str] = ("web",), *,
                   expires_at: int | None = None) -> Subscription:
-        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``),
-        until ``expires_at`` (µs since the epoch; None: for good). Subscribing again to the
-        same (type, object) replaces the channels and the lifetime."""
+        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``)
+        until ``expires_at`` (µs; None: for good); again: new channels and lifetime."""
         return self.graph.subscribe(user, type, object, channels, expires_at=expires_at)
 
     def unsubscribe(self, user: str, subscription_id: int | str) -> None:
