@@ -56,6 +56,7 @@ from tidings.api.app import create_app
 from tidings.client import Client
 from tidings.client._requests import tls_context
 from tidings.config import Config
+from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.store.sql.schema import jobs
 
@@ -169,13 +170,15 @@ def wait_for(condition: Callable[[], Any], timeout: float = 5.0, every: float = 
 
 
 def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | None = None,
-          send_buffer: int | None = None, **options: Any) -> LiveServer:
+          send_buffer: int | None = None, types: tuple[EventType, ...] = TYPES,
+          **options: Any) -> LiveServer:
     """Serve an app on ``url`` until ``stack`` closes (the server stops before the engine);
     ``config`` sets fields of the engine's :class:`Config` (``timeline_model="pull"``…),
-    ``send_buffer`` the server's (see :func:`serve_server`)."""
+    ``send_buffer`` the server's (see :func:`serve_server`); ``types=()`` serves a fresh
+    installation, with no type declared."""
     engine_config = Config(database_url=url, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET,
                            **(config or {}))
-    tidings = stack.enter_context(Tidings(engine_config, types=TYPES))
+    tidings = stack.enter_context(Tidings(engine_config, types=types))
     tidings.load_types()
     settings: dict[str, Any] = {"api_keys": (SERVER_KEY,), "token_secret": TOKEN_SECRET,
                                 "run_worker": True, "stream_interval": 0.05, **options}

@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from stores import SqliteStores
 from tidings.api.app import create_app
+from tidings.api.schemas.common import RFC3339
 from tidings.api.schemas.ids import WEBHOOK_URL_BARE
 from tidings.config import Config
 from tidings.demo import USERS, build_world, events, wiki_types
@@ -50,6 +51,8 @@ TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
 WEBHOOK_URL = re.compile(WEBHOOK_URL_BARE)
 TYPE_NAMES = [t.name for t in wiki_types()]
+# the types a subscription may name: those whose audience reaches subscribers
+SUBSCRIBABLE = [t.name for t in wiki_types() if "object_subscribers" in t.audience]
 TIME_ZONES = ["UTC", "Europe/Berlin", "America/Los_Angeles"]
 
 
@@ -125,13 +128,18 @@ def _ground(case: Any, coin: int) -> None:
         case.body = _without_nul(case.body)
     body = case.body
     if isinstance(body, dict):
+        names = (SUBSCRIBABLE if case.operation.path.endswith("/subscriptions")
+                 else TYPE_NAMES)
         for key in ("type", "types"):
             value = body.get(key)
             if isinstance(value, str) and TYPE_NAME.match(value):
-                body[key] = rng.choice(TYPE_NAMES)
+                body[key] = rng.choice(names)
             elif isinstance(value, list) and all(
                     isinstance(v, str) and TYPE_NAME.match(v) for v in value):
-                body[key] = [rng.choice(TYPE_NAMES) for _ in value]
+                body[key] = [rng.choice(names) for _ in value]
+        expires = body.get("expires_at")
+        if isinstance(expires, str) and RFC3339.fullmatch(expires):  # valid: ends after now
+            body["expires_at"] = "9999-01-01T00:00:00Z"
         email = body.get("email")
         zone = email.get("timezone") if isinstance(email, dict) else None
         if isinstance(email, dict) and isinstance(zone, str) and 1 <= len(zone) <= 64:

@@ -4,6 +4,8 @@ says which channels deliver. Through a real server on loopback."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from contract import error_of
 from servers import LiveServer
 from tidings.config import Config
+from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
 
 pytest_plugins = ["servers"]
@@ -88,3 +91,65 @@ def test_email_and_webhooks_are_enabled_by_their_settings(tmp_path: Path) -> Non
     assert enabled() == ["web"]
     assert enabled(smtp_url="smtp://127.0.0.1:2525") == ["web", "email"]
     assert enabled(webhook_secret="s" * 32) == ["web", "webhook"]
+
+
+# Every field of a type with a value other than its default, so a field an answer or the
+# stored copy drops shows. A field added to EventType or Templates must be added here.
+EVERY_FIELD: dict[str, Any] = {
+    "category": "staff-news", "section": "message", "priority": 2, "bundle": "actor_object",
+    "channels": ["web", "email"], "audience": ["recipients", "actor_followers"],
+    "retention_days": 30, "mandatory": True, "label": "Staff news",
+    "description": "News for the staff only.", "privacy": "group:staff",
+    "queryable": ["team", "lang"],
+    "templates": {
+        "title": "{{ actor }} posted staff news", "bundled_title": "{{ actors_text }} posted",
+        "body": "{{ payload.text }}", "html": "<b>{{ actor }}</b>", "email_body": "News",
+        "link": "/news/{{ object }}",
+        "locales": {"de": {"title": "{{ actor }} hat Neuigkeiten", "body": "Neu"}},
+    },
+}
+
+
+def test_every_field_of_a_type_round_trips_through_put_and_get(shared_live: LiveServer) -> None:
+    assert set(EVERY_FIELD) == {f.name for f in fields(EventType)} - {"name"}
+    assert set(EVERY_FIELD["templates"]) == {f.name for f in fields(Templates)}
+    declared = EventType.from_dict("staff-news", EVERY_FIELD)
+    default = EventType("staff-news")
+    assert [f.name for f in fields(EventType)
+            if getattr(declared, f.name) == getattr(default, f.name)] == ["name"]
+    assert [f.name for f in fields(Templates)
+            if getattr(declared.templates, f.name) == getattr(default.templates, f.name)] == []
+
+    with shared_live.http() as http:
+        put = http.put("/v1/types/staff-news", json=EVERY_FIELD)
+        got = http.get("/v1/types/staff-news")
+        listed = http.get("/v1/types")
+
+    assert put.status_code == got.status_code == listed.status_code == 200, put.text
+    (item,) = [t for t in listed.json()["items"] if t["name"] == "staff-news"]
+    for answer in (put.json(), got.json(), item):
+        assert answer["name"] == "staff-news"
+        assert EventType.from_dict("staff-news", {
+            k: v for k, v in answer.items() if k != "name"}) == declared
+    with shared_live.tidings.store.read() as tx:
+        stored = dict(tx.settings.load_types())
+    assert EventType.from_dict("staff-news", json.loads(stored["staff-news"])) == declared
+
+
+def test_a_type_without_a_privacy_rule_answers_none(shared_live: LiveServer) -> None:
+    with shared_live.http() as http:
+        answer = http.put("/v1/types/open-news", json={"audience": ["recipients"]}).json()
+        refused = http.put("/v1/types/bad-news", json={"privacy": "everyone"})
+
+    assert answer["privacy"] is None and answer["queryable"] == []
+    assert refused.status_code == 422 and "privacy" in [
+        d["field"] for d in error_of(refused)["details"]]
+
+
+def test_subscribing_to_a_type_without_subscribers_is_a_422(shared_live: LiveServer) -> None:
+    with shared_live.http() as http:
+        refused = http.post("/v1/users/bob/subscriptions", json={"type": "mention"})
+
+    assert refused.status_code == 422, refused.text
+    assert [d["field"] for d in error_of(refused)["details"]] == ["type"]
+    assert "object_subscribers" in error_of(refused)["message"]

@@ -9,7 +9,7 @@ import pytest
 
 from engines import jobs_by_func, keys_of, notification_rows, open_tidings, recipients_of
 from tidings.engine import Follow, Tidings
-from tidings.exceptions import NotFound
+from tidings.exceptions import InvalidInput, NotFound
 from tidings.jobs.model import JobSpec
 
 
@@ -30,7 +30,7 @@ def test_subscribers_match_type_or_star_and_object_or_star(t: Tidings) -> None:
     t.subscribe("carol", "*", "page:Rome")
     t.subscribe("dave", "edit", "*")
     t.subscribe("erin", "*", "*")
-    t.subscribe("frank", "mention", "page:Rome")  # another type
+    t.subscribe("frank", "message", "page:Rome")  # another type
     t.subscribe("gina", "edit", "page:Paris")  # another object
     t.subscribe("hal", "page-linked", "*")
 
@@ -145,7 +145,7 @@ def _big_audience(t: Tidings) -> None:
                                       ("edit", "*"), ("*", "*")] * 2, start=1):
         t.subscribe(f"u{i:02d}", type_, obj)
     t.subscribe("u02", "*", "*")
-    t.subscribe("u13", "mention", "page:Rome")
+    t.subscribe("u13", "message", "page:Rome")
     for i in range(5, 12):
         t.follow(f"u{i:02d}", "alice")
     t.mute("u04", actor="alice")
@@ -231,7 +231,7 @@ def test_subscriptions_are_added_listed_by_page_and_removed(t: Tidings) -> None:
     first = t.subscribe("bob", "edit", "page:Rome", channels=["web", "email"])
     again = t.subscribe("bob", "edit", "page:Rome", channels=["web"])  # same key: updated
     second = t.subscribe("bob", "*", "page:Paris")
-    third = t.subscribe("bob", "mention", "*")
+    third = t.subscribe("bob", "message", "*")
     t.subscribe("carol", "*", "*")
 
     assert again.id == first.id
@@ -242,7 +242,7 @@ def test_subscriptions_are_added_listed_by_page_and_removed(t: Tidings) -> None:
     assert page1.next_cursor is not None
     page2 = t.subscriptions("bob", limit=2, cursor=page1.next_cursor)
     assert [(s.id, s.user, s.type, s.object) for s in page2.items] == [
-        (third.id, "bob", "mention", "*")]
+        (third.id, "bob", "message", "*")]
     assert page2.next_cursor is None
 
     t.unsubscribe("bob", second.id)
@@ -339,3 +339,15 @@ def test_a_follower_gets_the_timeline_entry_when_another_source_is_chunked(
         for follower in ("bob", "carol"):
             assert [str(item.id) for item in t.timeline(follower).items] == [str(event.id)]
         assert t.timeline("s1").items == []
+
+
+def test_a_subscription_to_a_type_that_reaches_no_subscribers_is_refused(t: Tidings) -> None:
+    """``mention`` reaches its recipients only: a subscription to it could never match, so it
+    is refused with a message that says why, rather than stored in silence."""
+    with pytest.raises(InvalidInput, match=r"'mention'.*object_subscribers") as refused:
+        t.subscribe("bob", "mention", "page:Rome")
+    assert refused.value.field == "type"
+    with pytest.raises(InvalidInput, match="'post'"):
+        t.subscribe("bob", "post", "*")  # followers only
+    assert t.subscriptions("bob").items == []
+    assert t.subscribe("bob", "*", "page:Rome").type == "*"  # any type: some do reach them

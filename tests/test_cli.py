@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +13,7 @@ from typer.testing import CliRunner
 from engines import enqueue, open_tidings
 from tidings import __version__
 from tidings.cli import app
+from tidings.domain.types import EventType
 from tidings.jobs.model import JobSpec
 
 runner = CliRunner()
@@ -54,3 +57,32 @@ def test_jobs_shows_queued_jobs_per_function(store_url: str) -> None:
             if "│" in line]
     assert ["fanout", "2"] in rows
     assert ["retention", "1"] in rows
+
+
+def test_import_says_a_worker_must_run_the_jobs_it_queued(store_url: str, tmp_path: Path) -> None:
+    with open_tidings(store_url, types=()) as t:
+        t.define_type(EventType("mention", audience=("recipients",)))
+    lines = tmp_path / "import.jsonl"
+    lines.write_text("\n".join(json.dumps(record) for record in [
+        {"kind": "event", "type": "mention", "actor": "alice", "recipients": ["bob"]},
+        {"kind": "event", "type": "mention", "actor": "carol", "recipients": ["bob"]},
+    ]) + "\n")
+
+    result = runner.invoke(app, ["import", str(lines), "--database-url", store_url])
+
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "2 jobs queued" in said and "tidings worker" in said, result.output
+
+
+def test_types_shows_long_names_whole(store_url: str) -> None:
+    name = "very-long-event-type-name." + "x" * 38  # 64 characters, the longest allowed
+    with open_tidings(store_url, types=()) as t:
+        t.define_type(EventType(name, category="c" * 64,
+                                audience=("recipients", "object_subscribers", "actor_followers")))
+
+    result = runner.invoke(app, ["types", "--database-url", store_url])
+
+    assert result.exit_code == 0, result.output
+    assert name in result.output and "c" * 64 in result.output, result.output
+    assert "recipients, object_subscribers, actor_followers" in result.output, result.output

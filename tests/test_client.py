@@ -123,3 +123,14 @@ def test_all_names_are_exported() -> None:
               if not name.startswith("_") and isinstance(value, type)
               and value.__module__.startswith("tidings.client")}
     assert public == set(tidings.client.__all__) - {"Preferences", "SseEvent"}
+
+
+def test_types_keeps_the_whole_answer_and_iterates_as_before() -> None:
+    item = {"name": "mention", "category": "general"}
+    _, transport = mock(httpx.Response(200, json={"items": [item],
+                                                  "enabled_channels": ["web", "email"]}))
+    with Client("http://tidings.test/", "tok", transport=transport) as client:
+        answer = client.types()
+
+    assert [t["name"] for t in answer] == ["mention"] and answer[0] == item  # a list, as before
+    assert answer.items == [item] and answer.enabled_channels == ["web", "email"]

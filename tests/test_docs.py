@@ -48,3 +48,25 @@ def test_readme_starts_with_the_two_commands() -> None:
 def test_docs_links_resolve() -> None:
     for link in re.findall(r"\]\((docs/[^)]+)\)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_every_option_the_command_table_lists_is_one_each_command_takes() -> None:
+    """A row naming several commands (`tidings bench timelines`, `tidings bench inbox`, …)
+    lists only options every one of them takes."""
+    group = typer.main.get_command(app)
+    by_name: dict[str, set[str]] = {}
+    for name in _commands():
+        command = group
+        for part in name.split():
+            command = command.commands[part]  # type: ignore[attr-defined]
+        by_name[name] = {opt for param in command.params
+                         for opt in (*param.opts, *param.secondary_opts)}
+    rows = [line for line in README.splitlines() if line.startswith("| `tidings ")]
+    assert rows
+    wrong = []
+    for row in rows:
+        cell = row.split(" | ")[0]
+        named = [n for n in re.findall(r"`tidings ([a-z -]+?)(?: \[|`)", cell) if n in by_name]
+        for option in re.findall(r"(--[a-z-]+)", cell):
+            wrong += [f"tidings {n} {option}" for n in named if option not in by_name[n]]
+    assert not wrong, f"README lists options these commands refuse: {wrong}"

@@ -38,3 +38,15 @@ def test_the_wheel_holds_the_files_read_at_run_time(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("tidings-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in NEEDED if name not in names] == []
+
+
+def test_the_names_the_docs_use_import_from_tidings() -> None:
+    """``from tidings import StoredEvent`` (a privacy rule's argument, docs/types.md) and every
+    name of ``tidings.__all__`` import, lazily, as what they are."""
+    import tidings
+    from tidings import StoredEvent
+    from tidings.domain.views import StoredEvent as Declared
+
+    assert StoredEvent is Declared and "StoredEvent" in tidings.__all__
+    for name in tidings.__all__:
+        assert getattr(tidings, name).__name__ == name

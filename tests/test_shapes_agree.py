@@ -19,6 +19,7 @@ from tidings.api.schemas import events as event_schemas
 from tidings.api.schemas import graph as graph_schemas
 from tidings.api.schemas import inbox as inbox_schemas
 from tidings.api.schemas import mail as mail_schemas
+from tidings.api.schemas import types as types_schemas
 from tidings.client import _models as client
 from tidings.domain import views
 
@@ -41,6 +42,7 @@ RESPONSES = [
     (inbox_schemas.NotificationOut, client.Notification),
     (inbox_schemas.UnreadCountOut, client.UnreadCount),
     (graph_schemas.TimelineEvent, client.TimelineEvent),
+    (graph_schemas.SubscriptionOut, client.Subscription),
     (graph_schemas.FollowOut, client.Follow),
     (graph_schemas.Following, client.FollowState),
     (event_schemas.Accepted, client.Accepted),
@@ -72,3 +74,8 @@ def test_an_unread_count_of_the_engine_fits_the_schema() -> None:
     engine = view_fields(views.UnreadCount)
     served = schema_fields(inbox_schemas.UnreadCountOut)
     assert {name: served[name] for name in engine} == engine
+
+
+def test_a_type_as_the_client_types_it_names_every_field_the_schema_serves() -> None:
+    """The schema's field types carry patterns and bounds; the names agree."""
+    assert set(client_fields(client.EventTypeInfo)) == set(schema_fields(types_schemas.TypeOut))

@@ -12,6 +12,7 @@ import pytest
 
 from engines import event_ids, inbox_of, open_tidings
 from tidings.domain.types import EventType, Templates, TypeRegistry, load_types_file
+from tidings.engine import Tidings
 from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 
 WIKI = """
@@ -315,3 +316,46 @@ def test_a_label_is_declared_or_made_from_the_name() -> None:
     assert EventType("page.linked_by:bot").display_label == "Page linked by bot"
     assert EventType("mention").display_label == "Mention"
     assert EventType("ping", label="Glocke \U0001F514 \U0009CEAF").label  # any one line
+
+
+def test_declared_types_are_stored_at_start_and_the_stored_copy_is_the_type(
+        any_store_url: str, tmp_path: Path) -> None:
+    """docs/types.md's one rule: a process stores the types it declares (file, then code) as
+    it starts, replacing stored copies; then the stored copy is the type everywhere, until a
+    process declaring it starts again."""
+    path = _write(tmp_path, WIKI)
+    in_code = EventType(name="user-talk", category="talk-in-code", audience=("recipients",))
+    with open_tidings(any_store_url, types=(in_code,), types_file=str(path)) as app:
+        with app.store.read() as tx:
+            stored = {name: json.loads(text) for name, text in tx.settings.load_types()}
+        assert sorted(stored) == ["page-linked", "user-talk"]
+        assert stored["user-talk"]["category"] == "talk-in-code"  # code wins over the file
+
+        with open_tidings(any_store_url, types=()) as other:  # a worker: no types of its own
+            assert other.get_type("user-talk") == in_code
+            assert other.get_type("page-linked") == app.get_type("page-linked")
+            other.define_type(EventType(name="user-talk", category="talk-by-api",
+                                        audience=("recipients",)))
+        app.load_types()  # as GET /v1/types does: the stored copy, not stored again
+        assert app.get_type("user-talk").category == "talk-by-api"
+
+    with open_tidings(any_store_url, types=(in_code,)) as restarted:
+        assert restarted.get_type("user-talk").category == "talk-in-code"
+        assert restarted.get_type("page-linked").category == "page-linked"  # kept, stored
+
+
+def test_open_reads_the_tidings_variables_as_the_constructor_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One configuration path: ``TIDINGS_*`` variables, then keyword settings over them; the
+    URL given to ``open`` wins over ``TIDINGS_DATABASE_URL``."""
+    monkeypatch.setenv("TIDINGS_TYPES_FILE", str(_write(tmp_path, WIKI)))
+    monkeypatch.setenv("TIDINGS_CHUNK_SIZE", "7")
+    monkeypatch.setenv("TIDINGS_DATABASE_URL", f"sqlite:///{tmp_path / 'not-this.db'}")
+    url = f"sqlite:///{tmp_path / 'tidings.db'}"
+
+    with Tidings.open(url, migrate=True) as t:
+        assert t.get_type("user-talk").category == "talk"
+        assert (t.config.database_url, t.config.chunk_size) == (url, 7)
+    with Tidings.open(url, chunk_size=3) as t:
+        assert t.config.chunk_size == 3
+    assert not (tmp_path / "not-this.db").exists()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from tidings.config import Config
     from tidings.domain.events import Event
     from tidings.domain.types import EventType, Templates
-    from tidings.domain.views import Notification, Page, Published, UnreadCount
+    from tidings.domain.views import Notification, Page, Published, StoredEvent, UnreadCount
     from tidings.engine import Tidings
     from tidings.exceptions import TidingsError
 
@@ -27,6 +27,7 @@ _WHERE = {
     "Notification": "tidings.domain.views",
     "Page": "tidings.domain.views",
     "Published": "tidings.domain.views",
+    "StoredEvent": "tidings.domain.views",
     "Templates": "tidings.domain.types",
     "Tidings": "tidings.engine",
     "TidingsError": "tidings.exceptions",
@@ -40,6 +41,7 @@ __all__ = [
     "Notification",
     "Page",
     "Published",
+    "StoredEvent",
     "Templates",
     "Tidings",
     "TidingsError",

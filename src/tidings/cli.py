@@ -182,6 +182,10 @@ def import_(
     for kind, count in report.counts.items():
         table.add_row(kind, str(count))
     console.print(table)
+    queued = tidings.queue.stats()["queued"]
+    if queued:
+        console.print(f"{queued:,} jobs queued: the imported events reach inboxes when a worker "
+                      "runs them (`tidings worker`, or `tidings serve` without --no-worker)")
     for message in report.errors[:20]:
         err.print(f"[red]skipped[/red] {message}")
     if report.errors:
@@ -281,7 +285,16 @@ def types(database_url: DatabaseOption = None) -> None:
     for event_type in tidings.types:
         table.add_row(event_type.name, event_type.category, event_type.section,
                       str(event_type.priority), event_type.bundle, ", ".join(event_type.audience))
-    console.print(table)
+    _print_whole(table)
+
+
+def _print_whole(table: Table) -> None:
+    """Print ``table`` as wide as its cells need, past the terminal's width if it must: names
+    are to be read and copied whole, never cut with "…"."""
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update(width=100_000), table).maximum
+    Console(width=max(console.width, needed)).print(table)
 
 
 @app.command()

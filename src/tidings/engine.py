@@ -29,9 +29,9 @@ from tidings.domain.views import (
 )
 from tidings.exceptions import TidingsError
 from tidings.jobs.context import Handler, JobContext, PrivacyCheck
-from tidings.jobs.lanes import Lane
 from tidings.jobs.registry import handlers
-from tidings.jobs.worker import RUN_JOBS_BATCH, WORKER_BATCH, Worker
+from tidings.jobs.registry import lanes as worker_lanes
+from tidings.jobs.worker import RUN_JOBS_BATCH, Worker
 from tidings.observe import Listener, Observer
 from tidings.ports import JobAdmin, Store
 from tidings.services.catalog import Catalog
@@ -85,8 +85,9 @@ class Tidings:
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
              clock: Clock | None = None, migrate: bool = False, **settings: Any) -> Tidings:
-        """Open a store by URL; ``migrate=True`` brings its schema up to date first."""
-        tidings = cls(Config(database_url=database_url, **settings), types=types, clock=clock)
+        """Open a store by URL, ``settings`` over ``TIDINGS_*``; ``migrate=True`` migrates it."""
+        tidings = cls(Config.from_env(database_url=database_url, **settings), types=types,
+                      clock=clock)
         if migrate:
             tidings.migrate()
         tidings.load_types()
@@ -194,9 +195,11 @@ class Tidings:
         return self.graph.add_user(user, read_up_to=read_up_to)
 
     def subscribe(self, user: str, type: str = "*", object: str = "*",
-                  channels: Sequence[str] = ("web",)) -> Subscription:
-        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``)."""
-        return self.graph.subscribe(user, type, object, channels)
+                  channels: Sequence[str] = ("web",), *,
+                  expires_at: int | None = None) -> Subscription:
+        """Subscribe ``user`` to events of ``type`` (or ``*``) on ``object`` (or ``*``)
+        until ``expires_at`` (µs; None: for good); again: new channels and lifetime."""
+        return self.graph.subscribe(user, type, object, channels, expires_at=expires_at)
 
     def unsubscribe(self, user: str, subscription_id: int | str) -> None:
         self.graph.unsubscribe(user, subscription_id)
@@ -377,12 +380,8 @@ class Tidings:
     def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
                webhook_concurrency: int | None = None) -> Worker:
         """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
-        ``webhook_concurrency`` (``TIDINGS_WEBHOOK_CONCURRENCY``; 0: none) of their own for
-        webhooks, at most ``TIDINGS_WEBHOOK_HOST_CONCURRENCY`` a host (docs/jobs.md)."""
-        webhooks = (self.config.webhook_concurrency if webhook_concurrency is None
-                    else webhook_concurrency)
-        lanes = Lane.apart(concurrency, "webhooks", (webhook.WEBHOOK,), webhooks,
-                           batch=WORKER_BATCH, per_group=self.config.webhook_host_concurrency)
+        webhooks' own lanes (:func:`tidings.jobs.registry.lanes`)."""
+        lanes = worker_lanes(self.config, concurrency, webhook_concurrency)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 

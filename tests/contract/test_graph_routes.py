@@ -20,11 +20,25 @@ def test_subscription_channels_are_the_union_of_matching_ones(store: ports.Store
         tx.graph.save_subscription("cat", "edit", "page:Y", ["email"], now),
         tx.graph.save_subscription("dan", "like", "page:X", ["email"], now)))
     found = read(store, lambda tx: tx.graph.subscription_channels(
-        ["ann", "bob", "cat", "dan", "eve"], "edit", "page:X"))
+        ["ann", "bob", "cat", "dan", "eve"], "edit", "page:X", now))
     assert found == {"ann": frozenset({"web", "email"}), "bob": frozenset({"web", "webhook"})}
     no_object = read(store, lambda tx: tx.graph.subscription_channels(
-        ["ann", "bob", "cat"], "edit", None))
+        ["ann", "bob", "cat"], "edit", None, now))
     assert no_object == {"ann": frozenset({"web"}), "bob": frozenset({"web", "webhook"})}
+
+
+def test_subscription_channels_leave_out_expired_subscriptions(store: ports.Store,
+                                                              clock: FrozenClock) -> None:
+    now = clock.now_us()
+    write(store, lambda tx: (
+        tx.graph.save_subscription("ann", "edit", "page:X", ["email"], now, now + 10),
+        tx.graph.save_subscription("ann", "*", "*", ["web"], now),
+        tx.graph.save_subscription("bob", "edit", "*", ["webhook"], now, now + 10)))
+    assert read(store, lambda tx: tx.graph.subscription_channels(
+        ["ann", "bob"], "edit", "page:X", now + 9)) == {
+            "ann": frozenset({"web", "email"}), "bob": frozenset({"webhook"})}
+    assert read(store, lambda tx: tx.graph.subscription_channels(
+        ["ann", "bob"], "edit", "page:X", now + 10)) == {"ann": frozenset({"web"})}
 
 
 def test_following_names_the_followers_among_users(store: ports.Store,

@@ -125,9 +125,7 @@ def app_from_env() -> FastAPI:
         raise ConfigError("TIDINGS_API_KEY is not set: the server needs at least one key")
     tidings = Tidings(config)
     tidings.check_schema()
-    tidings.load_types()
-    for event_type in tidings.types:
-        tidings.define_type(event_type)
+    tidings.load_types()  # stores the types file's types, so every process reads them
     # set by `tidings serve` for the processes it starts
     run_worker = os.environ.get("TIDINGS_SERVE_WORKER", "1") == "1"
     return create_app(

@@ -1,6 +1,7 @@
 """User-scoped routes, served twice: under ``/v1/users/{user}`` and under ``/v1/me``."""
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -168,15 +169,18 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         page = await run_in_threadpool(state.tidings.subscriptions, user, limit=limit,
                                        cursor=cursor)
         return {"items": [{"id": str(i.id), "type": i.type, "object": i.object,
-                           "channels": list(i.channels), "created_at": to_rfc3339(i.created_at)}
+                           "channels": list(i.channels), "created_at": to_rfc3339(i.created_at),
+                           "expires_at": None if i.expires_at is None
+                           else to_rfc3339(i.expires_at)}
                           for i in page.items],
                 "next_cursor": page.next_cursor}
 
     @router.post("/subscriptions", response_model=Created, status_code=201)
     async def subscribe(user: User, state: State, body: SubscriptionIn) -> dict[str, str]:
         """Subscribe to a type (or ``*``) on an object (or ``*``)."""
-        sub = await run_in_threadpool(state.tidings.subscribe, user, body.type, body.object,
-                                      body.channels)
+        expires_at = None if body.expires_at is None else from_datetime(body.expires_at)
+        sub = await run_in_threadpool(partial(state.tidings.subscribe, expires_at=expires_at),
+                                      user, body.type, body.object, body.channels)
         return {"id": str(sub.id)}
 
     @router.delete("/subscriptions/{subscription_id}", status_code=204,

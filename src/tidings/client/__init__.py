@@ -43,6 +43,7 @@ from tidings.client._models import (
     Subscription,
     TimelineEvent,
     Token,
+    TypeList,
     UnreadCount,
 )
 from tidings.client._sync import Client
@@ -66,5 +67,6 @@ __all__ = [
     "Subscription",
     "TimelineEvent",
     "Token",
+    "TypeList",
     "UnreadCount",
 ]

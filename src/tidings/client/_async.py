@@ -29,6 +29,7 @@ from tidings.client._models import (
     Subscription,
     TimelineEvent,
     Token,
+    TypeList,
     UnreadCount,
 )
 from tidings.client._requests import (
@@ -41,6 +42,7 @@ from tidings.client._requests import (
     read_body,
     retraction_body,
     seen_body,
+    subscription_body,
     tls_context,
     user_path,
 )
@@ -107,9 +109,11 @@ class AsyncClient(ClientBase):
         answer = await self._call("POST", "/v1/retractions", body=body)
         return cast(int, answer["removed"])
 
-    async def types(self) -> list[EventTypeInfo]:
+    async def types(self) -> TypeList:
+        """The declared types (a list) with the answer's ``enabled_channels`` beside them."""
         answer = await self._call("GET", "/v1/types")
-        return cast(list[EventTypeInfo], answer["items"])
+        return TypeList(cast(list[EventTypeInfo], answer["items"]),
+                        answer.get("enabled_channels", []))
 
     async def get_type(self, name: str) -> EventTypeInfo:
         return cast(EventTypeInfo, await self._call("GET", f"/v1/types/{quote(name, safe='')}"))
@@ -257,10 +261,11 @@ class AsyncClient(ClientBase):
 
     async def add_subscription(
         self, *, user: str | None = None, type: str = "*", object: str = "*",
-        channels: Sequence[str] = ("web",),
+        channels: Sequence[str] = ("web",), expires_at: datetime | str | None = None,
     ) -> str:
-        """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``); returns the id."""
-        body = {"type": type, "object": object, "channels": list(channels)}
+        """Subscribe to ``type`` (or ``*``) on ``object`` (or ``*``), until ``expires_at``
+        (an aware datetime or RFC 3339 text; None: for good); returns the id."""
+        body = subscription_body(type, object, channels, expires_at)
         answer = await self._call("POST", user_path(user, "/subscriptions"), body=body)
         return cast(str, answer["id"])
 

@@ -3,6 +3,7 @@ declared once for :class:`~tidings.client.Client` and :class:`~tidings.client.As
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 T = TypeVar("T")
@@ -42,6 +43,25 @@ class EventTypeInfo(TypedDict):
     templates: dict[str, Any]
     retention_days: int | None
     mandatory: bool
+    label: str
+    description: str | None
+    queryable: list[str]
+    privacy: str | None
+
+
+class TypeList(list[EventTypeInfo]):
+    """``GET /v1/types``: the declared types, iterated and indexed as a list, with the rest of
+    the answer beside them: ``items`` (the same types) and ``enabled_channels`` (the channels
+    the server delivers over)."""
+
+    def __init__(self, items: Iterable[EventTypeInfo], enabled_channels: Iterable[str]
+                 ) -> None:
+        super().__init__(items)
+        self.enabled_channels = list(enabled_channels)
+
+    @property
+    def items(self) -> list[EventTypeInfo]:
+        return list(self)
 
 
 class Token(TypedDict):
@@ -82,6 +102,7 @@ class Subscription(TypedDict):
     object: str
     channels: list[str]
     created_at: str
+    expires_at: str | None
 
 
 class Follow(TypedDict):

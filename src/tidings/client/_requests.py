@@ -95,6 +95,15 @@ def read_body(ids: Sequence[str] | None, all: bool, match: Mapping[str, str] | N
     return body
 
 
+def subscription_body(type: str, object: str, channels: Sequence[str],
+                      expires_at: datetime | str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": type, "object": object, "channels": list(channels)}
+    if expires_at is not None:
+        body["expires_at"] = (expires_at.isoformat() if isinstance(expires_at, datetime)
+                              else expires_at)
+    return body
+
+
 def seen_body(until: datetime | str | None) -> dict[str, Any]:
     if until is None:
         return {}

@@ -19,13 +19,16 @@ class AudienceSource:
     type: str
     actor: str | None
     object: str | None
+    # subscribers: only subscriptions that have not expired at this time (µs); None: all
+    at: int | None = None
 
     @classmethod
-    def of(cls, kind: str, type: str, actor: str | None, obj: str | None
-           ) -> AudienceSource | None:
-        """The source, or None when the event cannot have one (followers of no actor)."""
+    def of(cls, kind: str, type: str, actor: str | None, obj: str | None,
+           at: int | None = None) -> AudienceSource | None:
+        """The source, or None when the event cannot have one (followers of no actor).
+        ``at``: the time subscriptions must not have expired by (fan-out's now)."""
         if kind == OBJECT_SUBSCRIBERS:
-            return cls(kind, type, actor, obj)
+            return cls(kind, type, actor, obj, at)
         if kind == ACTOR_FOLLOWERS and actor is not None:
             return cls(kind, type, actor, obj)
         return None

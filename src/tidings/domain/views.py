@@ -44,7 +44,8 @@ class Published:
 
 @dataclass(frozen=True)
 class Subscription:
-    """(user, type or ``*``, object or ``*``) and the channels it asks for."""
+    """(user, type or ``*``, object or ``*``) and the channels it asks for, until
+    ``expires_at`` (µs; None: for good)."""
 
     id: int
     user: str
@@ -52,6 +53,11 @@ class Subscription:
     object: str
     channels: tuple[str, ...]
     created_at: int
+    expires_at: int | None = None
+
+    def live(self, now: int) -> bool:
+        """Whether it still matches at ``now``."""
+        return self.expires_at is None or self.expires_at > now
 
 
 @dataclass(frozen=True)

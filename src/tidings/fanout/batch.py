@@ -37,10 +37,10 @@ from tidings.fanout.deliver import (
     Planned,
     addresses_of,
     cap_inboxes,
-    inbox_only,
     plan_channels,
     pushed,
     schedule,
+    type_of,
 )
 from tidings.fanout.privacy import permitted
 from tidings.jobs.context import DEFERRED, Deferred, JobContext, Replacements
@@ -110,9 +110,8 @@ class Batch:
         reached_all: set[str] = set()
         for item, candidates in firsts:
             candidates = [u for u in candidates if not _muted(mutes.get(u), item.event)]
-            if ctx.catalog.known(item.event.type):  # before anything is written
-                candidates = permitted(ctx, tx, item.event,
-                                       ctx.catalog.types.get(item.event.type), candidates)
+            # before anything is written
+            candidates = permitted(ctx, tx, item.event, type_of(ctx, item.event), candidates)
             chosen.append((item, candidates))
             reached_all.update(candidates)
         if len(chosen) > 1:  # several events written per user: kept apart from other such units
@@ -125,12 +124,9 @@ class Batch:
         for item, candidates in chosen:
             event = item.event
             now = item.at if item.at is not None else ctx.clock.now_us()
-            if not ctx.catalog.known(event.type):
-                planned.append(inbox_only(event, candidates, now, item.writer))
-            else:
-                planned.append(plan_channels(
-                    ctx, tx, event, ctx.catalog.types.get(event.type), candidates, now,
-                    backfill=item.at is not None, writer=item.writer, known=known))
+            planned.append(plan_channels(
+                ctx, tx, event, type_of(ctx, event), candidates, now,
+                backfill=item.at is not None, writer=item.writer, known=known))
         pushes: list[tuple[int, Sequence[str], int]] = []
         for (item, candidates), plan, delivered in zip(chosen, planned, self._write(planned),
                                                         strict=True):
@@ -251,7 +247,8 @@ def _item(tx: Tx, event: StoredEvent, kinds: list[str], followers: dict[str, lis
         if len(theirs) > chunk:
             return None
     audience = set(recipients).union(theirs)
-    source = AudienceSource.of(OBJECT_SUBSCRIBERS, event.type, event.actor, event.object)
+    source = AudienceSource.of(OBJECT_SUBSCRIBERS, event.type, event.actor, event.object,
+                               event.created_at)
     if OBJECT_SUBSCRIBERS in kinds and source is not None:
         subscribers = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
         if len(subscribers) > chunk:

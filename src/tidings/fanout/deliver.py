@@ -12,10 +12,28 @@ from tidings.domain.preferences import plan, within
 from tidings.domain.timeline import PUSH, SourceState, decide, flip
 from tidings.domain.types import EventType
 from tidings.domain.views import Delivery, StoredEvent
+from tidings.exceptions import JobError
 from tidings.fanout.privacy import permitted
 from tidings.fanout.routing import subscription_limits
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
+
+
+def type_of(ctx: JobContext, event: StoredEvent) -> EventType:
+    """The event's type, read again from the store if this process has not seen it.
+
+    A type no process has stored in a form this one can read is a :class:`JobError`: the job
+    is retried, then recorded as failed (logged and counted by the worker), and nobody gets a
+    delivery by guessed rules — never "recipients only" in silence.
+    """
+    if ctx.catalog.known(event.type):
+        return ctx.catalog.types.get(event.type)
+    known = ", ".join(t.name for t in ctx.catalog.types) or "none"
+    raise JobError(
+        f"event {event.id} is of type {event.type!r}, which this process does not know "
+        f"(known: {known}); declare it where every process reads it (Tidings.open(types=...), "
+        "TIDINGS_TYPES_FILE, define_type or PUT /v1/types), or run a worker of the version "
+        "that stored it")
 
 
 def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, now: int,
@@ -61,15 +79,12 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         return []
     muted = tx.graph.muting(candidates, event.actor, event.object)
     candidates = [u for u in candidates if u not in muted]
-    if ctx.catalog.known(event.type):  # before anything is written: the type's privacy rule
-        candidates = permitted(ctx, tx, event, ctx.catalog.types.get(event.type), candidates)
+    event_type = type_of(ctx, event)
+    # before anything is written: the type's privacy rule
+    candidates = permitted(ctx, tx, event, event_type, candidates)
     now = at if at is not None else ctx.clock.now_us()
-    if not ctx.catalog.known(event.type):  # a type since removed: the inbox only
-        delivered = write_inbox(tx, event, category="general", section="alert", bundle="none",
-                                users=candidates, now=now, writer=writer)
-    else:
-        delivered = by_channel(ctx, tx, event, ctx.catalog.types.get(event.type), candidates,
-                               channels, now, backfill=at is not None, writer=writer)
+    delivered = by_channel(ctx, tx, event, event_type, candidates, channels, now,
+                           backfill=at is not None, writer=writer)
     cap_inboxes(ctx, tx, delivered)
     reached: list[str] = []  # the followers whose timelines this post joins
     if timeline:
@@ -130,12 +145,6 @@ class Planned:
     web: list[str]
     outgoing: Outgoing | None = None
     others: frozenset[str] = frozenset()  # the chunk's users with the web channel off
-
-
-def inbox_only(event: StoredEvent, users: Iterable[str], now: int, writer: str) -> Planned:
-    """A type since removed: the inbox only, each row its own group."""
-    return Planned(_delivery(event, category="general", section="alert", bundle="none",
-                             now=now, writer=writer), sorted(set(users)))
 
 
 def plan_channels(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,

@@ -25,7 +25,7 @@ from tidings.domain.audience import (
 )
 from tidings.domain.views import StoredEvent
 from tidings.fanout import batch
-from tidings.fanout.deliver import deliver
+from tidings.fanout.deliver import deliver, type_of
 from tidings.fanout.specs import away_spec, chunk_spec, users_spec
 from tidings.jobs.context import Deferred, JobContext, Replacements
 from tidings.jobs.model import SECOND, Job, backoff_us
@@ -35,9 +35,7 @@ MAX_AWAY_BACKOFF_US = 60 * SECOND  # the longest wait before users on a node awa
 
 
 def _sources(ctx: JobContext, event: StoredEvent) -> list[str]:
-    if ctx.catalog.known(event.type):
-        return sources_of(ctx.catalog.types.get(event.type).audience)
-    return [RECIPIENTS]
+    return sources_of(type_of(ctx, event).audience)
 
 
 class FanOut:
@@ -64,7 +62,7 @@ class FanOut:
         large: list[tuple[str, AudienceSource]] = []
         for kind in _sources(ctx, event):
             source = None if kind == RECIPIENTS else AudienceSource.of(
-                kind, event.type, event.actor, event.object)
+                kind, event.type, event.actor, event.object, event.created_at)
             if source is None:
                 continue
             first = tx.graph.audience(source, after="", upto=None, limit=chunk + 1)
@@ -109,7 +107,8 @@ class FanOut:
             users = list(job.args["users"])
             timeline = list(job.args.get("timeline", ()))
         else:
-            source = AudienceSource.of(kind, event.type, event.actor, event.object)
+            source = AudienceSource.of(kind, event.type, event.actor, event.object,
+                                       event.created_at)
             users = [] if source is None else tx.graph.audience(
                 source, after=job.args["after"], upto=job.args["upto"])
             timeline = users if kind == ACTOR_FOLLOWERS else []

@@ -29,7 +29,8 @@ def subscription_limits(tx: Tx, event: StoredEvent, event_type: EventType,
     named = set(event.recipients) if RECIPIENTS in event_type.audience else set()
     others = [u for u in users if u not in named]
     limits = {user: channels for user, channels
-              in tx.graph.subscription_channels(others, event.type, event.object).items()
+              in tx.graph.subscription_channels(others, event.type, event.object,
+                                                event.created_at).items()
               if not channels >= EVERY_CHANNEL}
     if limits and ACTOR_FOLLOWERS in event_type.audience and event.actor is not None:
         for user in tx.graph.following(sorted(limits), event.actor):

@@ -83,8 +83,9 @@ class GraphStore(Protocol):
         """Join times of those of ``users`` who are registered."""
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
-                          now: int) -> Subscription:
-        """Create a subscription, or replace the channels of the same (user, type, object)."""
+                          now: int, expires_at: int | None = None) -> Subscription:
+        """Create a subscription, or replace the channels and lifetime (``expires_at``, µs;
+        None: for good) of the same (user, type, object)."""
 
     def delete_subscription(self, user: str, subscription_id: int) -> bool:
         """Remove one of the user's subscriptions; False if there was none with that id."""
@@ -137,10 +138,11 @@ class GraphStore(Protocol):
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
 
-    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
-                              ) -> dict[str, frozenset[str]]:
-        """Per user with subscriptions matching (``type`` or ``*``, ``object`` or ``*``), the
-        union of those subscriptions' channels; users with none are left out."""
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
+                              at: int) -> dict[str, frozenset[str]]:
+        """Per user with subscriptions matching (``type`` or ``*``, ``object`` or ``*``) and
+        not expired at ``at``, the union of those subscriptions' channels; users with none
+        are left out."""
 
     def following(self, users: Sequence[str], followee: str) -> set[str]:
         """Those of ``users`` who follow ``followee``."""

@@ -10,19 +10,26 @@ from collections.abc import Iterable, Sequence
 from tidings.clock import Clock
 from tidings.domain.types import EventType, Templates, TypeRegistry
 from tidings.exceptions import InvalidEventType
-from tidings.ports import Store
+from tidings.ports import Store, Tx
 
 log = logging.getLogger("tidings.types")
 
 
 class Catalog:
-    """Types by name. Types stored through :meth:`define` by another process are read again
-    when a name is not known here, so a worker never falls back to defaults by mistake."""
+    """Types by name, kept in the store so every process sees the same ones.
+
+    The types this process declares (``types``: the TOML file's, then those given in code)
+    are stored the first time it reads the stored types (:meth:`load`), replacing stored
+    copies of the same names; from then on the stored copy is the type, for this process
+    and every other (:meth:`define` and ``PUT /v1/types`` replace it). A name not known here
+    is read again from the store, so a worker started before a type was declared finds it.
+    """
 
     def __init__(self, store: Store, clock: Clock, types: Iterable[EventType] = ()) -> None:
         self.store = store
         self.clock = clock
         self.types = TypeRegistry(types)
+        self._unsaved: list[EventType] = list(self.types)  # declared here, not stored yet
         self._lock = threading.Lock()
 
     def define(self, event_type: EventType) -> EventType:
@@ -32,10 +39,13 @@ class Catalog:
         self.store.transact(lambda tx: tx.settings.save_type(event_type.name, definition, now))
         with self._lock:
             self.types.add(event_type)
+            self._unsaved = [t for t in self._unsaved if t.name != event_type.name]
         return event_type
 
     def load(self) -> None:
-        """Read every stored type into the registry."""
+        """Store this process's declared types (once), then read every stored type into the
+        registry."""
+        self._save_declared()
         with self.store.read() as tx:
             stored = tx.settings.load_types()
         loaded = []
@@ -50,6 +60,29 @@ class Catalog:
         with self._lock:
             for event_type in loaded:
                 self.types.add(event_type)
+
+    def _save_declared(self) -> None:
+        with self._lock:
+            declared, self._unsaved = self._unsaved, []
+        if not declared:
+            return
+        now = self.clock.now_us()
+
+        def save(tx: Tx) -> None:
+            for event_type in declared:
+                tx.settings.save_type(event_type.name, json.dumps(event_type.to_dict()), now)
+
+        try:
+            self.store.transact(save)
+        except BaseException:
+            with self._lock:  # tried again at the next load
+                self._unsaved = declared + self._unsaved
+            raise
+
+    @property
+    def saved(self) -> bool:
+        """Whether every type this process declares is stored (after the first :meth:`load`)."""
+        return not self._unsaved
 
     def get(self, name: str) -> EventType:
         """The type, reading stored ones first if needed; UnknownEventType if nobody has it."""

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from tidings.clock import Clock
+from tidings.domain.audience import OBJECT_SUBSCRIBERS
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import USER_ID, check_object, check_user_id
 from tidings.domain.privacy import check_name
@@ -96,10 +97,16 @@ class GraphService:
         return self.store.transact(work)
 
     def subscribe(self, user: str, type: str = "*", object: str = "*",
-                  channels: Sequence[str] = ("web",)) -> Subscription:
+                  channels: Sequence[str] = ("web",), *,
+                  expires_at: int | None = None) -> Subscription:
         check_user_id(user)
         if type != "*":
-            self.catalog.get(type)
+            audience = self.catalog.get(type).audience
+            if OBJECT_SUBSCRIBERS not in audience:
+                raise InvalidInput(
+                    f"type {type!r} reaches no subscribers (its audience: "
+                    f"{', '.join(audience)}), so a subscription to it would never match; "
+                    "add object_subscribers to its audience, or subscribe to '*'", field="type")
         if object != "*":
             check_object(object)
         if isinstance(channels, str) or not channels:
@@ -108,10 +115,14 @@ class GraphService:
             if channel not in CHANNELS:
                 raise InvalidInput(f"channels: unknown channel {channel!r}", field="channels")
         now = self.clock.now_us()
+        if expires_at is not None and (not isinstance(expires_at, int)
+                                       or isinstance(expires_at, bool) or expires_at <= now):
+            raise InvalidInput("expires_at must be after now: a subscription that has already "
+                               "ended would never match", field="expires_at")
 
         def work(tx: Tx) -> Subscription:
             touch_user(tx, user, now)
-            saved = tx.graph.save_subscription(user, type, object, channels, now)
+            saved = tx.graph.save_subscription(user, type, object, channels, now, expires_at)
             # counted after the write, in its unit: the same subscription again is no new one
             if self.max_subscriptions and \
                     tx.graph.subscription_count(user) > self.max_subscriptions:

@@ -67,6 +67,12 @@ class Publishing:
         self.limits = limits
         self.retract_hooks = list(retract_hooks)
 
+    def _declared_types_saved(self) -> None:
+        """The types this process declares are stored before its first event is, so the
+        worker that fans it out (perhaps another process) reads the same type."""
+        if not self.catalog.saved:
+            self.catalog.load()
+
     def prepare(self, event: Event | Mapping[str, Any]) -> tuple[Event, str, EventType]:
         """Check an event as publish does: the event, its payload JSON and its type."""
         event = coerce_event(event)
@@ -78,6 +84,7 @@ class Publishing:
         """Store events and their fan-out jobs in one unit: all are accepted, or none.
         Idempotency keys are looked up and stored within ``scope``."""
         scope = check_scope(scope)
+        self._declared_types_saved()
         prepared = [(*self.prepare(event), scope) for event in batch]
         keys = [e.idempotency_key for e, _, _, _ in prepared if e.idempotency_key is not None]
         if len(keys) != len(set(keys)):
@@ -92,6 +99,7 @@ class Publishing:
         another body), the others stored all the same, as if each had been published by
         itself in turn (a key repeated among the items returns the first's event). Group
         commit: many requests' events in one transaction, each durable on return."""
+        self._declared_types_saved()
         each = self._prepare_each(items, loaded_only=False)
         assert each is not None
         outcomes, prepared, places = each
@@ -127,6 +135,8 @@ class Publishing:
         with no thread (:meth:`Store.publish_now`) — or None, having stored nothing, where it
         cannot: items of several scopes, a repeated key, a type not loaded yet, a key used
         before, a store that cannot (then :meth:`publish_each`, in a thread, answers them)."""
+        if not self.catalog.saved:  # storing them is a write of its own, in a thread
+            return None
         each = self._prepare_each(items, loaded_only=True)
         if each is None:
             return None

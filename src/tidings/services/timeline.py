@@ -60,7 +60,7 @@ class TimelineService:
 
     def types(self) -> list[str]:
         """The event types a timeline shows: those whose audience names the actor's
-        followers (a type since removed reaches its recipients only)."""
+        followers."""
         return sorted(t.name for t in self.ctx.catalog.types if ACTOR_FOLLOWERS in t.audience)
 
     def model_of(self, state: SourceState | None) -> str:

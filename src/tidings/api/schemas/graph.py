@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tidings.api.schemas.common import Channel, Strict
+from tidings.api.schemas.common import Channel, Strict, Timestamp
 from tidings.api.schemas.ids import ObjectKey, TypeName
 from tidings.clock import to_rfc3339
 from tidings.domain.views import TimelineEntry
@@ -20,6 +20,9 @@ class SubscriptionIn(Strict):
     type: TypeName | Literal["*"] = "*"
     object: ObjectKey = "*"
     channels: list[Channel] = Field(default_factory=_web, min_length=1)
+    expires_at: Timestamp | None = Field(None, description=(
+        "When the subscription stops matching (RFC 3339, after now); none: for good. "
+        "Subscribing again to the same type and object replaces it."))
 
 
 class Created(BaseModel):
@@ -32,6 +35,7 @@ class SubscriptionOut(BaseModel):
     object: str
     channels: list[str]
     created_at: str
+    expires_at: str | None = None
 
 
 class SubscriptionPage(BaseModel):

@@ -50,6 +50,8 @@ LABEL_BARE = rf"{ONE_LINE}{{1,80}}"
 DESCRIPTION_BARE = rf"{ONE_LINE}{{1,200}}"
 # a queryable payload field: top-level, as tidings.domain.fields checks
 PAYLOAD_FIELD_BARE = r"[A-Za-z0-9_-]{1,64}"
+# a type's privacy rule, as tidings.domain.privacy reads it
+PRIVACY_BARE = rf"(followers|(group|rule):{GROUP_NAME_BARE})"
 
 
 def anchored(bare: str) -> str:
@@ -75,6 +77,7 @@ WEBHOOK_URL = anchored(WEBHOOK_URL_BARE)
 LABEL = anchored(LABEL_BARE)
 DESCRIPTION = anchored(DESCRIPTION_BARE)
 PAYLOAD_FIELD = anchored(PAYLOAD_FIELD_BARE)
+PRIVACY = anchored(PRIVACY_BARE)
 
 
 @cache

@@ -15,7 +15,14 @@ from tidings.api.schemas.common import (
     Strict,
     json_int,
 )
-from tidings.api.schemas.ids import DESCRIPTION, LABEL, PAYLOAD_FIELD, LocaleName, TypeName
+from tidings.api.schemas.ids import (
+    DESCRIPTION,
+    LABEL,
+    PAYLOAD_FIELD,
+    PRIVACY,
+    LocaleName,
+    TypeName,
+)
 
 
 def _default_audience() -> list[Audience]:
@@ -66,6 +73,11 @@ class TypeIn(Strict):
         default_factory=list, max_length=8, description=(
             "Top-level scalar payload fields a list or unread count may be narrowed by "
             "(`?payload.FIELD=value`), kept with each notification when it is delivered."))
+    privacy: Annotated[str, StringConstraints(pattern=PRIVACY)] | None = Field(
+        None, description=(
+            "Who of the audience may hear of an event: `followers` (of its actor), "
+            "`group:NAME` (members of the group) or `rule:NAME` (a callable registered in "
+            "the processes that run fan-out); none: everyone in the audience."))
 
 
 class TypeOut(TypeIn):

@@ -39,17 +39,18 @@ class MemoryGraph:
         return sum(1 for s in self._s.subscriptions.values() if s.user == user)
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
-                          now: int) -> Subscription:
+                          now: int, expires_at: int | None = None) -> Subscription:
         # as the SQL store keeps them: one column of the sorted, distinct names
         stored = tuple(sorted({c for c in channels if c}))
         key = (user, type, object)
         existing = self._s.subscription_keys.get(key)
         if existing is not None:
-            subscription = replace(self._s.subscriptions[existing], channels=stored)
+            subscription = replace(self._s.subscriptions[existing], channels=stored,
+                                   expires_at=expires_at)
         else:
             subscription = Subscription(id=self._j.next_id(self._s.seq, "subscriptions"),
                                         user=user, type=type, object=object, channels=stored,
-                                        created_at=now)
+                                        created_at=now, expires_at=expires_at)
             self._j.put(self._s.subscription_keys, key, subscription.id)
             self._j.put_in(self._s.subscribers, (type, object), user, subscription.id)
         self._j.put(self._s.subscriptions, subscription.id, subscription)
@@ -123,9 +124,12 @@ class MemoryGraph:
         found: set[str] = set()
         if source.kind == OBJECT_SUBSCRIBERS:
             objects = ["*"] if source.object is None else [source.object, "*"]
+            at = source.at
             for event_type in {source.type, "*"}:
                 for obj in objects:
-                    found.update(self._s.subscribers.get((event_type, obj), {}))
+                    found.update(user for user, sid in
+                                 self._s.subscribers.get((event_type, obj), {}).items()
+                                 if at is None or self._s.subscriptions[sid].live(at))
         elif source.kind == ACTOR_FOLLOWERS and source.actor is not None:
             found.update(self._s.followers.get(source.actor, {}))
         return sorted(found)
@@ -144,15 +148,15 @@ class MemoryGraph:
         users = [u for u in self._users_of(source) if u > after]
         return users[n - 1] if 1 <= n <= len(users) else None
 
-    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
-                              ) -> dict[str, frozenset[str]]:
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
+                              at: int) -> dict[str, frozenset[str]]:
         objects = ["*"] if object is None else [object, "*"]
         found: dict[str, set[str]] = {}
         for user in set(users):
             for event_type in {type, "*"}:
                 for obj in objects:
                     sid = self._s.subscription_keys.get((user, event_type, obj))
-                    if sid is not None:
+                    if sid is not None and self._s.subscriptions[sid].live(at):
                         found.setdefault(user, set()).update(
                             self._s.subscriptions[sid].channels)
         return {user: frozenset(channels) for user, channels in found.items()}

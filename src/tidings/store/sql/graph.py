@@ -1,31 +1,33 @@
 """Who hears of what (``GraphStore`` on SQL): users, follows, groups, mutes, and the audience
-sources listed by chunk; subscriptions in :mod:`tidings.store.sql.subscriptions`."""
+sources listed by chunk (their statements: :mod:`tidings.store.sql.audience`); subscriptions
+in :mod:`tidings.store.sql.subscriptions`."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
-    Select,
-    TextClause,
     and_,
     bindparam,
     delete,
     or_,
     select,
-    text,
-    union_all,
 )
 
-from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
+from tidings.domain.audience import AudienceSource
 from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member
 from tidings.store.sql import registry
+from tidings.store.sql.audience import (
+    ACTORS_PER_UNION,
+    PG_FOLLOWERS,
+    followers_union,
+    live,
+    ranged,
+)
 from tidings.store.sql.bulk import probes
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import (
@@ -41,54 +43,6 @@ from tidings.store.sql.subscriptions import SqlSubscriptions
 _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 
 
-def source_query(source: AudienceSource) -> Select[tuple[str]] | None:
-    """The users one audience source names, as a query over one user id column."""
-    if source.kind == OBJECT_SUBSCRIBERS:
-        objects = ["*"] if source.object is None else [source.object, "*"]
-        return (select(subscriptions.c.user_id)
-                .where(subscriptions.c.type.in_([source.type, "*"]),
-                       subscriptions.c.object.in_(objects))
-                .distinct())
-    if source.kind == ACTOR_FOLLOWERS and source.actor is not None:
-        return select(follows.c.follower.label("user_id")).where(
-            follows.c.followee == source.actor)
-    return None
-
-
-def ranged(source: AudienceSource, backend: str, after: str, upto: str | None,
-           limit: int | None, offset: int = 0) -> Select[tuple[str]] | None:
-    """The source's users above ``after`` (and up to ``upto``), in id order, ``limit`` of
-    them from the ``offset``-th. On PostgreSQL an object's subscribers are one ordered range
-    of the (type, object, user) index per (type, object) pair the source matches, merged:
-    a prepared statement's generic plan otherwise walked the whole (user, type, object) index
-    in user order, filtering every subscription (O(table) per chunk)."""
-    query = source_query(source)
-    if query is None:
-        return None
-    column: ColumnElement[Any]
-    if backend == "postgresql" and source.kind == OBJECT_SUBSCRIBERS:
-        c = subscriptions.c
-        objects = ["*"] if source.object is None else [source.object, "*"]
-        parts = []
-        for kind in (source.type, "*"):
-            for obj in objects:
-                part = select(c.user_id).where(c.type == kind, c.object == obj, c.user_id > after)
-                if upto is not None:
-                    part = part.where(c.user_id <= upto)
-                part = part.order_by(c.user_id)
-                parts.append(part.limit(limit + offset) if limit is not None else part)
-        merged = union_all(*parts).subquery("s")
-        query = select(merged.c.user_id).distinct()
-        column = merged.c.user_id
-    else:
-        column = query.selected_columns[0]
-        query = query.where(column > after)
-        if upto is not None:
-            query = query.where(column <= upto)
-    query = query.order_by(column)
-    if limit is not None:
-        query = query.limit(limit)
-    return query.offset(offset) if offset else query
 
 
 # a timeline read's statements, built once (run straight on the driver: Database.fetch)
@@ -101,29 +55,6 @@ FOLLOWEE_SOURCES = (
 _TS = timeline_sources.c  # the stored states that are not "pushed from the start"
 UNPUSHED_FOLLOWEES = FOLLOWEE_SOURCES.where(_TS.actor.isnot(None), or_(
     _TS.model.isnot(None), _TS.push_from.is_(None), _TS.push_from != 0))
-# the first followers of each of many actors: one index range per actor (PostgreSQL)
-_PG_FOLLOWERS = text("""
-SELECT a.actor, f.follower FROM unnest(CAST(:actors AS VARCHAR[])) AS a(actor)
-CROSS JOIN LATERAL (SELECT follower FROM follows WHERE followee = a.actor
-                    ORDER BY follower LIMIT :n) AS f
-""")
-ACTORS_PER_UNION = 100
-
-
-@lru_cache(maxsize=128)
-def _followers_union(actors: int, aggregated: bool = False) -> TextClause:
-    """The first ``:n`` followers of each of ``:a0``… (``actors`` of them) without LATERAL
-    (SQLite, MariaDB): a ``UNION ALL`` of one index range per actor, its text built once per
-    number of actors (SQLAlchemy built and compiled a select of 100 subqueries on every
-    call: about 75 ms of a claim's fan-out on SQLite). ``aggregated`` (MariaDB): one row an
-    actor, its followers as a JSON array."""
-    picked = "JSON_ARRAYAGG(follower)" if aggregated else "follower"
-    grouped = " GROUP BY followee" if aggregated else ""
-    part = (f"SELECT followee, {picked} FROM (SELECT followee, follower FROM follows"
-            f" WHERE followee = :a{{i}} ORDER BY follower LIMIT :n) AS p{{i}}{grouped}")
-    return text(" UNION ALL ".join(part.format(i=i) for i in range(actors)))
-
-
 MUTES = (select(mutes.c.kind, mutes.c.value).where(mutes.c.user_id == bindparam("user"))
          .order_by(mutes.c.kind, mutes.c.value))
 
@@ -225,7 +156,7 @@ class SqlGraph(SqlSubscriptions):
         if not wanted:
             return found
         if self.db.backend == "postgresql":
-            for actor, follower in self.db.fetch(self.conn, _PG_FOLLOWERS,
+            for actor, follower in self.db.fetch(self.conn, PG_FOLLOWERS,
                                                  {"actors": wanted, "n": limit}):
                 found.setdefault(actor, []).append(follower)
             return found
@@ -236,10 +167,10 @@ class SqlGraph(SqlSubscriptions):
             if self.db.backend == "mysql":  # an actor's followers as one JSON array: the
                 # driver reads one row an actor, not one a follower (4 µs a row in pymysql)
                 for actor, followers in self.db.fetch(
-                        self.conn, _followers_union(len(part), aggregated=True), params):
+                        self.conn, followers_union(len(part), aggregated=True), params):
                     found.setdefault(actor, []).extend(json.loads(followers))
                 continue
-            for actor, follower in self.db.fetch(self.conn, _followers_union(len(part)),
+            for actor, follower in self.db.fetch(self.conn, followers_union(len(part)),
                                                  params):
                 found.setdefault(actor, []).append(follower)
         return {actor: sorted(users) for actor, users in found.items()}
@@ -251,8 +182,8 @@ class SqlGraph(SqlSubscriptions):
         row = self.conn.execute(query).first()
         return str(row[0]) if row is not None else None
 
-    def subscription_channels(self, users: Sequence[str], type: str, object: str | None
-                              ) -> dict[str, frozenset[str]]:
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
+                              at: int) -> dict[str, frozenset[str]]:
         objects = ["*"] if object is None else [object, "*"]
         found: dict[str, set[str]] = {}
         for part in self.db.parts(users):
@@ -260,7 +191,7 @@ class SqlGraph(SqlSubscriptions):
                 select(subscriptions.c.user_id, subscriptions.c.channels)
                 .where(self.db.among(subscriptions.c.user_id, part),
                        subscriptions.c.type.in_([type, "*"]),
-                       subscriptions.c.object.in_(objects)))
+                       subscriptions.c.object.in_(objects), live(at)))
             for row in rows:
                 found.setdefault(row.user_id, set()).update(
                     c for c in row.channels.split(",") if c)

@@ -105,6 +105,7 @@ subscriptions = Table(
     Column("object", String(OBJECT), nullable=False),
     Column("channels", String(255), nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger),  # µs; NULL: for good
     UniqueConstraint("user_id", "type", "object"),
     Index(None, "type", "object", "user_id"),
     **MYSQL,

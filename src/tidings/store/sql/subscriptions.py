@@ -16,7 +16,7 @@ from tidings.store.sql.schema import subscriptions
 def _subscription(row: Any) -> Subscription:
     return Subscription(id=row.id, user=row.user_id, type=row.type, object=row.object,
                         channels=tuple(c for c in row.channels.split(",") if c),
-                        created_at=row.created_at)
+                        created_at=row.created_at, expires_at=row.expires_at)
 
 
 class SqlSubscriptions:
@@ -26,11 +26,12 @@ class SqlSubscriptions:
     conn: Connection
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
-                          now: int) -> Subscription:
+                          now: int, expires_at: int | None = None) -> Subscription:
         self.conn.execute(self.db.upsert(
             subscriptions, ["user_id", "type", "object"],
             {"user_id": user, "type": type, "object": object,
-             "channels": ",".join(sorted(set(channels))), "created_at": now}, ["channels"]))
+             "channels": ",".join(sorted(set(channels))), "created_at": now,
+             "expires_at": expires_at}, ["channels", "expires_at"]))
         row = self.conn.execute(select(subscriptions).where(
             subscriptions.c.user_id == user, subscriptions.c.type == type,
             subscriptions.c.object == object)).one()
