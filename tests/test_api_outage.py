@@ -1,9 +1,9 @@
 """A store outage through a real server: 503 with ``Retry-After`` while PostgreSQL is away (never
 a 500), recovery without a restart once it is back, and no event that got a 202 lost.
 
-The app talks to PostgreSQL through :class:`TcpProxy`, a loopback TCP relay the test can cut:
-:meth:`TcpProxy.stop` closes its port and resets every relayed connection (what the app sees
-when the database crashes or restarts), :meth:`TcpProxy.start` opens the same port again.
+The app talks to PostgreSQL through :class:`tcpproxy.TcpProxy`, a loopback TCP relay the test
+cuts (:meth:`~tcpproxy.TcpProxy.stop`: what the app sees when the database crashes or restarts)
+and opens again.
 Clients keep publishing and reading throughout, as real ones would: a publisher retries each
 event after a 503 with the same ``idempotency_key``, so every event is eventually accepted once.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from sqlalchemy.engine import make_url
 from engines import TYPES
 from servers import serve, wait_for
 from stores import PostgresStores
+from tcpproxy import TcpProxy
 from tidings.api.app import create_app
 from tidings.config import Config
 from tidings.engine import Tidings
@@ -37,80 +37,6 @@ USERS = [f"user{i}" for i in range(7)]
 HEALTHY_SECONDS = 1.5
 OUTAGE_SECONDS = 3.0
 RECOVERY_TIMEOUT = 30.0
-
-
-class TcpProxy:
-    """Relays connections from a loopback port to ``upstream``; can be cut and restored."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self._listener: socket.socket | None = None
-        self._sockets: set[socket.socket] = set()
-        self._lock = threading.Lock()
-        self._running = threading.Event()
-
-    def start(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        listener.settimeout(0.05)
-        self._listener = listener
-        self._running.set()
-        threading.Thread(target=self._accept, args=(listener,), daemon=True,
-                         name="proxy-accept").start()
-
-    def stop(self) -> None:
-        """Refuse new connections and reset the open ones."""
-        self._running.clear()
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
-        with self._lock:
-            cut, self._sockets = self._sockets, set()
-        for sock in cut:
-            # shutdown, not just close: a pump thread blocked in recv() keeps a closed socket
-            # open (and its peer waiting forever); shutdown wakes it and tells the peer at once.
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while self._running.is_set():
-            try:
-                client, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            for sock in (client, server):
-                sock.settimeout(None)
-            with self._lock:
-                if not self._running.is_set():  # stopped while this one was being accepted
-                    client.close()
-                    server.close()
-                    return
-                self._sockets |= {client, server}
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while chunk := source.recv(65536):
-                sink.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                sink.shutdown(socket.SHUT_WR)
 
 
 @dataclass

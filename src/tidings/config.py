@@ -95,6 +95,11 @@ class Config:
     job_max_attempts: int = 8
     job_backoff_seconds: float = 2.0
     ready_timeout: float = 3.0
+    # seconds the SQL store waits (tidings.store.sql.timeouts): to connect, for a statement
+    # (the client waits a second longer for its answer; 0: no limit), for a pooled connection
+    db_connect_timeout: float = 5.0
+    db_statement_timeout: float = 30.0
+    db_pool_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if self.timeline_model not in TIMELINE_MODELS:
@@ -153,5 +158,10 @@ class Config:
             job_backoff_seconds=_float(env, "TIDINGS_JOB_BACKOFF_SECONDS",
                                        cls.job_backoff_seconds),
             ready_timeout=_float(env, "TIDINGS_READY_TIMEOUT", cls.ready_timeout),
+            db_connect_timeout=_float(env, "TIDINGS_DB_CONNECT_TIMEOUT",
+                                      cls.db_connect_timeout),
+            db_statement_timeout=_float(env, "TIDINGS_DB_STATEMENT_TIMEOUT",
+                                        cls.db_statement_timeout, zero=True),
+            db_pool_timeout=_float(env, "TIDINGS_DB_POOL_TIMEOUT", cls.db_pool_timeout),
         )
         return replace(config, **overrides) if overrides else config

@@ -41,6 +41,7 @@ from tidings.services.publishing import Publishing
 from tidings.services.settings import PreferenceLimits, SettingsService
 from tidings.services.timeline import TimelineService
 from tidings.store.factory import open_store
+from tidings.store.sql.timeouts import SqlTimeouts
 
 __all__ = ["Follow", "Notification", "Page", "Published", "Tidings", "TimelineEntry",
            "UnreadCount"]
@@ -58,7 +59,7 @@ class Tidings:
             self.config.database_url, self.clock, lease_seconds=self.config.lease_seconds,
             max_attempts=self.config.job_max_attempts,
             backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size,
-            hot_url=self.config.hot_store_url)
+            hot_url=self.config.hot_store_url, sql_timeouts=SqlTimeouts.of(self.config))
         self.limits = Limits(self.config.max_payload_bytes, self.config.max_recipients)
         file_types = load_types_file(self.config.types_file) if self.config.types_file else []
         self.catalog = Catalog(self.store, self.clock, [*file_types, *types])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.concurrency import run_in_threadpool
 
 from tidings.api import errors
 from tidings.api.deps import State, error_responses
@@ -29,8 +29,9 @@ def build() -> APIRouter:
     async def readyz(state: State) -> Any:
         """The store and the queue are reachable (answered within ``TIDINGS_READY_TIMEOUT``)."""
         try:
-            # a deadline on the whole check: a store that hangs makes it 503, not a hang
-            await asyncio.wait_for(run_in_threadpool(state.tidings.ping),
+            # a deadline on the whole check: a store that hangs makes it 503, not a hang. The
+            # thread is abandoned at the deadline, not awaited (it ends at its own timeouts).
+            await asyncio.wait_for(to_thread.run_sync(state.tidings.ping, abandon_on_cancel=True),
                                    state.tidings.config.ready_timeout)
         except Exception as exc:
             return respond(503, "unavailable", f"store not reachable: {type(exc).__name__}",

@@ -15,7 +15,8 @@ own, prepared by psycopg after a few runs). A read that finds every connection o
 busy is not served here: it returns None and the caller reads in a thread, as before. A
 driver error is raised as its kind's :class:`tidings.exceptions.TidingsError` (an unreachable
 database as ``StoreUnavailable``: a 503), and the connection that failed is dropped, so the
-next read opens a new one once the database is back.
+next read opens a new one once the database is back. Their waits are bounded as the pool's are
+(:mod:`.timeouts`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from tidings.store.sql.boundedpg import AsyncBoundedConnection
 from tidings.store.sql.database import Database
 from tidings.store.sql.driver_errors import classify
 
@@ -39,10 +41,7 @@ class AsyncReads:
         self.db = db
         self.size = max(1, size)
         url = db.engine.url
-        connect: dict[str, Any] = {"connect_timeout": 5, "keepalives": 1,
-                                   "keepalives_idle": 10, "keepalives_interval": 5,
-                                   "keepalives_count": 3,
-                                   "options": "-c statement_timeout=120000"}
+        connect = db.timeouts.postgresql()
         self._conninfo = psycopg.conninfo.make_conninfo(
             host=url.host, port=url.port, user=url.username, password=url.password,
             dbname=url.database, **{k: v for k, v in url.query.items() if isinstance(v, str)},
@@ -97,7 +96,8 @@ class AsyncReads:
             return True, idle.pop() if idle else None
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
-        conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        conn = await AsyncBoundedConnection.open(self.db.timeouts.answer, self._conninfo,
+                                                 autocommit=True)
         with self._lock:
             self._open.append(conn)
         return conn

@@ -44,8 +44,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from tidings.exceptions import ConfigError, StoreUnavailable
+from tidings.store.sql.boundedpg import connect_bounded
 from tidings.store.sql.bulk import column_arrays, json_batches, unnest_insert
 from tidings.store.sql.driver_errors import classify, is_retryable
+from tidings.store.sql.timeouts import SqlTimeouts
 
 T = TypeVar("T")
 
@@ -71,8 +73,10 @@ IDLE_PING_SECONDS = 1.0  # a pooled connection idle longer is pinged before use
 class Database:
     """A store URL's engine and its dialect's quirks."""
 
-    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False) -> None:
+    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False,
+                 timeouts: SqlTimeouts | None = None) -> None:
         self.url = normalise_url(url)
+        self.timeouts = timeouts or SqlTimeouts()
         try:
             parsed = make_url(self.url)
         except sa_exc.ArgumentError:
@@ -96,25 +100,23 @@ class Database:
             kwargs["pool_size"] = pool_size
             kwargs["max_overflow"] = pool_size * 2
             kwargs["pool_recycle"] = 1800
+            kwargs["pool_timeout"] = self.timeouts.pool
+            # a store that stops answering (refused, dropped or hung) must become a 503, not
+            # a hang: every wait on it is bounded (see .timeouts)
             if self.backend == "postgresql":
-                # a store that stops answering (packets dropped, not refused) must become a
-                # 503, not a hang: TCP keepalives and a statement timeout bound the wait
-                kwargs["connect_args"] = {
-                    "connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10,
-                    "keepalives_interval": 5, "keepalives_count": 3,
-                    "options": "-c statement_timeout=120000"}
+                kwargs["connect_args"] = self.timeouts.postgresql()
                 # psycopg 3 forgets an INSERT's rowcount once SQLAlchemy closes the cursor, so
                 # "was this row new?" (INSERT … ON CONFLICT DO NOTHING) would always say no.
                 kwargs["execution_options"] = {"preserve_rowcount": True}
             else:
-                kwargs["connect_args"] = {"connect_timeout": 5, "charset": "utf8mb4",
-                                          "read_timeout": 120, "write_timeout": 120}
+                kwargs["connect_args"] = {"charset": "utf8mb4", **self.timeouts.mysql()}
                 kwargs["isolation_level"] = "READ COMMITTED"
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.backend == "postgresql":
             # executemany as multi-row INSERT … VALUES statements (pymysql rewrites its own),
             # not one statement per row
             self.engine.dialect.use_insertmanyvalues_wo_returning = True
+            connect_bounded(self.engine, self.timeouts.answer)
         if self.backend == "sqlite":
             self._set_up_sqlite()
         else:
@@ -212,6 +214,9 @@ class Database:
             if error is None:
                 raise
             raise error from exc
+        except sa_exc.TimeoutError as exc:  # no pooled connection came free in time
+            raise StoreUnavailable(f"the store is too busy: no connection came free within "
+                                   f"{self.timeouts.pool:g} s") from exc
 
     def insert_ignore(self, table: Table) -> Insert:
         """An INSERT that skips rows whose unique key already exists."""

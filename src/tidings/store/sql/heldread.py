@@ -56,6 +56,7 @@ class HeldReads:
         self._slot = _Slot()
         self._lock = threading.Lock()
         self._held: dict[Connection, threading.Thread] = {}
+        self._opening = 0  # places taken by threads still connecting
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
@@ -85,30 +86,37 @@ class HeldReads:
 
     def _take_place(self) -> bool:
         with self._lock:
-            if len(self._held) >= self.limit:
+            if len(self._held) + self._opening >= self.limit:
                 for conn, thread in list(self._held.items()):
                     if not thread.is_alive():  # its thread ended: give the place back
                         del self._held[conn]
                         conn.close()
-            if len(self._held) >= self.limit:
+            if len(self._held) + self._opening >= self.limit:
                 return False
-            self._held[self._new()] = threading.current_thread()
-            return True
+            self._opening += 1  # the place is this thread's while it connects
+        try:
+            self._new()
+        finally:
+            with self._lock:
+                self._opening -= 1
+        return True
 
-    def _new(self) -> Connection:
+    def _new(self) -> None:
+        """Open this thread's connection, outside the lock: on a database that hangs a
+        connect waits out its timeout, and the other threads must not queue behind it."""
         with self.db.errors():
             conn = self.db.reader.connect()
         self._slot.conn = conn
         self._slot.used = time.monotonic()
-        return conn
+        with self._lock:
+            self._held[conn] = threading.current_thread()
 
     def _ready(self, slot: _Slot) -> Connection:
         conn = slot.conn
         assert conn is not None
         if time.monotonic() - slot.used > database.IDLE_PING_SECONDS and not self._alive(conn):
             self._drop(slot)
-            with self._lock:
-                self._held[self._new()] = threading.current_thread()
+            self._new()
             conn = slot.conn
             assert conn is not None
         return conn

@@ -30,6 +30,7 @@ from tidings.store.sql.notify import CHANNEL, PgNotifier
 from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
+from tidings.store.sql.timeouts import SqlTimeouts
 
 T = TypeVar("T")
 UNREAD = Filters(unread=True)  # a badge's count: no filter but the read state
@@ -88,8 +89,8 @@ class SqlStore:
 
     def __init__(self, url: str, clock: Clock, *, lease_seconds: float = 60.0,
                  max_attempts: int = 8, backoff_seconds: float = 2.0,
-                 pool_size: int = 5) -> None:
-        self.db = Database(url, pool_size=pool_size)
+                 pool_size: int = 5, timeouts: SqlTimeouts | None = None) -> None:
+        self.db = Database(url, pool_size=pool_size, timeouts=timeouts)
         self.held = HeldReads(self.db, pool_size)  # the hot reads' per-thread connections
         # the badge's counts and the first page awaited on an event loop (PostgreSQL): as many
         # connections per loop as the pool may open (its size and its overflow), so that a

@@ -13,6 +13,10 @@ from sqlalchemy import Connection, make_url
 from tidings.store.sql.database import Database, normalise_url
 from tidings.store.sql.migrate import declared_for
 from tidings.store.sql.schema import metadata
+from tidings.store.sql.timeouts import SqlTimeouts
+
+# a schema change on a large table (an index built over every row) may take long: no limit
+SCHEMA_CHANGES = SqlTimeouts(statement=None)
 
 
 def run_offline(url: str) -> None:
@@ -57,7 +61,7 @@ def main() -> None:
     if context.is_offline_mode():
         run_offline(url)
         return
-    db = Database(url, pool_size=0)
+    db = Database(url, pool_size=0, timeouts=SCHEMA_CHANGES)
     try:
         with db.engine.connect() as connection:
             run_online(connection)
