@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -37,11 +38,12 @@ READ = 500  # keys read back at once
 
 
 def checkpoints(conn: Connection) -> list[tuple[int, int]]:
-    """(row id, store time) of every checkpoint, oldest first."""
+    """(row id, store time) of every checkpoint, oldest first. A checkpoint's
+    ``written_at`` is minus its store time (every other row's is a positive wall clock):
+    found without reading any row's writes."""
     j = hot_journal.c
-    rows = conn.execute(select(j.id, j.writes).where(j.writes.like('{"' + CHECKPOINT + '":%'))
-                        .order_by(j.id)).all()
-    return [(row.id, int(json.loads(row.writes)[CHECKPOINT])) for row in rows]
+    rows = conn.execute(select(j.id, j.written_at).where(j.written_at < 0).order_by(j.id)).all()
+    return [(row.id, -row.written_at) for row in rows]
 
 
 def newest_checkpoint(db: Database) -> int:
@@ -60,7 +62,7 @@ def compact(conn: Connection, redis: Redis, now: int) -> int:
     if marks and marks[-1][1] > now - EVERY:
         return 0
     gone = fold(conn, redis, marks[-1][0]) if marks else 0
-    conn.execute(insert(hot_journal).values(written_at=hotjournal.wall_now(),
+    conn.execute(insert(hot_journal).values(written_at=-now,
                                             writes=json.dumps({CHECKPOINT: now})))
     return gone
 
@@ -85,26 +87,47 @@ def fold(conn: Connection, redis: Redis, upto: int) -> int:
                 replay.row(row.writes)
             after = rows[-1].id
         replay.flush()
-        entries = dump(raw, scratch)
+        kept = _store(conn, ids, replay.baseline, dump(raw, scratch))
     finally:
         hotjournal.wipe(raw, scratch)
         raw.close()
-    parts = [entries[i:i + KEYS_A_ROW] for i in range(0, len(entries), KEYS_A_ROW)] or [[]]
-    if len(parts) > len(ids):  # few rows made many keys: the last row takes the rest
-        parts[len(ids) - 1:] = [[e for part in parts[len(ids) - 1:] for e in part]]
-    for n, (row_id, part) in enumerate(zip(ids, parts, strict=False)):
-        head: dict[str, Any] = {hotjournal.BASELINE: replay.baseline} if n == 0 else {}
-        conn.execute(update(hot_journal).where(j.id == row_id)
+    conn.execute(delete(hot_journal).where(j.id > ids[kept - 1], j.id < upto))
+    return len(ids) - kept
+
+
+def _store(conn: Connection, ids: list[int], baseline: int,
+           parts: Iterator[list[list[Any]]]) -> int:
+    """Write the snapshot's parts over the rows of ``ids``, in order (few rows that made many
+    keys: the last row takes the rest); returns how many rows hold it."""
+    def write(n: int, part: list[list[Any]]) -> None:
+        head: dict[str, Any] = {hotjournal.BASELINE: baseline} if n == 0 else {}
+        conn.execute(update(hot_journal).where(hot_journal.c.id == ids[n])
                      .values(writes=json.dumps({**head, hotjournal.SNAPSHOT: part},
                                                separators=(",", ":"))))
-    conn.execute(delete(hot_journal).where(j.id > ids[len(parts) - 1], j.id < upto))
-    return len(ids) - len(parts)
+
+    n, held = 0, None
+    for part in parts:
+        if held is None:
+            held = part
+        elif n < len(ids) - 1:
+            write(n, held)
+            n, held = n + 1, part
+        else:
+            held += part
+    write(n, held or [])
+    return n + 1
 
 
-def dump(redis: Redis, prefix: str) -> list[list[Any]]:
-    """Every key under ``prefix``: [name after the prefix, type, data] (a hash's fields and
-    values, a sorted set's scores and members, a set's members, a string), sorted by name."""
+def dump(redis: Redis, prefix: str) -> Iterator[list[list[Any]]]:
+    """Every key under ``prefix``, by name, in parts of up to KEYS_A_ROW keys: [name after
+    the prefix, type, data] (a hash's fields and values, a sorted set's scores and members,
+    a set's members, a string)."""
     names = sorted(hotjournal.keys_under(redis, prefix))
+    for start in range(0, len(names), KEYS_A_ROW):
+        yield _read(redis, prefix, names[start:start + KEYS_A_ROW])
+
+
+def _read(redis: Redis, prefix: str, names: list[str]) -> list[list[Any]]:
     entries: list[list[Any]] = []
     for start in range(0, len(names), READ):
         batch = names[start:start + READ]
