@@ -24,7 +24,7 @@ from tidings.clock import FrozenClock
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import StoreUnavailable
-from tidings.store import hotcompact
+from tidings.store import hotcompact, hotjournal
 from tidings.store.hot import HotStore
 from tidings.store.sql.schema import hot_journal
 
@@ -232,6 +232,56 @@ def test_a_rebuild_after_the_journal_was_compacted_past_retention_is_exact(
         checkpoints = [i for i, what in journal if what == "checkpoint"]
         assert len(checkpoints) == 2, journal
         assert {what for i, what in journal if i < checkpoints[0]} == {"snapshot"}, journal
+    finally:
+        t.close()
+        delete_prefix(server, prefix)
+        sqlite_stores.drop(sql_url)
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_a_rebuild_overtaken_by_a_fold_of_the_journal_starts_again(
+        kind: str, request: pytest.FixtureRequest, sqlite_stores: SqlStores,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retention job folds the journal while a rebuild is reading it: the rows the
+    rebuild had not read yet are gone into a snapshot it had read past. The rebuild sees the
+    new checkpoint and replays again, and the inboxes come back exactly."""
+    server = _server(kind, request)
+    prefix = f"w{secrets.token_hex(5)}:"
+    hot_url = f"{server}?prefix={prefix}"
+    sql_url = sqlite_stores.clone()
+    clock = FrozenClock()
+    t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url)
+    try:
+        for event_type in TYPES:
+            t.define_type(event_type)
+        t.define_type(REVIEW)
+        rng = random.Random(7)
+        _play(t, clock, rng, 40)
+        _maintain(t)  # a checkpoint
+        clock.advance(1.1 * DAY)
+        _play(t, clock, rng, 20)
+        before = _snapshot(t)
+        delete_prefix(server, prefix)
+        store = t.store
+        assert isinstance(store, HotStore)
+        row, folds = hotjournal.Replay.row, []
+
+        def row_then_fold(self: hotjournal.Replay, writes: str) -> None:
+            row(self, writes)
+            if self.into is None and self.units == 10 and not folds:  # meanwhile, a fold
+                with store.sql.db.write() as conn:
+                    folds.append(hotcompact.compact(conn, store.redis, clock.now_us()))
+
+        monkeypatch.setattr(hotjournal, "PAGE", 5)
+        monkeypatch.setattr(hotjournal.Replay, "row", row_then_fold)
+        monkeypatch.setenv("TIDINGS_DATABASE_URL", sql_url)
+        monkeypatch.setenv("TIDINGS_HOT_STORE_URL", hot_url)
+        result = CliRunner().invoke(app, ["rebuild-hot-store"])
+        assert result.exit_code == 0, result.output
+        assert folds and folds[0] > 10
+        after = _snapshot(t)
+        for user in USERS:
+            assert after[user] == before[user], user
     finally:
         t.close()
         delete_prefix(server, prefix)
