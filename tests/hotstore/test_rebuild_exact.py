@@ -13,6 +13,7 @@ import secrets
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from engines import TYPES, open_tidings
@@ -23,6 +24,9 @@ from tidings.clock import FrozenClock
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import StoreUnavailable
+from tidings.store import hotcompact, hotjournal
+from tidings.store.hot import HotStore
+from tidings.store.sql.schema import hot_journal
 
 USERS = ["ann", "bob", "cat", "dan"]
 ACTORS = ["eve", "fay", "gus", "ann"]
@@ -62,10 +66,10 @@ def _snapshot(t: Tidings) -> dict[str, Any]:
     return seen
 
 
-def _play(t: Tidings, clock: FrozenClock, rng: random.Random) -> None:
+def _play(t: Tidings, clock: FrozenClock, rng: random.Random, steps: int = STEPS) -> None:
     """A random history; every step goes through the public API, jobs run as a worker
     would (sometimes after several publishes)."""
-    for _ in range(STEPS):
+    for _ in range(steps):
         step = rng.choice(["publish", "publish", "publish", "publish", "subscribe", "follow",
                            "mark", "unmark", "upto", "all", "delete", "delete_match", "seen",
                            "jobs"])
@@ -136,6 +140,148 @@ def test_a_rebuild_after_losing_redis_gives_back_every_inbox_exactly(
         for user in USERS:
             assert after[user] == before[user], user
         _play(t, clock, random.Random(seed + 100))  # and it goes on as before
+    finally:
+        t.close()
+        delete_prefix(server, prefix)
+        sqlite_stores.drop(sql_url)
+
+
+DAY = 86_400.0
+RETENTION_DAYS = 2
+
+
+def _journal(t: Tidings) -> list[tuple[int, str]]:
+    """(id, what) of every journal row: 'snapshot', 'checkpoint', 'baseline' or 'unit'."""
+    store = t.store
+    assert isinstance(store, HotStore)
+    with store.sql.db.read() as conn:
+        rows = conn.execute(select(hot_journal.c.id, hot_journal.c.writes)
+                            .order_by(hot_journal.c.id)).all()
+    return [(r.id, "unit" if not r.writes.startswith("{") else
+             "snapshot" if '"snapshot"' in r.writes else
+             "checkpoint" if '"checkpoint"' in r.writes else "baseline") for r in rows]
+
+
+def _maintain(t: Tidings) -> None:
+    t.schedule_maintenance()  # the hourly retention job, as the worker's schedule queues it
+    t.run_jobs()
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_a_rebuild_after_the_journal_was_compacted_past_retention_is_exact(
+        kind: str, seed: int, request: pytest.FixtureRequest, sqlite_stores: SqlStores,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history over days, past the retention of its first events (2 days): the retention
+    job removes their notifications and folds the journal's older rows into a snapshot
+    (bundles begun by removed rows go on with newer members, watermarks and read marks of
+    those days, timelines). The journal keeps no unit's row from before the last fold, and
+    a rebuild from it gives back every inbox exactly. Seed 5 stores the snapshot one key
+    a row (many rows, and a last row taking what the folded rows had no room for)."""
+    if seed == 5:
+        monkeypatch.setattr(hotcompact, "KEYS_A_ROW", 1)
+    server = _server(kind, request)
+    prefix = f"z{secrets.token_hex(5)}:"
+    hot_url = f"{server}?prefix={prefix}"
+    sql_url = sqlite_stores.clone()
+    clock = FrozenClock()
+    t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url,
+                     retention_days=RETENTION_DAYS)
+    try:
+        for event_type in TYPES:
+            t.define_type(event_type)
+        t.define_type(REVIEW)
+        rng = random.Random(seed)
+        _play(t, clock, rng, 40)  # day 0
+        _maintain(t)  # the first checkpoint
+        clock.advance(DAY)
+        _play(t, clock, rng, 40)  # day 1
+        clock.advance(1.5 * DAY)  # day 0 is past retention
+        first = _journal(t)
+        _maintain(t)  # day 0 removed; the rows before the first checkpoint folded
+        _play(t, clock, rng, 40)  # day 2.5: bundles of day 1 go on
+        clock.advance(1.2 * DAY)  # day 1 is past retention
+        _maintain(t)  # day 1 removed; the rows before the second checkpoint folded
+        journal = _journal(t)
+        checkpoints = [i for i, what in journal if what == "checkpoint"]
+        assert len(checkpoints) == 2, journal
+        # nothing but the snapshot before the second checkpoint: day 0 and 1's units are gone
+        assert {what for i, what in journal if i < checkpoints[0]} == {"snapshot"}, journal
+        now = dict(journal)
+        assert not [i for i, what in first if what == "unit" and now.get(i) == "unit"]
+        _play(t, clock, rng, 30)
+        before = _snapshot(t)
+        assert sum(len(s["pages"][0]) for s in before.values()) > 0
+        delete_prefix(server, prefix)  # Redis lost everything
+        monkeypatch.setenv("TIDINGS_DATABASE_URL", sql_url)
+        monkeypatch.setenv("TIDINGS_HOT_STORE_URL", hot_url)
+        result = CliRunner().invoke(app, ["rebuild-hot-store"])
+        assert result.exit_code == 0, result.output
+        after = _snapshot(t)
+        for user in USERS:
+            assert after[user] == before[user], user
+        clock.advance(1.1 * DAY)
+        _maintain(t)  # a fold over a snapshot, then a loss again
+        _play(t, clock, rng, 20)
+        again = _snapshot(t)
+        delete_prefix(server, prefix)
+        result = CliRunner().invoke(app, ["rebuild-hot-store"])
+        assert result.exit_code == 0, result.output
+        assert _snapshot(t) == again
+        journal = _journal(t)  # the snapshot, then the units from the last day on
+        checkpoints = [i for i, what in journal if what == "checkpoint"]
+        assert len(checkpoints) == 2, journal
+        assert {what for i, what in journal if i < checkpoints[0]} == {"snapshot"}, journal
+    finally:
+        t.close()
+        delete_prefix(server, prefix)
+        sqlite_stores.drop(sql_url)
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_a_rebuild_overtaken_by_a_fold_of_the_journal_starts_again(
+        kind: str, request: pytest.FixtureRequest, sqlite_stores: SqlStores,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retention job folds the journal while a rebuild is reading it: the rows the
+    rebuild had not read yet are gone into a snapshot it had read past. The rebuild sees the
+    new checkpoint and replays again, and the inboxes come back exactly."""
+    server = _server(kind, request)
+    prefix = f"w{secrets.token_hex(5)}:"
+    hot_url = f"{server}?prefix={prefix}"
+    sql_url = sqlite_stores.clone()
+    clock = FrozenClock()
+    t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url)
+    try:
+        for event_type in TYPES:
+            t.define_type(event_type)
+        t.define_type(REVIEW)
+        rng = random.Random(7)
+        _play(t, clock, rng, 40)
+        _maintain(t)  # a checkpoint
+        clock.advance(1.1 * DAY)
+        _play(t, clock, rng, 20)
+        before = _snapshot(t)
+        delete_prefix(server, prefix)
+        store = t.store
+        assert isinstance(store, HotStore)
+        row, folds = hotjournal.Replay.row, []
+
+        def row_then_fold(self: hotjournal.Replay, writes: str) -> None:
+            row(self, writes)
+            if self.into is None and self.units == 10 and not folds:  # meanwhile, a fold
+                with store.sql.db.write() as conn:
+                    folds.append(hotcompact.compact(conn, store.redis, clock.now_us()))
+
+        monkeypatch.setattr(hotjournal, "PAGE", 5)
+        monkeypatch.setattr(hotjournal.Replay, "row", row_then_fold)
+        monkeypatch.setenv("TIDINGS_DATABASE_URL", sql_url)
+        monkeypatch.setenv("TIDINGS_HOT_STORE_URL", hot_url)
+        result = CliRunner().invoke(app, ["rebuild-hot-store"])
+        assert result.exit_code == 0, result.output
+        assert folds and folds[0] > 10
+        after = _snapshot(t)
+        for user in USERS:
+            assert after[user] == before[user], user
     finally:
         t.close()
         delete_prefix(server, prefix)

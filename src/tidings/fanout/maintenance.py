@@ -24,7 +24,8 @@ def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
 
 def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
     """Remove notifications of events older than their type's (or the default) retention,
-    and bundle locks made over a day ago (fan-out makes them again when it needs them)."""
+    and bundle locks made over a day ago (fan-out makes them again when it needs them);
+    once swept, keep the hot store's journal bounded (``InboxStore.compact_history``)."""
     now = ctx.clock.now_us()
     default_days = ctx.config.retention_days
     by_days: dict[int, list[str]] = {}
@@ -44,4 +45,6 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         tx.inbox.remove(tx.inbox.keys_for_events(expired))
         tx.events.delete(expired)
     more = len(expired) >= RETENTION_BATCH or forgotten >= RETENTION_BATCH
+    if not more:  # swept: a store's history of its writes is folded now and then
+        tx.inbox.compact_history(now)
     return [retention_spec()] if more else None

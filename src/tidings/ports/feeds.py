@@ -167,6 +167,11 @@ class InboxStore(Protocol):
         """Drop up to ``limit`` items of the state that serialises :meth:`bundle_bases`
         made before ``before`` (a store that keeps none returns 0); return how many went."""
 
+    def compact_history(self, now: int) -> int:
+        """Keep the history a store has of its own writes bounded (the Redis hot store's
+        journal, folded into a snapshot at most once a day: ``docs/redis.md``); a store
+        that keeps none returns 0. Returns how many history rows went."""
+
 
 class TimelineStore(Protocol):
     """Push-model timelines: events written into followers' mailboxes, each with a floor

@@ -6,7 +6,8 @@ unit of work is one SQL transaction whose Redis writes wait in a buffer until th
 returned and go out just before the commit; every Redis write is idempotent, so a unit sent
 but not committed and run again (a retried job) writes nothing twice. The writes are also
 journaled in the unit's transaction (``tidings.store.hotjournal``), so ``tidings
-rebuild-hot-store`` gives an emptied Redis back exactly what it held (``docs/redis.md``).
+rebuild-hot-store`` gives an emptied Redis back exactly what it held (``docs/redis.md``);
+the retention job keeps the journal bounded (``tidings.store.hotcompact``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tidings.domain.events import Event
 from tidings.domain.readstate import POSITION
 from tidings.domain.views import PageView, TimelineEntry
 from tidings.jobs.model import EventJob
-from tidings.store import hotjournal
+from tidings.store import hotcompact, hotjournal
 from tidings.store.redis.client import Redis
 from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
@@ -140,7 +141,8 @@ class HotTx:
             redis, buffer, _payloads(db, sql.conn), copy_marker=sql.inbox.set_marker,
             copy_position=sql.inbox.set_position,
             register=(registered or Registered()).register(
-                lambda written: inboxcap.register(db, sql.conn, written), sql.after_commit))
+                lambda written: inboxcap.register(db, sql.conn, written), sql.after_commit),
+            compact=lambda now: hotcompact.compact(sql.conn, redis, now))
         self.timeline = RedisTimeline(redis, buffer, _bodies(db, sql.conn),
                                       _actors(db, sql.conn))
 
@@ -233,8 +235,12 @@ class HotStore:
         (:meth:`restore_markers`, ``Tidings.redeliver_retained``)."""
         raw = Redis(self.redis.url, check_ready=False)
         try:
-            hotjournal.wipe(raw)
-            replayed = hotjournal.replay(self.sql.db, raw)
+            for _ in range(3):  # a compaction that committed meanwhile: again, from the start
+                seen = hotcompact.newest_checkpoint(self.sql.db)
+                hotjournal.wipe(raw)
+                replayed = hotjournal.replay(self.sql.db, raw)
+                if hotcompact.newest_checkpoint(self.sql.db) == seen:
+                    break
             hotjournal.mark_ready(raw)
         finally:
             raw.close()

@@ -16,6 +16,9 @@ Every script checks its slot's mark first, so an emptied Redis refuses reads and
 The first row of a journal is its baseline: the newest event id when the hot store was first
 used with a journal. Events up to it (a hot store written before the journal existed) are
 delivered again by the back-fill path after the replay, as before the journal.
+
+Rows older than a day or two are folded by the retention job into a snapshot of the state
+they made (``tidings.store.hotcompact``), which a replay writes back before the rows after it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select
@@ -34,10 +38,12 @@ from tidings.store.sql.schema import events, hot_journal
 
 PAGE = 500  # journal rows read at once
 SENT = 5_000  # writes sent in one round of pipelines
+RESTORED = 1_000  # members (or fields) a restoring command writes at most
 BASELINE = "baseline"
+SNAPSHOT = "snapshot"
 
 
-def _now() -> int:
+def wall_now() -> int:
     # the wall clock, not the store's: a row's time is for people reading the journal, and
     # the store's clock (a test's frozen one ticks on every reading) dates what tidings shows
     return time.time_ns() // 1000
@@ -45,7 +51,7 @@ def _now() -> int:
 
 def append(conn: Connection, buffer: WriteBuffer) -> None:
     """Journal a unit's writes, in the unit's transaction."""
-    conn.execute(insert(hot_journal).values(written_at=_now(), writes=buffer.dumps()))
+    conn.execute(insert(hot_journal).values(written_at=wall_now(), writes=buffer.dumps()))
 
 
 def ready(redis: Redis) -> bool:
@@ -63,7 +69,7 @@ def adopt(db: Database, redis: Redis) -> None:
             return
         newest = conn.execute(select(func.max(events.c.id))).scalar() or 0
         conn.execute(insert(hot_journal).values(
-            written_at=_now(), writes=json.dumps({BASELINE: int(newest)})))
+            written_at=wall_now(), writes=json.dumps({BASELINE: int(newest)})))
     mark_ready(redis)
 
 
@@ -98,39 +104,97 @@ def mark_ready(redis: Redis) -> None:
     _marks(redis, secrets.token_hex(8))
 
 
-def wipe(redis: Redis) -> int:
-    """Delete every key under the prefix, the ready marks first (so the scripts refuse while
-    the rest goes); returns how many keys went."""
-    _marks(redis, None)
-    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in redis.prefix) + "*"
-    gone = 0
-    with guard("wiping"):
+def keys_under(redis: Redis, prefix: str) -> Iterator[str]:
+    """Every key whose name starts with ``prefix``, on every primary."""
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    with guard("listing keys"):
         nodes = redis.client.get_primaries() if redis.cluster else [None]
         for node in nodes:
-            found = (redis.client.scan_iter(match=pattern, count=1000, target_nodes=node)
-                     if node is not None else redis.client.scan_iter(match=pattern, count=1000))
-            batch: list[str] = []
-            for key in found:
-                batch.append(key)
-                if len(batch) >= 1000:
-                    gone += _unlink(redis, batch)
-                    batch = []
+            yield from (redis.client.scan_iter(match=pattern, count=1000, target_nodes=node)
+                        if node is not None
+                        else redis.client.scan_iter(match=pattern, count=1000))
+
+
+def wipe(redis: Redis, prefix: str | None = None) -> int:
+    """Delete every key under the prefix (or under ``prefix``, a scratch key space there),
+    the ready marks first (so the scripts refuse while the rest goes); returns how many
+    keys went."""
+    if prefix is None:
+        _marks(redis, None)
+    gone = 0
+    batch: list[str] = []
+    for key in keys_under(redis, redis.prefix if prefix is None else prefix):
+        batch.append(key)
+        if len(batch) >= 1000:
             gone += _unlink(redis, batch)
-    return gone
+            batch = []
+    return gone + _unlink(redis, batch)
 
 
 def _unlink(redis: Redis, keys: list[str]) -> int:
     return len(redis.pipeline([("", "UNLINK", [key]) for key in keys], "wiping")) if keys else 0
 
 
+class Replay:
+    """Journal rows sent, in order, with ``redis`` (a client whose scripts skip the ready
+    mark's check), into its own key space or, ``into``, a scratch prefix under it (the
+    compaction's: ``tidings.store.hotcompact``). A many-user script's users are grouped by
+    node again: the cluster's slots may have moved since."""
+
+    def __init__(self, redis: Redis, into: str | None = None) -> None:
+        self.redis = redis
+        self.into = into
+        self.units = self.baseline = 0
+        self.pending: list[Any] = []
+        redis.load_scripts()
+
+    def _key(self, key: str) -> str:
+        if self.into is None or not key.startswith(self.redis.prefix):
+            return key
+        return self.into + key[len(self.redis.prefix):]
+
+    def row(self, writes: str) -> None:
+        """One journal row: a unit's writes, or an object (the baseline, a checkpoint, a
+        part of a snapshot: ``hotcompact``)."""
+        if writes.startswith("{"):
+            head = json.loads(writes)
+            self.baseline = max(self.baseline, int(head.get(BASELINE, 0)))
+            for rest, kind, data in head.get(SNAPSHOT, ()):
+                self.pending += restore(self._key(self.redis.prefix + rest), kind, data)
+        else:
+            self.units += 1
+            for calls in WriteBuffer.loads(writes).phases:
+                for name, first, args in calls:
+                    if not name:  # a command: its key first
+                        self.pending.append((name, first, [self._key(str(args[0])), *args[1:]]))
+                    elif isinstance(first, tuple):
+                        prefixes = [self._key(p) for p in first]
+                        self.pending += [(name, tuple(prefixes[i] for i in group), args)
+                                         for group in self.redis.by_node(prefixes)]
+                    else:
+                        self.pending.append((name, self._key(first), args))
+        if len(self.pending) >= SENT:
+            self.flush()
+
+    def flush(self) -> None:
+        self.redis.pipeline(self.pending, "rebuilding")
+        self.pending = []
+
+
+def restore(key: str, kind: str, data: Any) -> list[Any]:
+    """The commands that write a key a snapshot holds (``hotcompact.dump``) back."""
+    if kind == "string":
+        return [("", "SET", [key, data])]
+    command = {"hash": "HSET", "zset": "ZADD", "set": "SADD"}[kind]
+    step = 2 * RESTORED if kind != "set" else RESTORED
+    return [("", command, [key, *data[i:i + step]]) for i in range(0, len(data), step)]
+
+
 def replay(db: Database, redis: Redis) -> tuple[int, int]:
     """Send every journaled write, in order, with ``redis`` (a client whose scripts skip
-    the ready mark's check); returns (units replayed, baseline event id). A many-user
-    script's users are grouped by node again: the cluster's slots may have moved since."""
-    redis.load_scripts()
-    units = baseline = 0
+    the ready mark's check); returns (units replayed, baseline event id)."""
+    sender = Replay(redis)
     after = 0
-    pending: list[Any] = []
     while True:
         with db.read() as conn:
             rows = conn.execute(select(hot_journal.c.id, hot_journal.c.writes)
@@ -139,21 +203,7 @@ def replay(db: Database, redis: Redis) -> tuple[int, int]:
         if not rows:
             break
         for row in rows:
-            if row.writes.startswith("{"):
-                baseline = max(baseline, int(json.loads(row.writes)[BASELINE]))
-                continue
-            units += 1
-            for calls in WriteBuffer.loads(row.writes).phases:
-                for name, first, args in calls:
-                    if isinstance(first, tuple):
-                        prefixes = list(first)
-                        pending += [(name, tuple(prefixes[i] for i in group), args)
-                                    for group in redis.by_node(prefixes)]
-                    else:
-                        pending.append((name, first, args))
-            if len(pending) >= SENT:
-                redis.pipeline(pending, "rebuilding")
-                pending = []
+            sender.row(row.writes)
         after = rows[-1].id
-    redis.pipeline(pending, "rebuilding")
-    return units, baseline
+    sender.flush()
+    return sender.units, sender.baseline

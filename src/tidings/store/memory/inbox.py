@@ -308,3 +308,6 @@ class MemoryInbox:
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         return 0  # no lock state: the store's lock serialises units
+
+    def compact_history(self, now: int) -> int:
+        return 0  # no journal of writes

@@ -44,7 +44,8 @@ class RedisInbox(RedisMarkers):
     def __init__(self, redis: Redis, buffer: WriteBuffer, payloads: Payloads,
                  copy_marker: MarkerCopy | None = None,
                  copy_position: PositionCopy | None = None,
-                 register: Register | None = None) -> None:
+                 register: Register | None = None,
+                 compact: Callable[[int], int] | None = None) -> None:
         self.redis = redis
         self.keys = Keys(redis.prefix)
         self.buffer = buffer
@@ -52,6 +53,7 @@ class RedisInbox(RedisMarkers):
         self.copy_marker = copy_marker
         self.copy_position = copy_position
         self.register = register
+        self.compact = compact  # the journal's compaction, in the unit (hotcompact)
         # rows this unit's buffer will write, per user: (created, id), for the cap's check
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
 
@@ -241,6 +243,9 @@ class RedisInbox(RedisMarkers):
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         return 0  # deliveries decide in one atomic script per user: no lock state
+
+    def compact_history(self, now: int) -> int:
+        return self.compact(now) if self.compact is not None else 0
 
     # -- read state -------------------------------------------------------------------------
 
