@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 import tidings.client
-from tidings.client import ApiError, AsyncClient, Client
+from tidings.client import ApiError, AsyncClient, Client, SseEvent
 from tidings.client_base import SseParser, user_path
 from tidings.exceptions import TidingsError
 
@@ -92,7 +92,37 @@ def test_stream_reads_events_over_a_mock_transport() -> None:
     _, transport = mock(httpx.Response(200, text=text,
                                        headers={"content-type": "text/event-stream"}))
     with Client("http://tidings.test", "k", transport=transport) as client:
-        assert list(client.stream(timeout=5)) == [("unread", {"count": 0, "display": "0"})]
+        assert list(client.stream(timeout=5, reconnect=False)) == [
+            ("unread", {"count": 0, "display": "0"})]
+
+
+def test_stream_reconnects_with_the_last_event_id() -> None:
+    """An ended stream is opened again after the server's ``retry:``, from the last id; a
+    busy server (503) is waited out; a refusal that is the caller's (401) is raised."""
+    answers = [
+        httpx.Response(200, text='retry: 10\nid: 1-1-0\nevent: unread\ndata: {"count": 1}\n\n'
+                                 'id: 1-2-0\nevent: notification\ndata: {"id": "2"}\n\n'),
+        httpx.Response(503, json={"error": {"code": "too_many_streams", "message": "busy"}},
+                       headers={"Retry-After": "0"}),
+        httpx.Response(200, text='id: 1-3-0\nevent: notification\ndata: {"id": "3"}\n\n'),
+        httpx.Response(401, json={"error": {"code": "unauthorized", "message": "expired"}}),
+    ]
+    sent: list[str | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("last-event-id"))
+        return answers[len(sent) - 1]
+
+    with Client("http://tidings.test", "k", transport=httpx.MockTransport(handle)) as client:
+        got: list[SseEvent] = []
+        with pytest.raises(ApiError) as raised:
+            for event in client.stream(timeout=10, last_event_id="0-0-0"):
+                got.append(event)
+    assert raised.value.status == 401
+    assert sent == ["0-0-0", "1-2-0", "1-2-0", "1-3-0"]
+    assert [(e.event, e.data["id"] if e.event != "unread" else None, e.id) for e in got] == [
+        ("unread", None, "1-1-0"), ("notification", "2", "1-2-0"),
+        ("notification", "3", "1-3-0")]
 
 
 def test_async_client_has_the_same_methods() -> None:
@@ -122,7 +152,7 @@ def test_all_names_are_exported() -> None:
     public = {name for name, value in vars(tidings.client).items()
               if not name.startswith("_") and isinstance(value, type)
               and value.__module__.startswith("tidings.client")}
-    assert public == set(tidings.client.__all__) - {"Preferences", "SseEvent"}
+    assert public == set(tidings.client.__all__) - {"Preferences"}
 
 
 def test_types_keeps_the_whole_answer_and_iterates_as_before() -> None:

@@ -11,8 +11,10 @@ from starlette.concurrency import run_in_threadpool
 
 from tidings.api.deps import PayloadConditions, State, error_responses
 from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
-from tidings.api.jsonshape import SafeJSONResponse, shaped
+from tidings.api.etag import conditional
+from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
 from tidings.api.live import LiveResponse, user_stream
+from tidings.api.resume import BadLastEventId, Position, parse_last_event_id
 from tidings.api.schemas.graph import (
     Created,
     Following,
@@ -80,29 +82,32 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
     @router.get("/notifications", response_model=NotificationPage,
                 openapi_extra=PAYLOAD_CONDITIONS)
     async def list_notifications(
-        user: User, state: State, payload: PayloadConditions, types: TypesQuery = None,
+        user: User, state: State, request: Request, payload: PayloadConditions,
+        types: TypesQuery = None,
         category: CategoryQuery = None, section: SectionQuery = None,
         unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
         locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
         max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
-    ) -> SafeJSONResponse:
+    ) -> Response:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
+        # and, an addition: an `ETag`; `If-None-Match` naming it is answered 304, no body
         page = await run_in_threadpool(
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user), actor=actor, object=object,
             max_id=max_id, since_id=since_id, payload=payload)
-        return SafeJSONResponse({
+        return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
-            "next_cursor": page.next_cursor})
+            "next_cursor": page.next_cursor}), request.headers.get("if-none-match"))
 
     @router.get("/notifications/unread-count", response_model=UnreadCountOut,
                 openapi_extra=PAYLOAD_CONDITIONS)
-    async def unread_count(user: User, state: State, payload: PayloadConditions,
-                           types: TypesQuery = None, category: CategoryQuery = None,
-                           section: SectionQuery = None, actor: ActorQuery = None,
-                           object: ObjectQuery = None, max_id: MaxIdQuery = None,
-                           since_id: SinceIdQuery = None) -> dict[str, Any]:
+    async def unread_count(user: User, state: State, request: Request,
+                           payload: PayloadConditions, types: TypesQuery = None,
+                           category: CategoryQuery = None, section: SectionQuery = None,
+                           actor: ActorQuery = None, object: ObjectQuery = None,
+                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None
+                           ) -> Response:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
         # and, an addition, those of them not yet seen (`unseen`): what a badge shows
         t = state.tidings
@@ -110,8 +115,9 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
             "types": _types(types), "category": category, "section": section, "actor": actor,
             "object": object, "max_id": max_id, "since_id": since_id, "payload": payload}
         count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
-        return {"count": count.count, "display": count.display, "unseen": unseen.count,
-                "unseen_display": unseen.display}
+        return conditional(dumps({"count": count.count, "display": count.display,
+                                  "unseen": unseen.count, "unseen_display": unseen.display}),
+                           request.headers.get("if-none-match"))
 
     @router.post("/notifications/read", response_model=Updated)
     async def mark_read(user: User, state: State, body: ReadIn) -> dict[str, int]:
@@ -261,6 +267,9 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         # and, an addition to v1, `timeline` frames: a new entry of the user's timeline
         # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
         # answers 503
+        # and, an addition: every event has an `id:`; a `Last-Event-ID` (which browsers send
+        # by themselves on reconnecting) replays what came after it, or sends one `resync`
+        resume = _resume_from(request.headers.get("last-event-id"))
         locale = locale or await state.locale_of(user)
         slot = await state.streams.open(user, wait=state.stream_write_timeout)
         if slot is None:
@@ -272,10 +281,20 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                            headers={"Retry-After": RETRY_AFTER_SECONDS})
         frames = user_stream(state.tidings, user, locale=locale, slot=slot,
                              disconnected=request.is_disconnected,
-                             interval=state.stream_interval)
+                             interval=state.stream_interval, resume=resume)
         return LiveResponse(frames, state.streams, slot, state.stream_write_timeout)
 
     return router
+
+
+def _resume_from(header: str | None) -> Position | None:
+    """The place a reconnecting stream resumes from (None: a new stream)."""
+    if header is None or not header.strip():
+        return None
+    try:
+        return parse_last_event_id(header)
+    except BadLastEventId as error:
+        raise ApiError(400, str(error), code="invalid_last_event_id") from None
 
 
 def _follow_page(page: Any) -> dict[str, Any]:

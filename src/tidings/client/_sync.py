@@ -50,7 +50,14 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
-from tidings.client._sse import SseParser, iter_lines_until, stream_timeout
+from tidings.client._sse import (
+    Backoff,
+    SseParser,
+    iter_lines_until,
+    pause,
+    reconnects,
+    stream_timeout,
+)
 
 
 class Client(ClientBase):
@@ -230,29 +237,58 @@ class Client(ClientBase):
 
     def stream(
         self, *, user: str | None = None, locale: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None, reconnect: bool = True,
+        last_event_id: str | None = None,
     ) -> Iterator[SseEvent]:
         """The live stream as ``(event, data)`` pairs: ``("unread", {"count", "display"})``,
         ``("notification", item)``, ``("timeline", entry)`` (a :class:`TimelineEvent` new in
-        the timeline: a followee posted). With ``timeout``, iteration ends after that many seconds.
+        the timeline: a followee posted), ``("resync", {"notifications", "timeline"})`` (more
+        was missed than the server replays: read those lists again). Each is an
+        :class:`SseEvent`, whose ``id`` is where the stream is once it is handled. With
+        ``timeout``, iteration ends after that many seconds.
+
+        When the connection ends or breaks (or the server is busy: 429, 503), the stream
+        reconnects (``reconnect=False``: it ends instead), after the server's ``retry:``
+        delay, longer with jitter while it keeps failing, and resumes: the server replays
+        what came meanwhile. ``last_event_id`` resumes from an ``id`` kept from before.
 
         Leaving it early, close it (``contextlib.closing``) so the connection is let go at once.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         path = user_path(user, "/stream")
-        with self._http.stream(
-            "GET", path, params=query(locale=locale),
-            headers={"Accept": "text/event-stream"}, timeout=stream_timeout(timeout),
-        ) as response:
-            if not response.is_success:
-                response.read()
-                raise error_of(response)
-            parser = SseParser()
-            with contextlib.closing(iter_lines_until(response, deadline)) as lines:
-                for line in lines:
-                    frame = parser.feed(line)
-                    if frame is not None:
-                        yield frame
+        parser = SseParser(last_event_id)
+        backoff = Backoff()
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if parser.last_event_id is not None:
+                headers["Last-Event-ID"] = parser.last_event_id
+            retry_after = None
+            try:
+                with self._http.stream(
+                    "GET", path, params=query(locale=locale), headers=headers,
+                    timeout=stream_timeout(timeout),
+                ) as response:
+                    if not response.is_success:
+                        response.read()
+                        error = error_of(response)
+                        if not reconnect or not reconnects(response.status_code):
+                            raise error
+                        retry_after = error.retry_after
+                    else:
+                        backoff.reached()
+                        with contextlib.closing(
+                                iter_lines_until(response, deadline)) as lines:
+                            for line in lines:
+                                frame = parser.feed(line)
+                                if frame is not None:
+                                    yield frame
+            except httpx.TransportError:
+                if not reconnect:
+                    raise
+            if not reconnect or (deadline is not None and time.monotonic() >= deadline):
+                return
+            if not pause(backoff.delay(parser.retry, retry_after), deadline):
+                return
 
     # subscriptions, follows, timeline, preferences
 
