@@ -278,3 +278,21 @@ def test_the_client_reconnects_and_resumes(start_server: Callable[..., LiveServe
     assert proxy.accepted == 2  # one reconnection, which the server answered from the id
     assert [e.data["id"] for e in got if e.event == "notification"] == missed
     assert all(e.id for e in got)
+
+
+@pytest.mark.parametrize("api_backend", ["sqlite"])
+def test_deleting_the_newest_item_announces_no_older_one(
+        start_server: Callable[..., LiveServer]) -> None:
+    live = start_server(run_worker=False)
+    older, newest = mention(live, "bob", 1), mention(live, "bob", 2)
+    live.tidings.run_jobs()
+    with stream(live, "bob") as frames:
+        assert frames.next()[2]["count"] == 2
+        live.tidings.delete_notification("bob", newest)
+        assert [(event, data["count"]) for _, event, data in frames.until(is_unread)] == [
+            ("unread", 1)]
+        latest = mention(live, "bob", 3)
+        live.tidings.run_jobs()
+        got = frames.until(lambda f: f[1] == "notification")
+    assert [data["id"] for _, event, data in got if event == "notification"] == [latest]
+    assert older != latest
