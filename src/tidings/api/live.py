@@ -37,9 +37,8 @@ from starlette.types import Message, Receive, Scope, Send
 from tidings.api.jsonshape import dumps
 from tidings.api.resume import REPLAY_BOUND, Position
 from tidings.api.schemas.graph import timeline_item
-from tidings.domain.views import TimelineEntry, UnreadCount
+from tidings.domain.views import Newer, TimelineEntry, UnreadCount
 from tidings.engine import Tidings
-from tidings.services.inbox import Newer
 
 KEEPALIVE_SECONDS = 15.0
 TIMELINE_LOOK = 20  # the newest timeline entries a stream compares with what it announced

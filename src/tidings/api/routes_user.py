@@ -5,7 +5,7 @@ from functools import partial
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -70,6 +70,18 @@ STREAM_EXAMPLE = (  # the frames of a stream, with `timeline` (an addition to v1
     '"payload": {}, "created_at": "2026-01-02T03:04:05Z"}\n\n')
 
 
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
+    "description": "Not Modified: `If-None-Match` names the answer's current `ETag` (an "
+                   "addition; every 200 carries an `ETag`, a hash of its body)."}}
+IfNoneMatch = Annotated[str | None, Header(
+    description="An `ETag` this route gave (or several, or `*`): 304 while it still holds.")]
+LastEventId = Annotated[str | None, Header(
+    alias="Last-Event-ID",
+    description="The `id:` of the last event a stream delivered: the stream replays what came "
+                "after it (at most 100 items and 100 timeline entries; beyond, one `resync` "
+                "event). Browsers' EventSource sends it when reconnecting.")]
+
+
 def _types(value: str | None) -> list[str] | None:
     return [t for t in value.split(",") if t] if value else None
 
@@ -80,9 +92,9 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
     User = Annotated[str, Depends(resolve)]
 
     @router.get("/notifications", response_model=NotificationPage,
-                openapi_extra=PAYLOAD_CONDITIONS)
+                openapi_extra=PAYLOAD_CONDITIONS, responses=NOT_MODIFIED)
     async def list_notifications(
-        user: User, state: State, request: Request, payload: PayloadConditions,
+        user: User, state: State, payload: PayloadConditions, if_none_match: IfNoneMatch = None,
         types: TypesQuery = None,
         category: CategoryQuery = None, section: SectionQuery = None,
         unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
@@ -98,12 +110,12 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
             max_id=max_id, since_id=since_id, payload=payload)
         return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
-            "next_cursor": page.next_cursor}), request.headers.get("if-none-match"))
+            "next_cursor": page.next_cursor}), if_none_match)
 
     @router.get("/notifications/unread-count", response_model=UnreadCountOut,
-                openapi_extra=PAYLOAD_CONDITIONS)
-    async def unread_count(user: User, state: State, request: Request,
-                           payload: PayloadConditions, types: TypesQuery = None,
+                openapi_extra=PAYLOAD_CONDITIONS, responses=NOT_MODIFIED)
+    async def unread_count(user: User, state: State, payload: PayloadConditions,
+                           if_none_match: IfNoneMatch = None, types: TypesQuery = None,
                            category: CategoryQuery = None, section: SectionQuery = None,
                            actor: ActorQuery = None, object: ObjectQuery = None,
                            max_id: MaxIdQuery = None, since_id: SinceIdQuery = None
@@ -117,7 +129,7 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
         return conditional(dumps({"count": count.count, "display": count.display,
                                   "unseen": unseen.count, "unseen_display": unseen.display}),
-                           request.headers.get("if-none-match"))
+                           if_none_match)
 
     @router.post("/notifications/read", response_model=Updated)
     async def mark_read(user: User, state: State, body: ReadIn) -> dict[str, int]:
@@ -260,16 +272,18 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
 
     @router.get("/stream", response_class=StreamingResponse, responses={
         200: {"content": {"text/event-stream": {"example": STREAM_EXAMPLE}},
-              "description": "Server-Sent Events: `unread` and `notification`."}})
+              "description": "Server-Sent Events: `unread` and `notification` (and, "
+                             "additions, `timeline` and `resync`), each with an `id:`."}})
     async def stream(user: User, state: State, request: Request,
-                     locale: LocaleQuery = None) -> StreamingResponse:
+                     locale: LocaleQuery = None, last_event_id: LastEventId = None
+                     ) -> StreamingResponse:
         """Live unread count and new items. Browsers may pass ``?access_token=``."""
         # and, an addition to v1, `timeline` frames: a new entry of the user's timeline
         # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
         # answers 503
         # and, an addition: every event has an `id:`; a `Last-Event-ID` (which browsers send
         # by themselves on reconnecting) replays what came after it, or sends one `resync`
-        resume = _resume_from(request.headers.get("last-event-id"))
+        resume = _resume_from(last_event_id)
         locale = locale or await state.locale_of(user)
         slot = await state.streams.open(user, wait=state.stream_write_timeout)
         if slot is None:

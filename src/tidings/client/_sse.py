@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Generator
 import anyio
 import httpx
 
+from tidings.client._errors import ApiError
 from tidings.client._models import SseEvent
 from tidings.client._requests import DEFAULT_TIMEOUT
 
@@ -37,6 +38,13 @@ class SseParser:
         self._id = last_event_id
         self.last_event_id = last_event_id  # what ``Last-Event-ID`` sends on reconnecting
         self.retry: float | None = None  # seconds, as the server's ``retry:`` last said
+
+    def headers(self) -> dict[str, str]:
+        """What a request for the stream sends: ``Last-Event-ID`` once an id came."""
+        headers = {"Accept": "text/event-stream"}
+        if self.last_event_id is not None:
+            headers["Last-Event-ID"] = self.last_event_id
+        return headers
 
     def feed(self, line: str) -> SseEvent | None:
         if not line:  # a blank line ends a frame
@@ -91,10 +99,13 @@ class Backoff:
         self.failures = 0
 
 
-def reconnects(status: int) -> bool:
-    """Whether a stream refused with ``status`` is tried again (the server or a proxy is
-    busy or away), rather than the refusal raised (bad token, no such user…)."""
-    return status in (429, 502, 503, 504)
+def waited_out(error: ApiError, reconnect: bool) -> float | None:
+    """The ``Retry-After`` (or None) of a refused stream that is tried again — the server or
+    a proxy is busy or away (429, 502, 503, 504) — else raise ``error`` (a bad token, no
+    such user…, or ``reconnect`` off)."""
+    if not reconnect or error.status not in (429, 502, 503, 504):
+        raise error
+    return error.retry_after
 
 
 async def apause(seconds: float, deadline: float | None) -> bool:

@@ -55,8 +55,8 @@ from tidings.client._sse import (
     SseParser,
     iter_lines_until,
     pause,
-    reconnects,
     stream_timeout,
+    waited_out,
 )
 
 
@@ -240,17 +240,13 @@ class Client(ClientBase):
         timeout: float | None = None, reconnect: bool = True,
         last_event_id: str | None = None,
     ) -> Iterator[SseEvent]:
-        """The live stream as ``(event, data)`` pairs: ``("unread", {"count", "display"})``,
-        ``("notification", item)``, ``("timeline", entry)`` (a :class:`TimelineEvent` new in
-        the timeline: a followee posted), ``("resync", {"notifications", "timeline"})`` (more
-        was missed than the server replays: read those lists again). Each is an
-        :class:`SseEvent`, whose ``id`` is where the stream is once it is handled. With
-        ``timeout``, iteration ends after that many seconds.
-
-        When the connection ends or breaks (or the server is busy: 429, 503), the stream
-        reconnects (``reconnect=False``: it ends instead), after the server's ``retry:``
-        delay, longer with jitter while it keeps failing, and resumes: the server replays
-        what came meanwhile. ``last_event_id`` resumes from an ``id`` kept from before.
+        """The live stream as :class:`SseEvent` ``(event, data)`` pairs, each with its ``id``:
+        ``unread``, ``notification``, ``timeline`` (a :class:`TimelineEvent`) and ``resync``
+        (more was missed than the server replays: read the lists named again). With
+        ``timeout``, iteration ends after that many seconds. A connection that ends or breaks
+        (or a busy server: 429, 502-504) is opened again after the server's ``retry:``, later
+        with jitter while it fails, resuming with ``Last-Event-ID`` (``last_event_id``: an
+        ``id`` kept from before); ``reconnect=False`` ends instead (docs/client.md).
 
         Leaving it early, close it (``contextlib.closing``) so the connection is let go at once.
         """
@@ -259,21 +255,14 @@ class Client(ClientBase):
         parser = SseParser(last_event_id)
         backoff = Backoff()
         while True:
-            headers = {"Accept": "text/event-stream"}
-            if parser.last_event_id is not None:
-                headers["Last-Event-ID"] = parser.last_event_id
             retry_after = None
             try:
-                with self._http.stream(
-                    "GET", path, params=query(locale=locale), headers=headers,
-                    timeout=stream_timeout(timeout),
-                ) as response:
+                with self._http.stream("GET", path, params=query(locale=locale),
+                                             headers=parser.headers(),
+                                             timeout=stream_timeout(timeout)) as response:
                     if not response.is_success:
                         response.read()
-                        error = error_of(response)
-                        if not reconnect or not reconnects(response.status_code):
-                            raise error
-                        retry_after = error.retry_after
+                        retry_after = waited_out(error_of(response), reconnect)
                     else:
                         backoff.reached()
                         with contextlib.closing(
@@ -285,9 +274,8 @@ class Client(ClientBase):
             except httpx.TransportError:
                 if not reconnect:
                     raise
-            if not reconnect or (deadline is not None and time.monotonic() >= deadline):
-                return
-            if not pause(backoff.delay(parser.retry, retry_after), deadline):
+            if not reconnect or not pause(backoff.delay(parser.retry, retry_after),
+                                                 deadline):
                 return
 
     # subscriptions, follows, timeline, preferences

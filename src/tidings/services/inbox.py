@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from tidings.clock import Clock
@@ -16,6 +15,7 @@ from tidings.domain.views import (
     Filters,
     GroupInfo,
     InboxRow,
+    Newer,
     Notification,
     Page,
     PageView,
@@ -24,6 +24,7 @@ from tidings.domain.views import (
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
+from tidings.services import positions
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids, check_limit
 from tidings.services.listing import ItemDrawer
@@ -33,7 +34,6 @@ DeleteHook = Callable[[Tx, str, list[int]], None]
 
 MAX_MARK_IDS = 1000
 UNREAD_ONLY = Filters(unread=True)
-NOT_FILTERED = Filters()
 
 
 T = TypeVar("T")
@@ -51,18 +51,6 @@ class Narrowing(TypedDict, total=False):
     max_id: str | int | None
     since_id: str | int | None
     payload: Mapping[str, Any] | None
-
-@dataclass(frozen=True)
-class Newer:
-    """What :meth:`InboxService.newer` found: the items after the position asked about, each
-    with its own position, oldest first; ``top``, the newest position of the inbox (None
-    while it is empty); ``complete`` False when more than the limit came after it (then
-    ``items`` is empty: the caller reads the list again instead)."""
-
-    items: list[tuple[tuple[int, int], Notification]]
-    top: tuple[int, int] | None
-    complete: bool
-
 
 class InboxService:
     """One user's inbox: list, count, mark."""
@@ -133,27 +121,9 @@ class InboxService:
 
     def newer(self, user: str, after: tuple[int, int] | None, *, limit: int,
               locale: str | None = None) -> Newer:
-        """The items placed after ``after`` in the inbox's order (a position: the
-        ``(created_at, event id)`` of a base row, as the list and its cursors order them),
-        oldest first, when there are at most ``limit`` of them; ``after`` None asks for none
-        (a first look, which only learns where the inbox is). What a live stream announces,
-        and what it replays to a client that comes back (``Last-Event-ID``)."""
-        check_user_id(user)
-        language = normalise_locale(locale)
-        with self.store.read() as tx:
-            view = tx.inbox.page_view(user, NOT_FILTERED, limit=limit + 1, before=None,
-                                      bundles=self.catalog.bundles)
-        rows = view.rows
-        top = (rows[0].created_at, rows[0].event_id) if rows else None
-        if after is None:
-            return Newer([], top, complete=True)
-        fresh = [row for row in rows if (row.created_at, row.event_id) > after]
-        if len(fresh) > limit:
-            return Newer([], top, complete=False)
-        draw, markers = self.drawer.item, view.markers
-        return Newer([((row.created_at, row.event_id),
-                       draw(row, view.groups.get(row.display_hash), markers, language))
-                      for row in reversed(fresh)], top, complete=True)
+        """What a live stream announces and replays: :func:`~tidings.services.positions.newer`."""
+        return positions.newer(self.store, self.catalog.bundles, self.drawer, user, after,
+                               limit=limit, locale=locale)
 
     async def first_page_now(self, user: str, *, limit: int = 20,
                              locale: str | None = None) -> Page[Notification] | None:
