@@ -296,3 +296,17 @@ def test_deleting_the_newest_item_announces_no_older_one(
         got = frames.until(lambda f: f[1] == "notification")
     assert [data["id"] for _, event, data in got if event == "notification"] == [latest]
     assert older != latest
+
+
+@pytest.mark.parametrize("api_backend", ["sqlite"])
+def test_an_id_ahead_of_the_inbox_still_hears_what_comes_next(
+        start_server: Callable[..., LiveServer]) -> None:
+    """A client whose newest items were deleted since (or whose id came from a clock ahead
+    of the server's) goes on from the inbox's newest item, not from its own id."""
+    live = start_server(run_worker=False)
+    with stream(live, "bob", f"{2**62}-{2**40}-0") as frames:
+        assert frames.next()[1] == "unread"
+        latest = mention(live, "bob", 1)
+        live.tidings.run_jobs()
+        got = frames.until(lambda f: f[1] == "notification")
+    assert [data["id"] for _, event, data in got if event == "notification"] == [latest]

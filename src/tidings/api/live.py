@@ -8,6 +8,12 @@ the store tells every process of every change (PostgreSQL LISTEN/NOTIFY, Redis p
 safety net is slow; elsewhere (SQLite, MariaDB with workers in other processes) it is the
 ``interval`` given.
 
+Every event carries an ``id:``, the stream's place in the inbox and the timeline
+(:mod:`tidings.api.resume`); a stream opened with ``Last-Event-ID`` first sends what came after
+that place (at most :data:`~tidings.api.resume.REPLAY_BOUND` of each list, else one ``resync``).
+At each look the stream announces the inbox items placed after its place, so an item deleted
+or a bundle moved never makes it announce older ones again.
+
 Each stream costs three reads per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
 reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
@@ -287,6 +293,10 @@ async def _frames(tidings: Tidings, user: str, locale: str | None,
             place = Position().at_inbox(look.inbox.top).at_timeline(
                 max((e.id for e in look.entries), default=0))
         else:
+            if replaying and (look.inbox.top or (0, 0)) < place.inbox:
+                # the client's newest items are gone (deleted, trimmed), or its id is from a
+                # clock ahead of ours: what comes next is placed after the inbox's newest now
+                place = Position(look.inbox.top or (0, 0), place.timeline)
             missed = {"notifications": not look.inbox.complete,
                       "timeline": not look.timeline_complete}
             if look.timeline_complete:
