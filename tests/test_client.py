@@ -96,7 +96,8 @@ def test_stream_reads_events_over_a_mock_transport() -> None:
             ("unread", {"count": 0, "display": "0"})]
 
 
-def test_stream_reconnects_with_the_last_event_id() -> None:
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_stream_reconnects_with_the_last_event_id(flavour: str) -> None:
     """An ended stream is opened again after the server's ``retry:``, from the last id; a
     busy server (503) is waited out; a refusal that is the caller's (401) is raised."""
     answers = [
@@ -113,11 +114,21 @@ def test_stream_reconnects_with_the_last_event_id() -> None:
         sent.append(request.headers.get("last-event-id"))
         return answers[len(sent) - 1]
 
-    with Client("http://tidings.test", "k", transport=httpx.MockTransport(handle)) as client:
-        got: list[SseEvent] = []
-        with pytest.raises(ApiError) as raised:
-            for event in client.stream(timeout=10, last_event_id="0-0-0"):
+    got: list[SseEvent] = []
+
+    async def read_async() -> None:
+        async with AsyncClient("http://tidings.test", "k",
+                               transport=httpx.MockTransport(handle)) as client:
+            async for event in client.stream(timeout=10, last_event_id="0-0-0"):
                 got.append(event)
+
+    with pytest.raises(ApiError) as raised:
+        if flavour == "async":
+            asyncio.run(read_async())
+        else:
+            with Client("http://tidings.test", "k",
+                        transport=httpx.MockTransport(handle)) as client:
+                got.extend(client.stream(timeout=10, last_event_id="0-0-0"))
     assert raised.value.status == 401
     assert sent == ["0-0-0", "1-2-0", "1-2-0", "1-3-0"]
     assert [(e.event, e.data["id"] if e.event != "unread" else None, e.id) for e in got] == [
