@@ -310,3 +310,33 @@ def test_an_id_ahead_of_the_inbox_still_hears_what_comes_next(
         live.tidings.run_jobs()
         got = frames.until(lambda f: f[1] == "notification")
     assert [data["id"] for _, event, data in got if event == "notification"] == [latest]
+
+
+@pytest.mark.parametrize("api_backend", ["sqlite"])
+def test_the_timeline_is_replayed_in_full_up_to_the_bound(
+        start_server: Callable[..., LiveServer]) -> None:
+    """More posts than a stream's look (20) are all replayed, oldest first; more than the
+    bound is one resync naming the timeline only (bob reads posts on his timeline alone)."""
+    live = start_server(run_worker=False)
+    t = live.tidings
+    t.follow("bob", "alice")
+    t.set_preferences("bob", {"channels": {"post": {"web": False}}})
+    with stream(live, "bob") as frames:
+        first = frames.next()
+
+    def posts(n: int, start: int) -> list[str]:
+        made = [t.publish({"type": "post", "actor": "alice", "object": f"post:{start + i}"}).id
+                for i in range(n)]
+        t.run_jobs()
+        return made
+
+    missed = posts(25, 0)
+    with stream(live, "bob", first[0]) as frames:
+        got = frames.until(lambda f: f[1] == "timeline" and f[2]["id"] == missed[-1])
+    assert [data["id"] for _, event, data in got if event == "timeline"] == missed
+    assert [event for _, event, _ in got if event != "timeline"] == ["unread"]
+    posts(resume.REPLAY_BOUND + 1, 100)
+    with stream(live, "bob", got[-1][0]) as frames:
+        resynced = frames.until(is_unread)
+    assert [(event, data) for _, event, data in resynced[:-1]] == [
+        ("resync", {"notifications": False, "timeline": True})]
