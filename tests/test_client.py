@@ -175,3 +175,20 @@ def test_types_keeps_the_whole_answer_and_iterates_as_before() -> None:
 
     assert [t["name"] for t in answer] == ["mention"] and answer[0] == item  # a list, as before
     assert answer.items == [item] and answer.enabled_channels == ["web", "email"]
+
+
+def test_stream_reconnection_backs_off_with_jitter() -> None:
+    """The first wait is the server's ``retry:``; while reconnecting fails each wait is drawn
+    at random between that and twice as long as the last bound (capped at a minute); a
+    ``Retry-After`` is waited out whole; a stream that opens again starts over."""
+    from tidings.client._sse import MAX_RECONNECT_SECONDS, Backoff
+
+    backoff = Backoff()
+    assert backoff.delay(2.0) == 2.0
+    waits = [backoff.delay(2.0) for _ in range(12)]
+    assert all(2.0 <= wait <= MAX_RECONNECT_SECONDS for wait in waits)
+    assert len(set(waits)) > 1  # jittered, not in lock-step
+    assert max(waits[-6:]) > 8.0  # it grew
+    assert backoff.delay(2.0, retry_after=30.0) == 30.0
+    backoff.reached()
+    assert backoff.delay(None) == 2.0  # the client's default when the server said nothing
