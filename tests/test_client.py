@@ -192,3 +192,15 @@ def test_stream_reconnection_backs_off_with_jitter() -> None:
     assert backoff.delay(2.0, retry_after=30.0) == 30.0
     backoff.reached()
     assert backoff.delay(None) == 2.0  # the client's default when the server said nothing
+
+
+def test_a_frame_cut_short_is_not_dispatched_after_reconnecting() -> None:
+    parser = SseParser()
+    for line in ["id: 1-1-0", "event: unread", 'data: {"count": 1}', "", "event: notification",
+                 'data: {"id": "2", "ti']:  # the connection broke inside this frame
+        parser.feed(line)
+    assert parser.headers()["Last-Event-ID"] == "1-1-0"
+    frames = [parser.feed(line) for line in ["retry: 2000", "", "id: 1-2-0",
+                                             "event: notification", 'data: {"id": "2"}', ""]]
+    assert [f for f in frames if f is not None] == [("notification", {"id": "2"})]
+    assert parser.retry == 2.0 and parser.last_event_id == "1-2-0"

@@ -40,7 +40,9 @@ class SseParser:
         self.retry: float | None = None  # seconds, as the server's ``retry:`` last said
 
     def headers(self) -> dict[str, str]:
-        """What a request for the stream sends: ``Last-Event-ID`` once an id came."""
+        """What a new connection to the stream sends (``Last-Event-ID`` once an id came); a
+        frame the last connection cut short is dropped."""
+        self._event, self._data, self._id = "", [], self.last_event_id
         headers = {"Accept": "text/event-stream"}
         if self.last_event_id is not None:
             headers["Last-Event-ID"] = self.last_event_id
@@ -76,9 +78,9 @@ class SseParser:
 class Backoff:
     """How long a stream waits before reconnecting: the server's ``retry:`` (or
     :data:`RECONNECT_SECONDS`) after a stream that ran, then, while reconnecting fails,
-    twice as long each time up to :data:`MAX_RECONNECT_SECONDS`, with full jitter (a random
-    wait up to that) so that many clients cut off at once do not come back at once; a
-    ``Retry-After`` answer is waited out whole."""
+    up to twice as long each time (capped at :data:`MAX_RECONNECT_SECONDS`), the wait drawn at
+    random above the server's delay, so that many clients cut off at once do not come back at
+    once; a ``Retry-After`` answer is waited out whole."""
 
     def __init__(self) -> None:
         self.failures = 0
