@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 import tidings.client
-from tidings.client import ApiError, AsyncClient, Client
+from tidings.client import ApiError, AsyncClient, Client, SseEvent
 from tidings.client_base import SseParser, user_path
 from tidings.exceptions import TidingsError
 
@@ -92,7 +92,48 @@ def test_stream_reads_events_over_a_mock_transport() -> None:
     _, transport = mock(httpx.Response(200, text=text,
                                        headers={"content-type": "text/event-stream"}))
     with Client("http://tidings.test", "k", transport=transport) as client:
-        assert list(client.stream(timeout=5)) == [("unread", {"count": 0, "display": "0"})]
+        assert list(client.stream(timeout=5, reconnect=False)) == [
+            ("unread", {"count": 0, "display": "0"})]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_stream_reconnects_with_the_last_event_id(flavour: str) -> None:
+    """An ended stream is opened again after the server's ``retry:``, from the last id; a
+    busy server (503) is waited out; a refusal that is the caller's (401) is raised."""
+    answers = [
+        httpx.Response(200, text='retry: 10\nid: 1-1-0\nevent: unread\ndata: {"count": 1}\n\n'
+                                 'id: 1-2-0\nevent: notification\ndata: {"id": "2"}\n\n'),
+        httpx.Response(503, json={"error": {"code": "too_many_streams", "message": "busy"}},
+                       headers={"Retry-After": "0"}),
+        httpx.Response(200, text='id: 1-3-0\nevent: notification\ndata: {"id": "3"}\n\n'),
+        httpx.Response(401, json={"error": {"code": "unauthorized", "message": "expired"}}),
+    ]
+    sent: list[str | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("last-event-id"))
+        return answers[len(sent) - 1]
+
+    got: list[SseEvent] = []
+
+    async def read_async() -> None:
+        async with AsyncClient("http://tidings.test", "k",
+                               transport=httpx.MockTransport(handle)) as client:
+            async for event in client.stream(timeout=10, last_event_id="0-0-0"):
+                got.append(event)
+
+    with pytest.raises(ApiError) as raised:
+        if flavour == "async":
+            asyncio.run(read_async())
+        else:
+            with Client("http://tidings.test", "k",
+                        transport=httpx.MockTransport(handle)) as client:
+                got.extend(client.stream(timeout=10, last_event_id="0-0-0"))
+    assert raised.value.status == 401
+    assert sent == ["0-0-0", "1-2-0", "1-2-0", "1-3-0"]
+    assert [(e.event, e.data["id"] if e.event != "unread" else None, e.id) for e in got] == [
+        ("unread", None, "1-1-0"), ("notification", "2", "1-2-0"),
+        ("notification", "3", "1-3-0")]
 
 
 def test_async_client_has_the_same_methods() -> None:
@@ -122,7 +163,7 @@ def test_all_names_are_exported() -> None:
     public = {name for name, value in vars(tidings.client).items()
               if not name.startswith("_") and isinstance(value, type)
               and value.__module__.startswith("tidings.client")}
-    assert public == set(tidings.client.__all__) - {"Preferences", "SseEvent"}
+    assert public == set(tidings.client.__all__) - {"Preferences"}
 
 
 def test_types_keeps_the_whole_answer_and_iterates_as_before() -> None:
@@ -134,3 +175,32 @@ def test_types_keeps_the_whole_answer_and_iterates_as_before() -> None:
 
     assert [t["name"] for t in answer] == ["mention"] and answer[0] == item  # a list, as before
     assert answer.items == [item] and answer.enabled_channels == ["web", "email"]
+
+
+def test_stream_reconnection_backs_off_with_jitter() -> None:
+    """The first wait is the server's ``retry:``; while reconnecting fails each wait is drawn
+    at random between that and twice as long as the last bound (capped at a minute); a
+    ``Retry-After`` is waited out whole; a stream that opens again starts over."""
+    from tidings.client._sse import MAX_RECONNECT_SECONDS, Backoff
+
+    backoff = Backoff()
+    assert backoff.delay(2.0) == 2.0
+    waits = [backoff.delay(2.0) for _ in range(12)]
+    assert all(2.0 <= wait <= MAX_RECONNECT_SECONDS for wait in waits)
+    assert len(set(waits)) > 1  # jittered, not in lock-step
+    assert max(waits[-6:]) > 8.0  # it grew
+    assert backoff.delay(2.0, retry_after=30.0) == 30.0
+    backoff.reached()
+    assert backoff.delay(None) == 2.0  # the client's default when the server said nothing
+
+
+def test_a_frame_cut_short_is_not_dispatched_after_reconnecting() -> None:
+    parser = SseParser()
+    for line in ["id: 1-1-0", "event: unread", 'data: {"count": 1}', "", "event: notification",
+                 'data: {"id": "2", "ti']:  # the connection broke inside this frame
+        parser.feed(line)
+    assert parser.headers()["Last-Event-ID"] == "1-1-0"
+    frames = [parser.feed(line) for line in ["retry: 2000", "", "id: 1-2-0",
+                                             "event: notification", 'data: {"id": "2"}', ""]]
+    assert [f for f in frames if f is not None] == [("notification", {"id": "2"})]
+    assert parser.retry == 2.0 and parser.last_event_id == "1-2-0"

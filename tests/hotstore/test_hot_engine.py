@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from test_import import LIVE_LINES, live_user_imported_again
+from test_inbox_newer import newer_in_list_order
 from test_inbox_query import payload_conditions, query_dimensions
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
@@ -15,6 +16,10 @@ from tidings.engine import Tidings
 
 def test_query_dimensions(hot: Tidings, clock: FrozenClock) -> None:
     query_dimensions(hot, clock)
+
+
+def test_newer_in_list_order(hot: Tidings, clock: FrozenClock) -> None:
+    newer_in_list_order(hot, clock)
 
 
 def test_payload_conditions(hot: Tidings, clock: FrozenClock) -> None:

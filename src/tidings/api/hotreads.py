@@ -27,9 +27,9 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from tidings.api.auth import authorize_user
+from tidings.api.etag import conditional, if_none_match
 from tidings.api.jsonshape import (
     NOT_STANDARD,
-    SafeJSONResponse,
     dumps,
     shaped,
     standard_dumps,
@@ -73,14 +73,15 @@ def _limit_only(query: bytes) -> bool:
     return not query or (found is not None and int(found.group(1)) <= MAX_LIMIT)
 
 
-async def unread_count(state: AppState, scope: Scope, user: str) -> SafeJSONResponse:
+async def unread_count(state: AppState, scope: Scope, user: str) -> Response:
     _caller_may_read(state, scope, user)
     found = await state.tidings.inbox.badge_counts_now(user)  # no thread where it can
     if found is None:
         found = await run_in_threadpool(state.tidings.unread_counts, user)
     count, unseen = found
-    return SafeJSONResponse({"count": count.count, "display": count.display,
-                             "unseen": unseen.count, "unseen_display": unseen.display})
+    return conditional(dumps({"count": count.count, "display": count.display,
+                              "unseen": unseen.count, "unseen_display": unseen.display}),
+                       if_none_match(scope["headers"]))
 
 
 def item_json(item: Notification) -> bytes:
@@ -100,13 +101,14 @@ async def first_page(state: AppState, scope: Scope, user: str) -> Response:
     except NOT_STANDARD:
         encoded = None  # an item only the fallback encoder writes: the page goes through it
     if encoded is not None:
-        return Response(b'{"items":[' + b",".join(encoded.items) + b'],"next_cursor":'
-                        + dumps(encoded.next_cursor) + b"}", media_type="application/json")
-    page = await run_in_threadpool(  # in a thread where the store cannot read on the loop
-        lambda: state.tidings.notifications(user, limit=limit, locale=locale))
-    return SafeJSONResponse({
-        "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
-        "next_cursor": page.next_cursor})
+        body = (b'{"items":[' + b",".join(encoded.items) + b'],"next_cursor":'
+                + dumps(encoded.next_cursor) + b"}")
+    else:
+        page = await run_in_threadpool(  # in a thread where the store cannot read on the loop
+            lambda: state.tidings.notifications(user, limit=limit, locale=locale))
+        body = dumps({"items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
+                      "next_cursor": page.next_cursor})
+    return conditional(body, if_none_match(scope["headers"]))
 
 
 class HotRead(Route):

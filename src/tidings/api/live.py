@@ -8,6 +8,12 @@ the store tells every process of every change (PostgreSQL LISTEN/NOTIFY, Redis p
 safety net is slow; elsewhere (SQLite, MariaDB with workers in other processes) it is the
 ``interval`` given.
 
+Every event carries an ``id:``, the stream's place in the inbox and the timeline
+(:mod:`tidings.api.resume`); a stream opened with ``Last-Event-ID`` first sends what came after
+that place (at most :data:`~tidings.api.resume.REPLAY_BOUND` of each list, else one ``resync``).
+At each look the stream announces the inbox items placed after its place, so an item deleted
+or a bundle moved never makes it announce older ones again.
+
 Each stream costs three reads per interval, so :class:`OpenStreams` bounds them: a user holds
 at most ``per_user`` (a new one ends the oldest, which is told to wait a minute before it
 reconnects), a process at most ``total`` (beyond it, 503 with ``Retry-After``).
@@ -35,12 +41,14 @@ from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from tidings.api.jsonshape import dumps
+from tidings.api.resume import REPLAY_BOUND, Position
 from tidings.api.schemas.graph import timeline_item
-from tidings.domain.views import TimelineEntry
+from tidings.domain.views import Newer, TimelineEntry, UnreadCount
 from tidings.engine import Tidings
 
 KEEPALIVE_SECONDS = 15.0
 TIMELINE_LOOK = 20  # the newest timeline entries a stream compares with what it announced
+INBOX_LOOK = 10  # the inbox items a stream reads at each look (more only when more came)
 SAFETY_NET_SECONDS = 10.0  # the poll interval where every change is announced
 EVICTED_RETRY_MS = 60_000  # how long a stream ended for a newer one waits to reconnect
 ENDED_WRITE_SECONDS = 0.1  # how long an ended stream's last frames may wait to be written
@@ -188,16 +196,20 @@ class LiveResponse(StreamingResponse):
             self._streams.close(self._slot)
 
 
-def sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {dumps(data).decode()}\n\n"
+def sse(event: str, data: Any, position: Position | None = None) -> str:
+    """One event's frame; with ``position``, its ``id:`` (where the stream is once the
+    client has it: see :mod:`tidings.api.resume`)."""
+    line = "" if position is None else f"id: {position.event_id()}\n"
+    return f"{line}event: {event}\ndata: {dumps(data).decode()}\n\n"
 
 
 async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
                       disconnected: Callable[[], Any], slot: Slot, interval: float = 0.5,
-                      ) -> AsyncIterator[str]:
+                      resume: Position | None = None) -> AsyncIterator[str]:
     """Yield SSE frames: ``unread`` when the count changes, ``notification`` for new items,
-    ``timeline`` for new entries of the timeline (oldest first), until the client goes or
-    ``slot`` is taken by a newer stream."""
+    ``timeline`` for new entries of the timeline (oldest first), each with its ``id:``, until
+    the client goes or ``slot`` is taken by a newer stream. ``resume`` (the client's
+    ``Last-Event-ID``): first what came after it, or one ``resync`` when too much did."""
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 
@@ -211,53 +223,107 @@ async def user_stream(tidings: Tidings, user: str, *, locale: str | None,
         interval = max(interval, SAFETY_NET_SECONDS)
     try:
         yield "retry: 2000\n\n"
-        async for frame in _frames(tidings, user, locale, disconnected, slot, interval, wake):
+        async for frame in _frames(tidings, user, locale, disconnected, slot, interval, wake,
+                                   resume):
             yield frame
     finally:
         stop_watching()
 
 
+@dataclass
+class Look:
+    """One look at the user's lists: the counts, the inbox items after the stream's place,
+    and the timeline's newest entries (or, replaying, those above the stream's place)."""
+
+    counts: tuple[UnreadCount, UnreadCount]
+    inbox: Newer
+    entries: list[TimelineEntry]
+    timeline_complete: bool = True
+
+
+def _look(tidings: Tidings, user: str, locale: str | None, place: Position | None,
+          replaying: bool) -> Look:
+    # both counts in one read: two reads could straddle a delivery and announce an unseen
+    # item that is not unread
+    counts = tidings.unread_counts(user)
+    inbox = tidings.inbox
+    if place is None:  # a first look: where the lists are, nothing to announce
+        return Look(counts, inbox.newer(user, None, limit=1, locale=locale),
+                    tidings.timeline(user, limit=TIMELINE_LOOK).items)
+    newer = inbox.newer(user, place.inbox, limit=REPLAY_BOUND if replaying else INBOX_LOOK,
+                        locale=locale)
+    if not newer.complete and not replaying:  # more than a look holds came at once
+        newer = inbox.newer(user, place.inbox, limit=REPLAY_BOUND, locale=locale)
+    if not replaying:
+        return Look(counts, newer, tidings.timeline(user, limit=TIMELINE_LOOK).items)
+    return Look(counts, newer, *_timeline_above(tidings, user, place.timeline))
+
+
+def _timeline_above(tidings: Tidings, user: str, above: int) -> tuple[list[TimelineEntry], bool]:
+    """The timeline's entries above ``above`` (newest first), and whether that is all of
+    them (at most :data:`REPLAY_BOUND`)."""
+    page = tidings.timeline(user, limit=REPLAY_BOUND, since_id=above or None)
+    return page.items, page.next_cursor is None
+
+
 async def _frames(tidings: Tidings, user: str, locale: str | None,
                   disconnected: Callable[[], Any], slot: Slot, interval: float,
-                  wake: asyncio.Event) -> AsyncIterator[str]:
+                  wake: asyncio.Event, resume: Position | None) -> AsyncIterator[str]:
     last_count: tuple[int, int] | None = None
-    timeline = Announced()
-    newest: str | None = None
+    place = resume  # None until the first look tells where the lists are
+    timeline = Announced(floor=None if resume is None else resume.timeline)
+    replaying = resume is not None
     idle = 0.0
-    first = True
     while not slot.ended.is_set() and not await disconnected():
         wake.clear()
         try:
-            # both counts in one read: two reads could straddle a delivery and announce
-            # an unseen item that is not unread
-            count, unseen = await run_in_threadpool(tidings.unread_counts, user)
-            page = await run_in_threadpool(
-                lambda: tidings.notifications(user, limit=10, locale=locale))
-            entries = await run_in_threadpool(
-                lambda: tidings.timeline(user, limit=TIMELINE_LOOK).items)
+            look = await run_in_threadpool(_look, tidings, user, locale, place, replaying)
+            if place is not None and not replaying and timeline.overflows(look.entries):
+                # a whole look of new entries: read all of them since the stream's place
+                entries, complete = await run_in_threadpool(
+                    _timeline_above, tidings, user, place.timeline)
+                look = Look(look.counts, look.inbox, entries, complete)
         except Exception:  # a store outage: keep the stream, try again later
             await _pause(slot, min(interval, 1.0))
             continue
-        frames = []
-        top = page.items[0].id if page.items else None
-        if not first and top is not None and top != newest:
-            fresh = []
-            for item in page.items:
-                if item.id == newest:
-                    break
-                fresh.append(item)
-            frames += [sse("notification", item.to_dict()) for item in reversed(fresh)]
-        newest = top if top is not None else newest
+        frames: list[str] = []
+        fresh_entries: list[TimelineEntry] = []
+        if place is None:  # the first look of a new stream: only the counts are news
+            timeline.fresh(look.entries)
+            place = Position().at_inbox(look.inbox.top).at_timeline(
+                max((e.id for e in look.entries), default=0))
+        else:
+            if replaying and (look.inbox.top or (0, 0)) < place.inbox:
+                # the client's newest items are gone (deleted, trimmed), or its id is from a
+                # clock ahead of ours: what comes next is placed after the inbox's newest now
+                place = Position(look.inbox.top or (0, 0), place.timeline)
+            missed = {"notifications": not look.inbox.complete,
+                      "timeline": not look.timeline_complete}
+            if look.timeline_complete:
+                fresh_entries = timeline.fresh(look.entries)
+            else:  # go on from the newest entries
+                timeline = Announced()
+                timeline.fresh(look.entries[:TIMELINE_LOOK])
+                place = place.at_timeline(max((e.id for e in look.entries), default=0))
+            if not look.inbox.complete:
+                place = place.at_inbox(look.inbox.top)
+            if any(missed.values()):
+                frames.append(sse("resync", missed, place))
+            for position, item in look.inbox.items:
+                place = place.at_inbox(position)
+                frames.append(sse("notification", item.to_dict(), place))
+            place = place.at_inbox(look.inbox.top)
+        replaying = False
+        count, unseen = look.counts
         current = (count.count, unseen.count)
         if current != last_count:
             frames.append(sse("unread", {"count": count.count, "display": count.display,
                                          "unseen": unseen.count,
-                                         "unseen_display": unseen.display}))
+                                         "unseen_display": unseen.display}, place))
             last_count = current
-        fresh_entries = timeline.fresh(entries)
-        if not first:
-            frames += [sse("timeline", timeline_item(entry)) for entry in fresh_entries]
-        first = False
+        for entry in fresh_entries:
+            place = place.at_timeline(entry.id)
+            frames.append(sse("timeline", timeline_item(entry), place))
         if frames:
             idle = 0.0
             for frame in frames:
@@ -283,9 +349,16 @@ class Announced:
     is not.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, floor: int | None = None) -> None:
         self.seen: set[int] = set()
-        self.floor: int | None = None  # the oldest id of the last non-empty look
+        # the oldest id of the last non-empty look (or, resuming, the newest id the client had)
+        self.floor = floor
+
+    def overflows(self, entries: list[TimelineEntry]) -> bool:
+        """Whether every entry of a full look is new: more may have come than a look holds."""
+        return len(entries) >= TIMELINE_LOOK and all(
+            e.id not in self.seen and (self.floor is None or e.id > self.floor)
+            for e in entries)
 
     def fresh(self, entries: list[TimelineEntry]) -> list[TimelineEntry]:
         """The entries of this look to announce, oldest first."""

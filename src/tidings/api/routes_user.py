@@ -5,14 +5,16 @@ from functools import partial
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.deps import PayloadConditions, State, error_responses
 from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
-from tidings.api.jsonshape import SafeJSONResponse, shaped
+from tidings.api.etag import conditional
+from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
 from tidings.api.live import LiveResponse, user_stream
+from tidings.api.resume import BadLastEventId, Position, parse_last_event_id
 from tidings.api.schemas.graph import (
     Created,
     Following,
@@ -68,6 +70,18 @@ STREAM_EXAMPLE = (  # the frames of a stream, with `timeline` (an addition to v1
     '"payload": {}, "created_at": "2026-01-02T03:04:05Z"}\n\n')
 
 
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
+    "description": "Not Modified: `If-None-Match` names the answer's current `ETag` (an "
+                   "addition; every 200 carries an `ETag`, a hash of its body)."}}
+IfNoneMatch = Annotated[str | None, Header(
+    description="An `ETag` this route gave (or several, or `*`): 304 while it still holds.")]
+LastEventId = Annotated[str | None, Header(
+    alias="Last-Event-ID",
+    description="The `id:` of the last event a stream delivered: the stream replays what came "
+                "after it (at most 100 items and 100 timeline entries; beyond, one `resync` "
+                "event). Browsers' EventSource sends it when reconnecting.")]
+
+
 def _types(value: str | None) -> list[str] | None:
     return [t for t in value.split(",") if t] if value else None
 
@@ -78,31 +92,34 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
     User = Annotated[str, Depends(resolve)]
 
     @router.get("/notifications", response_model=NotificationPage,
-                openapi_extra=PAYLOAD_CONDITIONS)
+                openapi_extra=PAYLOAD_CONDITIONS, responses=NOT_MODIFIED)
     async def list_notifications(
-        user: User, state: State, payload: PayloadConditions, types: TypesQuery = None,
+        user: User, state: State, payload: PayloadConditions, if_none_match: IfNoneMatch = None,
+        types: TypesQuery = None,
         category: CategoryQuery = None, section: SectionQuery = None,
         unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
         locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
         max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
-    ) -> SafeJSONResponse:
+    ) -> Response:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
+        # and, an addition: an `ETag`; `If-None-Match` naming it is answered 304, no body
         page = await run_in_threadpool(
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user), actor=actor, object=object,
             max_id=max_id, since_id=since_id, payload=payload)
-        return SafeJSONResponse({
+        return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
-            "next_cursor": page.next_cursor})
+            "next_cursor": page.next_cursor}), if_none_match)
 
     @router.get("/notifications/unread-count", response_model=UnreadCountOut,
-                openapi_extra=PAYLOAD_CONDITIONS)
+                openapi_extra=PAYLOAD_CONDITIONS, responses=NOT_MODIFIED)
     async def unread_count(user: User, state: State, payload: PayloadConditions,
-                           types: TypesQuery = None, category: CategoryQuery = None,
-                           section: SectionQuery = None, actor: ActorQuery = None,
-                           object: ObjectQuery = None, max_id: MaxIdQuery = None,
-                           since_id: SinceIdQuery = None) -> dict[str, Any]:
+                           if_none_match: IfNoneMatch = None, types: TypesQuery = None,
+                           category: CategoryQuery = None, section: SectionQuery = None,
+                           actor: ActorQuery = None, object: ObjectQuery = None,
+                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None
+                           ) -> Response:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
         # and, an addition, those of them not yet seen (`unseen`): what a badge shows
         t = state.tidings
@@ -110,8 +127,9 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
             "types": _types(types), "category": category, "section": section, "actor": actor,
             "object": object, "max_id": max_id, "since_id": since_id, "payload": payload}
         count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
-        return {"count": count.count, "display": count.display, "unseen": unseen.count,
-                "unseen_display": unseen.display}
+        return conditional(dumps({"count": count.count, "display": count.display,
+                                  "unseen": unseen.count, "unseen_display": unseen.display}),
+                           if_none_match)
 
     @router.post("/notifications/read", response_model=Updated)
     async def mark_read(user: User, state: State, body: ReadIn) -> dict[str, int]:
@@ -254,13 +272,18 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
 
     @router.get("/stream", response_class=StreamingResponse, responses={
         200: {"content": {"text/event-stream": {"example": STREAM_EXAMPLE}},
-              "description": "Server-Sent Events: `unread` and `notification`."}})
+              "description": "Server-Sent Events: `unread` and `notification` (and, "
+                             "additions, `timeline` and `resync`), each with an `id:`."}})
     async def stream(user: User, state: State, request: Request,
-                     locale: LocaleQuery = None) -> StreamingResponse:
+                     locale: LocaleQuery = None, last_event_id: LastEventId = None
+                     ) -> StreamingResponse:
         """Live unread count and new items. Browsers may pass ``?access_token=``."""
         # and, an addition to v1, `timeline` frames: a new entry of the user's timeline
         # bounded (live.OpenStreams): a user's sixth stream ends their oldest; a full server
         # answers 503
+        # and, an addition: every event has an `id:`; a `Last-Event-ID` (which browsers send
+        # by themselves on reconnecting) replays what came after it, or sends one `resync`
+        resume = _resume_from(last_event_id)
         locale = locale or await state.locale_of(user)
         slot = await state.streams.open(user, wait=state.stream_write_timeout)
         if slot is None:
@@ -272,10 +295,20 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                            headers={"Retry-After": RETRY_AFTER_SECONDS})
         frames = user_stream(state.tidings, user, locale=locale, slot=slot,
                              disconnected=request.is_disconnected,
-                             interval=state.stream_interval)
+                             interval=state.stream_interval, resume=resume)
         return LiveResponse(frames, state.streams, slot, state.stream_write_timeout)
 
     return router
+
+
+def _resume_from(header: str | None) -> Position | None:
+    """The place a reconnecting stream resumes from (None: a new stream)."""
+    if header is None or not header.strip():
+        return None
+    try:
+        return parse_last_event_id(header)
+    except BadLastEventId as error:
+        raise ApiError(400, str(error), code="invalid_last_event_id") from None
 
 
 def _follow_page(page: Any) -> dict[str, Any]:

@@ -46,7 +46,14 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
-from tidings.client._sse import SseParser, aiter_lines_until, stream_timeout
+from tidings.client._sse import (
+    Backoff,
+    SseParser,
+    aiter_lines_until,
+    apause,
+    stream_timeout,
+    waited_out,
+)
 
 
 class AsyncClient(ClientBase):
@@ -226,29 +233,46 @@ class AsyncClient(ClientBase):
 
     async def stream(
         self, *, user: str | None = None, locale: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None, reconnect: bool = True,
+        last_event_id: str | None = None,
     ) -> AsyncIterator[SseEvent]:
-        """The live stream as ``(event, data)`` pairs: ``("unread", {"count", "display"})``,
-        ``("notification", item)``, ``("timeline", entry)`` (a :class:`TimelineEvent` new in
-        the timeline: a followee posted). With ``timeout``, iteration ends after that many seconds.
+        """The live stream as :class:`SseEvent` ``(event, data)`` pairs, each with its ``id``:
+        ``unread``, ``notification``, ``timeline`` (a :class:`TimelineEvent`) and ``resync``
+        (more was missed than the server replays: read the lists named again). With
+        ``timeout``, iteration ends after that many seconds. A connection that ends or breaks
+        (or a busy server: 429, 502-504) is opened again after the server's ``retry:``, later
+        with jitter while it fails, resuming with ``Last-Event-ID`` (``last_event_id``: an
+        ``id`` kept from before); ``reconnect=False`` ends instead (docs/client.md).
 
         Leaving it early, close it (``contextlib.aclosing``) so the connection is let go at once.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         path = user_path(user, "/stream")
-        async with self._http.stream(
-            "GET", path, params=query(locale=locale),
-            headers={"Accept": "text/event-stream"}, timeout=stream_timeout(timeout),
-        ) as response:
-            if not response.is_success:
-                await response.aread()
-                raise error_of(response)
-            parser = SseParser()
-            async with contextlib.aclosing(aiter_lines_until(response, deadline)) as lines:
-                async for line in lines:
-                    frame = parser.feed(line)
-                    if frame is not None:
-                        yield frame
+        parser = SseParser(last_event_id)
+        backoff = Backoff()
+        while True:
+            retry_after = None
+            try:
+                async with self._http.stream("GET", path, params=query(locale=locale),
+                                             headers=parser.headers(),
+                                             timeout=stream_timeout(timeout)) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        retry_after = waited_out(error_of(response), reconnect)
+                    else:
+                        backoff.reached()
+                        async with contextlib.aclosing(
+                                aiter_lines_until(response, deadline)) as lines:
+                            async for line in lines:
+                                frame = parser.feed(line)
+                                if frame is not None:
+                                    yield frame
+            except httpx.TransportError:
+                if not reconnect:
+                    raise
+            if not reconnect or not await apause(backoff.delay(parser.retry, retry_after),
+                                                 deadline):
+                return
 
     # subscriptions, follows, timeline, preferences
 

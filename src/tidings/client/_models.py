@@ -142,4 +142,25 @@ class Bounce(TypedDict):
 
 
 Preferences = dict[str, Any]
-SseEvent = tuple[str, Any]
+
+
+class SseEvent(tuple[str, Any]):
+    """One event of the live stream: an ``(event, data)`` pair (it unpacks and compares as
+    one), with the stream's ``id`` for it (what ``Last-Event-ID`` resumes from; None where
+    the server sent none)."""
+
+    id: str | None
+
+    def __new__(cls, event: str, data: Any, id: str | None = None) -> SseEvent:
+        pair = super().__new__(cls, (event, data))
+        pair.id = id
+        return pair
+
+    @property
+    def event(self) -> str:
+        name: str = self[0]
+        return name
+
+    @property
+    def data(self) -> Any:
+        return self[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import socket
 import threading
 import time
@@ -19,28 +20,46 @@ from collections.abc import AsyncGenerator, Generator
 import anyio
 import httpx
 
+from tidings.client._errors import ApiError
 from tidings.client._models import SseEvent
 from tidings.client._requests import DEFAULT_TIMEOUT
 
+RECONNECT_SECONDS = 2.0  # the wait before reconnecting when the server said none
+MAX_RECONNECT_SECONDS = 60.0  # the longest wait between failing reconnections (jittered)
+
 
 class SseParser:
-    """Turns ``text/event-stream`` lines into ``(event, data)`` pairs (data JSON-decoded)."""
+    """Turns ``text/event-stream`` lines into :class:`SseEvent` (data JSON-decoded), keeping
+    what a reconnection needs: the last event id and the server's ``retry:`` delay."""
 
-    def __init__(self) -> None:
+    def __init__(self, last_event_id: str | None = None) -> None:
         self._event = ""
         self._data: list[str] = []
+        self._id = last_event_id
+        self.last_event_id = last_event_id  # what ``Last-Event-ID`` sends on reconnecting
+        self.retry: float | None = None  # seconds, as the server's ``retry:`` last said
+
+    def headers(self) -> dict[str, str]:
+        """What a new connection to the stream sends (``Last-Event-ID`` once an id came); a
+        frame the last connection cut short is dropped."""
+        self._event, self._data, self._id = "", [], self.last_event_id
+        headers = {"Accept": "text/event-stream"}
+        if self.last_event_id is not None:
+            headers["Last-Event-ID"] = self.last_event_id
+        return headers
 
     def feed(self, line: str) -> SseEvent | None:
         if not line:  # a blank line ends a frame
             event, data = self._event or "message", self._data
             self._event, self._data = "", []
+            self.last_event_id = self._id
             if not data:
                 return None
             text = "\n".join(data)
             try:
-                return event, json.loads(text)
+                return SseEvent(event, json.loads(text), self._id)
             except ValueError:
-                return event, text
+                return SseEvent(event, text, self._id)
         if line.startswith(":"):  # a comment (keepalive)
             return None
         name, _, value = line.partition(":")
@@ -49,7 +68,64 @@ class SseParser:
             self._event = value
         elif name == "data":
             self._data.append(value)
+        elif name == "id" and "\0" not in value:
+            self._id = value or None
+        elif name == "retry" and value.isdigit():
+            self.retry = int(value) / 1000
         return None
+
+
+class Backoff:
+    """How long a stream waits before reconnecting: the server's ``retry:`` (or
+    :data:`RECONNECT_SECONDS`) after a stream that ran, then, while reconnecting fails,
+    up to twice as long each time (capped at :data:`MAX_RECONNECT_SECONDS`), the wait drawn at
+    random above the server's delay, so that many clients cut off at once do not come back at
+    once; a ``Retry-After`` answer is waited out whole."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+
+    def delay(self, retry: float | None, retry_after: float | None = None) -> float:
+        base = RECONNECT_SECONDS if retry is None else retry
+        if retry_after is not None:
+            wait = max(base, retry_after)
+        elif self.failures == 0:
+            wait = base
+        else:
+            wait = base + random.uniform(0, min(MAX_RECONNECT_SECONDS, base * 2 ** self.failures))
+        self.failures += 1
+        return min(wait, max(MAX_RECONNECT_SECONDS, base))
+
+    def reached(self) -> None:
+        """The stream is open again: the next wait is the first one."""
+        self.failures = 0
+
+
+def waited_out(error: ApiError, reconnect: bool) -> float | None:
+    """The ``Retry-After`` (or None) of a refused stream that is tried again — the server or
+    a proxy is busy or away (429, 502, 503, 504) — else raise ``error`` (a bad token, no
+    such user…, or ``reconnect`` off)."""
+    if not reconnect or error.status not in (429, 502, 503, 504):
+        raise error
+    return error.retry_after
+
+
+async def apause(seconds: float, deadline: float | None) -> bool:
+    """Sleep ``seconds``, not past ``deadline``; False when the deadline came first."""
+    if deadline is not None and time.monotonic() + seconds >= deadline:
+        await anyio.sleep(max(deadline - time.monotonic(), 0))
+        return False
+    await anyio.sleep(seconds)
+    return True
+
+
+def pause(seconds: float, deadline: float | None) -> bool:
+    """:func:`apause` for the synchronous client."""
+    if deadline is not None and time.monotonic() + seconds >= deadline:
+        time.sleep(max(deadline - time.monotonic(), 0))
+        return False
+    time.sleep(seconds)
+    return True
 
 
 def stream_timeout(timeout: float | None) -> httpx.Timeout:

@@ -256,6 +256,18 @@ class PageView:
 
 
 @dataclass(frozen=True)
+class Newer:
+    """The inbox items after a position (``(created_at, event id)``, the list's order), each
+    with its own position, oldest first; ``top``, the inbox's newest position (None while it
+    is empty); ``complete`` False when more than the limit asked for came after it (then
+    ``items`` is empty: the caller reads the list again instead)."""
+
+    items: list[tuple[tuple[int, int], Notification]]
+    top: tuple[int, int] | None
+    complete: bool
+
+
+@dataclass(frozen=True)
 class TimelineEntry:
     """One event in a user's timeline."""
 

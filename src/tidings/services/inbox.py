@@ -15,6 +15,7 @@ from tidings.domain.views import (
     Filters,
     GroupInfo,
     InboxRow,
+    Newer,
     Notification,
     Page,
     PageView,
@@ -23,6 +24,7 @@ from tidings.domain.views import (
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
+from tidings.services import positions
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids, check_limit
 from tidings.services.listing import ItemDrawer
@@ -116,6 +118,12 @@ class InboxService:
             view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
                                       bundles=self.catalog.bundles)
         return self._page(view, limit, language)
+
+    def newer(self, user: str, after: tuple[int, int] | None, *, limit: int,
+              locale: str | None = None) -> Newer:
+        """What a live stream announces and replays: :func:`~tidings.services.positions.newer`."""
+        return positions.newer(self.store, self.catalog.bundles, self.drawer, user, after,
+                               limit=limit, locale=locale)
 
     async def first_page_now(self, user: str, *, limit: int = 20,
                              locale: str | None = None) -> Page[Notification] | None:

@@ -106,6 +106,8 @@ class TidingsBell extends HTMLElement {
     this.source.addEventListener("unread", (event) => this.setCount(JSON.parse(event.data)));
     this.source.addEventListener("notification", (event) => this.arrived(JSON.parse(event.data)));
     this.source.addEventListener("timeline", (event) => this.emit("tidings-timeline", JSON.parse(event.data)));
+    // Back from a gap longer than the server replays (docs/api.md, Resuming): the list is stale.
+    this.source.addEventListener("resync", () => { if (!this.panel.hidden) this.load(); else this.loaded = false; });
   }
 
   stop() { if (this.source) { this.source.close(); this.source = null; } }
