@@ -54,7 +54,7 @@ def test_a_stopped_master_holds_back_only_its_own_users(tmp_path: Path,
             for _ in range(2):  # the first run meets the stopped master and gives the job back
                 with contextlib.suppress(StoreUnavailable):
                     t.run_jobs()
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 15  # not held until the master returns
             for user in here:
                 assert _listed(t, user) == [("mention", 1)], user
 
