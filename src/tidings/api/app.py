@@ -31,7 +31,7 @@ from tidings.api.deps import me_user, no_unknown_query, path_user
 from tidings.api.headers import SecurityHeaders
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
 from tidings.api.metrics import Metrics
-from tidings.api.ratelimit import RateLimiter
+from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
 from tidings.config import Config
 from tidings.engine import Tidings
@@ -65,7 +65,8 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
                      else stream_write_timeout)
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
-                     RateLimiter(rate_per_second), stream_interval=stream_interval,
+                     SharedRateLimiter(tidings.store, rate_per_second),
+                     stream_interval=stream_interval,
                      stream_write_timeout=write_timeout,
                      streams=OpenStreams(per_user=max_streams_per_user, total=max_streams),
                      user_limiter=RateLimiter(user_rate_per_second))
