@@ -11,9 +11,9 @@ from starlette.concurrency import run_in_threadpool
 from tidings.api.auth import Authenticator, Principal
 from tidings.api.groupcommit import IN_FLIGHT, GroupCommit
 from tidings.api.live import OpenStreams
-from tidings.api.metrics import Metrics
 from tidings.api.ratelimit import RateLimiter, SharedRateLimiter, admit
 from tidings.engine import Tidings
+from tidings.metrics import Metrics
 
 
 @dataclass
