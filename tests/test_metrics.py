@@ -12,15 +12,20 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from engines import open_tidings
+from servers import LiveServer
 from tidings.clock import FrozenClock
 from tidings.metrics import Metrics
 from tidings.observe import Observer
+
+pytest_plugins = ["servers"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "docs" / "grafana-dashboard.json"
@@ -141,3 +146,22 @@ def test_the_dashboard_plots_only_metrics_tidings_exports() -> None:
     operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     assert [name for name in families if f"`{name}" not in operations
             and not name.endswith("_created")] == []
+
+
+def test_open_streams_are_counted_while_they_are_open(
+        start_server: Callable[..., LiveServer]) -> None:
+    live = start_server()
+
+    def open_streams() -> float:
+        with live.http() as server:
+            return samples(server.get("/metrics").text)[("tidings_open_streams", ())]
+
+    with live.http(live.token("bob")) as bob, bob.stream("GET", "/v1/me/stream") as stream:
+        assert stream.status_code == 200
+        lines = stream.iter_lines()  # kept: a dropped iterator closes the response
+        next(lines)  # its first frame: the stream holds its place
+        assert open_streams() == 1
+    deadline = time.monotonic() + 10
+    while open_streams() != 0:  # the server notices the client went at its next write
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
