@@ -111,6 +111,9 @@ HTTP_ANSWERS = {  # kind -> (status, code)
     "serialization": (503, "store_unavailable"),
     "timeout": (503, "store_unavailable"),
 }
+STORE_ERROR_METRICS = {  # kind -> its label in tidings_store_errors_total
+    "out-of-range": "rejected", "integrity": "conflict", "serialization": "unavailable",
+    "timeout": "unavailable"}
 
 
 @pytest.fixture
@@ -153,3 +156,10 @@ def test_the_api_answers_each_kind_of_store_error(sabotaged: Callable[[str], Liv
             assert "boom" not in error["message"]  # the driver's words stay in the log
         # the connection and the server go on serving
         assert http.get("/v1/users/bob/follows").status_code == 200
+        # and count it by its kind (a defect the driver raised is none: a logged 500)
+        metrics = http.get("/metrics").text
+        counted = STORE_ERROR_METRICS.get(kind)
+        if counted is None:
+            assert "tidings_store_errors_total{" not in metrics
+        else:
+            assert f'tidings_store_errors_total{{kind="{counted}"}} 1.0' in metrics

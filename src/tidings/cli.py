@@ -21,6 +21,7 @@ app = typer.Typer(help="tidings: a notification and activity-feed engine.",
     rich_markup_mode=None)
 console = Console()
 err = Console(stderr=True)
+WORKER_HEALTHCHECK_SECONDS = 60
 
 DatabaseOption = Annotated[str | None, typer.Option(
     "--database-url", metavar="URL", envvar="TIDINGS_DATABASE_URL",
@@ -119,11 +120,23 @@ def serve(
     if webhook_concurrency is not None:  # read by the engine of each server process
         os.environ["TIDINGS_WEBHOOK_CONCURRENCY"] = str(webhook_concurrency)
     _logging(json_logs)
-    uvicorn.run("tidings.api.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_config=None, proxy_headers=False, access_log=False,
-                # h11 bounds a request's head as it reads it; the app checks it under any
-                # parser (tidings.api.middleware.HeaderLimit)
-                h11_max_incomplete_event_size=config.max_header_bytes)
+    from tidings.exporter import shared_metrics_dir
+
+    owned = shared_metrics_dir(workers)
+    try:
+        uvicorn.run("tidings.api.app:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_config=None, proxy_headers=False, access_log=False,
+                    # h11 bounds a request's head as it reads it; the app checks it under any
+                    # parser (tidings.api.middleware.HeaderLimit)
+                    h11_max_incomplete_event_size=config.max_header_bytes,
+                    # each of --workers N must answer the supervisor's pings within this:
+                    # uvicorn's 5 s kill and restart processes still starting on a busy host
+                    timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
+    finally:
+        if owned is not None:
+            import shutil
+
+            shutil.rmtree(owned, ignore_errors=True)
 
 
 @app.command()
@@ -135,15 +148,32 @@ def worker(
         metavar="SECONDS", help="Seconds to wait when the queue is empty.")] = 0.2,
     webhook_concurrency: WebhookConcurrencyOption = None,
     json_logs: Annotated[bool, typer.Option("--json-logs", help="Log as JSON lines.")] = False,
+    metrics_port: Annotated[int | None, typer.Option(
+        metavar="PORT", min=1, max=65535,
+        help="Serve Prometheus metrics on this port (/metrics).")] = None,
+    metrics_host: Annotated[str, typer.Option(
+        metavar="HOST", help="Address the metrics port listens on.")] = "127.0.0.1",
 ) -> None:
     """Run fan-out, retention and delivery jobs until SIGTERM or Ctrl-C (finishing running jobs)."""
+    from tidings.exporter import single_process
+
+    single_process()  # before prometheus-client is imported
     from tidings.engine import Tidings
+    from tidings.metrics import serve_metrics
 
     _logging(json_logs)
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
     runner = tidings.worker(concurrency=concurrency, poll_seconds=poll,
                             webhook_concurrency=webhook_concurrency)
+    exporter = None
+    if metrics_port:
+        try:
+            exporter = serve_metrics(tidings, metrics_host, metrics_port)
+        except OSError as exc:
+            err.print(f"[red]error:[/red] --metrics-port: cannot listen on {metrics_host}:"
+                      f"{metrics_port} ({exc.strerror or exc})")
+            raise typer.Exit(2) from None
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         logging.getLogger("tidings.worker").info("signal %s: stopping after running jobs", signum)
@@ -155,6 +185,8 @@ def worker(
         "worker started: %s, %s", tidings.store.backend,
         ", ".join(f"{lane.name} {lane.threads}" for lane in runner.lanes))
     runner.run_forever()
+    if exporter is not None:
+        exporter.shutdown()
     tidings.close()
 
 

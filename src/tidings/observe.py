@@ -1,6 +1,7 @@
 """Observations (delivered notifications, job outcomes, timings) for whoever listens.
 
-The HTTP API turns them into Prometheus metrics; tests read the counters.
+The HTTP API and ``tidings worker --metrics-port`` turn them into Prometheus metrics
+(:mod:`tidings.metrics`); tests read the counters.
 """
 
 from __future__ import annotations
@@ -8,8 +9,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tidings.domain.views import Counters
+from tidings.exceptions import (
+    HotStoreEmptied,
+    SchemaOutOfDate,
+    StoreConflict,
+    StoreRejected,
+    StoreUnavailable,
+)
 
 Listener = Callable[[str, float], None]
+
+# the kinds of store error operators count, most specific first
+STORE_ERRORS: tuple[tuple[type[Exception], str], ...] = (
+    (HotStoreEmptied, "hot_store_emptied"), (StoreUnavailable, "unavailable"),
+    (StoreRejected, "rejected"), (StoreConflict, "conflict"),
+    (SchemaOutOfDate, "schema_out_of_date"))
+
+
+def store_error_kind(exc: BaseException) -> str | None:
+    """The kind of store error ``exc`` is, or None if it is not one."""
+    for error, kind in STORE_ERRORS:
+        if isinstance(exc, error):
+            return kind
+    return None
 
 
 class Observer:
@@ -30,3 +52,13 @@ class Observer:
     def job(self, outcome: str) -> None:
         self.counters.jobs[outcome] = self.counters.jobs.get(outcome, 0) + 1
         self.observe(f"job_{outcome}", 1)
+
+    def store_error(self, exc: BaseException) -> None:
+        """Count ``exc`` by its kind if it is a store error (``store_error:<kind>``)."""
+        kind = store_error_kind(exc)
+        if kind is not None:
+            self.observe(f"store_error:{kind}", 1)
+
+    def delivery(self, channel: str, outcome: str, count: int = 1) -> None:
+        """A delivery over ``channel`` (email, webhook) ``delivered`` or ``failed``."""
+        self.observe(f"delivery:{channel}:{outcome}", count)

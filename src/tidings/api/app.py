@@ -30,12 +30,12 @@ from tidings.api.auth import Authenticator
 from tidings.api.deps import me_user, no_unknown_query, path_user
 from tidings.api.headers import SecurityHeaders
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
-from tidings.api.metrics import Metrics
-from tidings.api.ratelimit import RateLimiter
+from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
 from tidings.config import Config
 from tidings.engine import Tidings
 from tidings.exceptions import ConfigError
+from tidings.metrics import Metrics, process_ended
 
 
 class Api(FastAPI):
@@ -61,13 +61,15 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     ``user_rate_per_second`` is each user token's request rate (0: no limit);
     ``stream_write_timeout`` (default ``TIDINGS_STREAM_WRITE_TIMEOUT``) is how long a write to
     a stream may wait for its client to read before the connection is cut."""
-    metrics = Metrics()
+    metrics = Metrics(queue=tidings.queue.figures)
     write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
                      else stream_write_timeout)
     state = AppState(tidings, Authenticator(api_keys, token_secret), metrics,
-                     RateLimiter(rate_per_second), stream_interval=stream_interval,
+                     SharedRateLimiter(tidings.store, rate_per_second),
+                     stream_interval=stream_interval,
                      stream_write_timeout=write_timeout,
-                     streams=OpenStreams(per_user=max_streams_per_user, total=max_streams),
+                     streams=OpenStreams(per_user=max_streams_per_user, total=max_streams,
+                                         on_change=metrics.open_streams.inc),
                      user_limiter=RateLimiter(user_rate_per_second))
     tidings.listeners.append(metrics.observe)
 
@@ -81,6 +83,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
         finally:
             if worker is not None:
                 await run_in_threadpool(worker.stop)
+            process_ended()  # its live gauges (open streams) leave the shared sum
 
     app = Api(title="tidings", version="1", lifespan=lifespan,
               description="Notification and activity-feed engine: the HTTP API v1.",

@@ -165,6 +165,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(TidingsError)
     async def on_tidings_error(request: Request, exc: TidingsError) -> JSONResponse:
+        request.app.state.tidings.tidings.observer.store_error(exc)  # counted if one
         return tidings_error(exc, _request_id(request))
 
     @app.exception_handler(RequestValidationError)

@@ -26,7 +26,7 @@ from tidings.api.errors import ApiError
 from tidings.api.hotreads import authorization
 from tidings.api.jsonshape import SafeJSONResponse
 from tidings.api.middleware import replay
-from tidings.api.ratelimit import admit
+from tidings.api.ratelimit import admit_shared
 from tidings.api.schemas.events import EventIn
 from tidings.api.state import AppState
 
@@ -67,7 +67,8 @@ class HotPublish(Route):
         if event is None:  # the FastAPI route answers it, errors and all
             await self.router({**scope, DECLINED: True}, replay(body, receive), send)
             return
-        admit(state.limiter, caller.key or "", 1, what="events", setting="TIDINGS_RATE_LIMIT")
+        await admit_shared(state.limiter, caller.key or "", 1, what="events",
+                           setting="TIDINGS_RATE_LIMIT")
         published = await state.commits.publish(event.model_dump(exclude_unset=True),
                                                  caller.idempotency_scope)
         if published.created:

@@ -71,9 +71,11 @@ class OpenStreams:
     """The live streams of this process, bounded per user and in all, each counted until its
     response is over. Used from the event loop only, so it needs no lock."""
 
-    def __init__(self, *, per_user: int = 5, total: int = 200) -> None:
+    def __init__(self, *, per_user: int = 5, total: int = 200,
+                 on_change: Callable[[int], None] | None = None) -> None:
         self.per_user = per_user
         self.total = total
+        self.on_change = on_change  # told +1 / -1 as a stream opens / closes (metrics)
         self._held: dict[str, list[Slot]] = {}
         self._count = 0
         self._freed: asyncio.Event | None = None  # set (and replaced) when a place is freed
@@ -101,6 +103,8 @@ class OpenStreams:
         slot = Slot(user)
         self._held.setdefault(user, []).append(slot)
         self._count += 1
+        if self.on_change is not None:
+            self.on_change(1)
         return slot
 
     def close(self, slot: Slot) -> None:
@@ -110,6 +114,8 @@ class OpenStreams:
         if slot in held:
             held.remove(slot)
             self._count -= 1
+            if self.on_change is not None:
+                self.on_change(-1)
             if not held:
                 del self._held[slot.user]
             if self._freed is not None:

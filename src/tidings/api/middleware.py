@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tidings.api import errors, jsonshape
 from tidings.api.errors import respond
-from tidings.api.metrics import Metrics
+from tidings.metrics import Metrics
 
 request_log = logging.getLogger("tidings.http")
 REQUEST_ID = "tidings.request_id"  # where the request id is kept in the ASGI scope

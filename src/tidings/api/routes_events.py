@@ -11,7 +11,7 @@ from tidings.api import errors
 from tidings.api.auth import Principal
 from tidings.api.deps import Server, State, error_responses
 from tidings.api.groupcommit import publish_group
-from tidings.api.ratelimit import admit
+from tidings.api.ratelimit import admit_shared
 from tidings.api.schemas.events import Accepted, BatchIn, BatchOut, EventIn, Removed, RetractionIn
 from tidings.api.state import AppState
 from tidings.exceptions import TidingsError
@@ -19,8 +19,9 @@ from tidings.exceptions import TidingsError
 ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 
 
-def _limit(state: AppState, caller: Principal, cost: float) -> None:
-    admit(state.limiter, caller.key or "", cost, what="events", setting="TIDINGS_RATE_LIMIT")
+async def _limit(state: AppState, caller: Principal, cost: float) -> None:
+    await admit_shared(state.limiter, caller.key or "", cost, what="events",
+                       setting="TIDINGS_RATE_LIMIT")
 
 
 def build() -> APIRouter:
@@ -30,7 +31,7 @@ def build() -> APIRouter:
     async def publish(body: EventIn, state: State, caller: Server) -> dict[str, str]:
         """Accept an event; 202 means durable. A repeated idempotency key returns the first."""
         # idempotency keys are scoped per server key (Principal.idempotency_scope)
-        _limit(state, caller, 1)
+        await _limit(state, caller, 1)
         published = await state.commits.publish(body.model_dump(exclude_unset=True),
                                                 caller.idempotency_scope)
         if published.created:
@@ -40,7 +41,7 @@ def build() -> APIRouter:
     @router.post("/events/batch", response_model=BatchOut, status_code=202)
     async def publish_batch(body: BatchIn, state: State, caller: Server) -> dict[str, Any]:
         """Up to 1,000 events; each item is answered on its own (accepted or its error)."""
-        _limit(state, caller, len(body.events))
+        await _limit(state, caller, len(body.events))
         items: list[dict[str, Any]] = []
         valid: list[tuple[int, dict[str, Any]]] = []
         for index, raw in enumerate(body.events):

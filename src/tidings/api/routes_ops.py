@@ -41,7 +41,9 @@ def build() -> APIRouter:
     @router.get("/metrics", response_class=PlainTextResponse,
                 responses={200: {"content": {"text/plain": {}}}})
     async def metrics(state: State) -> Response:
-        """Prometheus text format."""
-        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        """Prometheus text format: this process's figures (with ``tidings serve --workers N``,
+        the sum of its N processes) and the job queue's, read from the queue."""
+        text = await run_in_threadpool(generate_latest, state.metrics.scrape_registry)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     return router

@@ -11,9 +11,9 @@ from starlette.concurrency import run_in_threadpool
 from tidings.api.auth import Authenticator, Principal
 from tidings.api.groupcommit import IN_FLIGHT, GroupCommit
 from tidings.api.live import OpenStreams
-from tidings.api.metrics import Metrics
-from tidings.api.ratelimit import RateLimiter, admit
+from tidings.api.ratelimit import RateLimiter, SharedRateLimiter, admit
 from tidings.engine import Tidings
+from tidings.metrics import Metrics
 
 
 @dataclass
@@ -21,7 +21,7 @@ class AppState:
     tidings: Tidings
     auth: Authenticator
     metrics: Metrics
-    limiter: RateLimiter
+    limiter: SharedRateLimiter  # server keys' publishing: one budget across processes
     stream_interval: float = 0.5
     stream_write_timeout: float = 10.0
     streams: OpenStreams = field(default_factory=OpenStreams)

@@ -187,6 +187,9 @@ def finish(ctx: JobContext, tx: Tx, job: Job, request: Request,
     tx.mail.log_webhook(job.args["user"], request.event_id, request.url, outcome.status,
                         attempt, outcome.error, now)
     paused_until = _breaker(tx, request.host, outcome, now)
+    observer = ctx.observer
+    delivered = "delivered" if outcome.error is None else "failed"
+    tx.after_commit(lambda: observer.delivery("webhook", delivered))
     if outcome.error is None:
         return None
     # Retried here rather than by raising, so the attempt's log row is kept.

@@ -37,6 +37,7 @@ from tidings.fanout.deliver import (
     Planned,
     addresses_of,
     cap_inboxes,
+    count_delivered,
     plan_channels,
     pushed,
     schedule,
@@ -139,7 +140,7 @@ class Batch:
                 if pushed(ctx, tx, event, sources):
                     pushes.append((event.id, reached, plan.delivery.created_at))
                 self.touched.update(reached)
-            ctx.observer.delivered(len(delivered))
+            count_delivered(ctx, tx, event, len(delivered), backfill=item.at is not None)
         if pushes:  # the cap held over every mailbox written: the newest kept
             tx.timeline.push_capped(pushes, ctx.config.timeline_cap)
 

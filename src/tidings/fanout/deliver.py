@@ -99,8 +99,24 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
     if touched:
         notifier = ctx.store.notifier
         tx.after_commit(lambda: notifier.changed(touched))
-    ctx.observer.delivered(len(delivered))
+    count_delivered(ctx, tx, event, len(delivered), backfill=at is not None)
     return delivered
+
+
+def count_delivered(ctx: JobContext, tx: Tx, event: StoredEvent, count: int, *,
+                    backfill: bool) -> None:
+    """Once the unit commits (a unit retried counts once): the inbox rows written and, unless
+    back-filled, how long after its publication the event became visible in them."""
+    if not count:
+        return
+    observer, clock = ctx.observer, ctx.clock
+
+    def committed() -> None:
+        observer.delivered(count)
+        if not backfill:
+            observer.observe("visible_seconds", max(clock.now_us() - event.created_at, 0) / 1e6)
+
+    tx.after_commit(committed)
 
 
 def cap_inboxes(ctx: JobContext, tx: Tx, delivered: Sequence[str]) -> None:

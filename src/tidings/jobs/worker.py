@@ -129,6 +129,7 @@ class Worker:
             log.warning("%s", exc)
             return False
         except StoreUnavailable as exc:
+            observer.store_error(exc)
             # The store (or its Redis hot part) is away: not the job's fault. Give the job
             # back without spending an attempt, if the queue answers (else its lease expires),
             # and let the loop wait: an outage of any length gives no delivery up. But a job
@@ -146,6 +147,7 @@ class Worker:
             return False
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
+            observer.store_error(exc)
             retried = True
             try:
                 retried = queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())

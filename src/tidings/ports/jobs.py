@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from tidings.jobs.model import Failure, Job, JobSpec
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """The queue at one instant, for operators' metrics: jobs waiting (not claimed, due or
+    not) and running (claimed, lease unexpired) per function, final failures on record per
+    function, and when the oldest runnable job (due, unclaimed) became due."""
+
+    now: int
+    waiting: Mapping[str, int]
+    running: Mapping[str, int]
+    failed: Mapping[str, int]
+    oldest_runnable: int | None
 
 
 class JobQueue(Protocol):
@@ -59,6 +73,10 @@ class JobAdmin(Protocol):
 
     def counts_by_func(self) -> dict[str, int]:
         """Queued jobs (claimed ones included) per job function, for operators."""
+
+    def figures(self) -> QueueFigures:
+        """Waiting, running and failed jobs per function and the oldest runnable one's due
+        time, read in a few aggregate statements (a metrics scrape)."""
 
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         """Recent failures, newest first."""

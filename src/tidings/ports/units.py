@@ -101,6 +101,11 @@ class Store(Protocol):
         one atomic step, returning the unread count it covered (capped) — or None, having done
         nothing, where the store cannot (then the caller does it as a unit of work)."""
 
+    def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
+        """Take ``cost`` tokens from the rate-limit ``bucket`` that every process using this
+        store shares (refilled at ``rate`` a second, holding at most ``capacity``, at least
+        ``cost``): 0 if they were there and are taken, else the seconds until they will be."""
+
     def ping(self) -> None:
         """Raise :class:`tidings.exceptions.StoreUnavailable` unless the store answers."""
 

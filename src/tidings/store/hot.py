@@ -217,6 +217,9 @@ class HotStore:
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # the watermark lives in Redis (and is copied to SQL): a unit of work
 
+    def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
+        return self.sql.take_tokens(bucket, cost, rate=rate, capacity=capacity)  # in SQL
+
     def ping(self) -> None:
         self.sql.ping()
         self.redis.ping()

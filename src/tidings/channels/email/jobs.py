@@ -156,12 +156,17 @@ def send(ctx: JobContext, plan: MailPlan) -> None:
     with ctx.store.read() as tx:
         if tx.mail.was_sent(mail.message_id):
             return
-    mailer(ctx.config).send(mail)
+    try:
+        mailer(ctx.config).send(mail)
+    except Exception:  # the job fails and is retried; the attempt counts as a failed delivery
+        ctx.observer.delivery("email", "failed")
+        raise
     # the subject as its header went out: one line, and text any store keeps
     subject = one_line(mail.subject).encode("utf-8", "replace").decode("utf-8")
     ctx.store.transact(lambda tx: tx.mail.log_sent(
         mail.message_id, outbound.user, outbound.kind, mail.to, subject, ctx.clock.now_us()))
     ctx.observer.observe("emails_sent", 1)
+    ctx.observer.delivery("email", "delivered")
 
 
 def finish(ctx: JobContext, tx: Tx, job: Job, plan: MailPlan, _sent: None) -> Replacements:

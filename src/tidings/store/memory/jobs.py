@@ -15,6 +15,7 @@ from typing import Any
 
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us, group_of
+from tidings.ports.jobs import QueueFigures
 from tidings.store.memory.state import JobRow, Journal, State
 
 ERROR_CHARS = 4000  # as the SQL store keeps of an error message
@@ -199,6 +200,20 @@ class MemoryJobAdmin:
             return min((r.run_after for r in state.jobs.values()), default=None)
 
         result: int | None = self._unit(work)
+        return result
+
+    def figures(self) -> QueueFigures:
+        def work(state: State, journal: Journal) -> QueueFigures:
+            now = self._q.clock.now_us()
+            rows = list(state.jobs.values())
+            runnable = [r.run_after for r in rows if r.run_after <= now and r.grabbed_until <= now]
+            return QueueFigures(
+                now=now, waiting=dict(Counter(r.func for r in rows if r.grabbed_until <= now)),
+                running=dict(Counter(r.func for r in rows if r.grabbed_until > now)),
+                failed=dict(Counter(f.func for f in state.failures.values() if f.final)),
+                oldest_runnable=min(runnable, default=None))
+
+        result: QueueFigures = self._unit(work)
         return result
 
     def counts_by_func(self) -> dict[str, int]:

@@ -63,6 +63,7 @@ class MemoryStore:
         self.notifier = LocalNotifier()
         # told how many jobs each unit of work queued, once it has committed
         self.on_enqueue: Callable[[int], None] | None = None
+        self._buckets: dict[str, tuple[float, int]] = {}  # rate limits: (tokens, last take)
 
     def enqueued(self, count: int) -> None:
         if self.on_enqueue is not None:
@@ -110,6 +111,16 @@ class MemoryStore:
 
     def mark_all_read_at_once(self, user: str, until: int) -> int | None:
         return None  # a unit of work costs no round trips here
+
+    def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
+        """A bucket in this process (the only one that uses the store)."""
+        now = self.clock.now_us()
+        with self._lock:
+            tokens, last = self._buckets.get(bucket, (capacity, now))
+            tokens = min(capacity, tokens + max(now - last, 0) * rate / SECOND)
+            taken = tokens >= cost
+            self._buckets[bucket] = (tokens - cost if taken else tokens, max(now, last))
+        return 0.0 if taken else max((cost - tokens) / rate, 0.001)
 
     def ping(self) -> None:
         """Always answers: the store is this process."""

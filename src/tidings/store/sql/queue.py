@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, Select, and_, case, delete, func, insert, or_, select, update
 
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
+from tidings.ports.jobs import QueueFigures
 from tidings.store.sql.database import Database
 from tidings.store.sql.schema import job_failures, jobs
 
@@ -225,6 +226,23 @@ class SqlJobAdmin:
         with self.db.read() as conn:
             value = conn.execute(select(func.min(jobs.c.run_after))).scalar()
         return int(value) if value is not None else None
+
+    def figures(self) -> QueueFigures:
+        now = self.clock.now_us()
+        claimed = case((jobs.c.grabbed_until > now, 1), else_=0)
+        with self.db.read() as conn:
+            per_func = conn.execute(select(jobs.c.func, func.count(), func.sum(claimed))
+                                    .group_by(jobs.c.func)).all()
+            oldest = conn.execute(select(func.min(jobs.c.run_after)).where(
+                jobs.c.run_after <= now, jobs.c.grabbed_until <= now)).scalar()
+            failed = conn.execute(select(job_failures.c.func, func.count())
+                                  .where(job_failures.c.final)
+                                  .group_by(job_failures.c.func)).all()
+        return QueueFigures(
+            now=now, waiting={name: int(total) - int(busy or 0) for name, total, busy in per_func},
+            running={name: int(busy or 0) for name, _total, busy in per_func},
+            failed={name: int(count) for name, count in failed},
+            oldest_runnable=int(oldest) if oldest is not None else None)
 
     def counts_by_func(self) -> dict[str, int]:
         with self.db.read() as conn:

@@ -17,7 +17,7 @@ from tidings.domain.views import Filters, PageView
 from tidings.exceptions import StoreConflict, StoreRejected
 from tidings.jobs.model import EventJob
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall, publishnow, readmarkers
+from tidings.store.sql import markall, publishnow, ratebuckets, readmarkers
 from tidings.store.sql import pageview as sql_pageview
 from tidings.store.sql.asyncreads import AsyncReads
 from tidings.store.sql.database import Database
@@ -178,6 +178,10 @@ class SqlStore:
         if covered is not None:
             self.notifier.changed([user])
         return covered
+
+    def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
+        return ratebuckets.take(self.db, bucket, cost, rate=rate, capacity=capacity,
+                                now=self.clock.now_us())
 
     def ping(self) -> None:
         self.db.ping()
