@@ -43,7 +43,7 @@ def build() -> APIRouter:
     async def metrics(state: State) -> Response:
         """Prometheus text format: this process's figures (with ``tidings serve --workers N``,
         the sum of its N processes) and the job queue's, read from the queue."""
-        text = await run_in_threadpool(generate_latest, state.metrics.scrape_registry)
+        text = await to_thread.run_sync(generate_latest, state.metrics.scrape_registry)
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     return router
