@@ -43,6 +43,7 @@ RULES: list[tuple[str, str]] = [
     (r"aclosing", "closing"),
     (r"aread", "read"),
     (r"aiter_lines_until", "iter_lines_until"),
+    (r"asleep", "sleep"),
     (r"asynchronous", "synchronous"),
 ]
 COMPILED = [(re.compile(rf"(?:^|\b){pattern}(?:$|\b)"), repl) for pattern, repl in RULES]

@@ -46,6 +46,7 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
+from tidings.client._retry import Retry, asleep
 from tidings.client._sse import SseParser, aiter_lines_until, stream_timeout
 
 
@@ -53,15 +54,19 @@ class AsyncClient(ClientBase):
     """A client of the HTTP API v1, asynchronous. ``token`` is a server key or a user token.
 
     Use it as ``async with AsyncClient(…) as tidings:``, or call :meth:`aclose`. ``transport``
-    is for tests (``httpx.MockTransport``) or custom networking.
+    is for tests (``httpx.MockTransport``) or custom networking. ``retry`` says how a 429 or
+    503 answer to a request safe to repeat is retried after its ``Retry-After``
+    (:class:`~tidings.client.Retry`; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
         self, base_url: str, token: str | None = None, *,
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         super().__init__(base_url, token)
+        self.retry = Retry() if retry is None else retry
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
             verify=tls_context())
@@ -82,7 +87,14 @@ class AsyncClient(ClientBase):
         self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Any:
-        return parse_answer(await self._http.request(method, path, params=params, json=body))
+        attempt = 1
+        while True:
+            response = await self._http.request(method, path, params=params, json=body)
+            wait = self.retry.wait(method, body, response, attempt)
+            if wait is None:
+                return parse_answer(response)
+            await asleep(wait)
+            attempt += 1
 
     # events and types (server key)
 

@@ -50,6 +50,7 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
+from tidings.client._retry import Retry, sleep
 from tidings.client._sse import SseParser, iter_lines_until, stream_timeout
 
 
@@ -57,15 +58,19 @@ class Client(ClientBase):
     """A client of the HTTP API v1, synchronous. ``token`` is a server key or a user token.
 
     Use it as ``with Client(…) as tidings:``, or call :meth:`close`. ``transport``
-    is for tests (``httpx.MockTransport``) or custom networking.
+    is for tests (``httpx.MockTransport``) or custom networking. ``retry`` says how a 429 or
+    503 answer to a request safe to repeat is retried after its ``Retry-After``
+    (:class:`~tidings.client.Retry`; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
         self, base_url: str, token: str | None = None, *,
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         super().__init__(base_url, token)
+        self.retry = Retry() if retry is None else retry
         self._http = httpx.Client(
             base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
             verify=tls_context())
@@ -86,7 +91,14 @@ class Client(ClientBase):
         self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Any:
-        return parse_answer(self._http.request(method, path, params=params, json=body))
+        attempt = 1
+        while True:
+            response = self._http.request(method, path, params=params, json=body)
+            wait = self.retry.wait(method, body, response, attempt)
+            if wait is None:
+                return parse_answer(response)
+            sleep(wait)
+            attempt += 1
 
     # events and types (server key)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from tidings.exceptions import HotStoreEmptied, LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.lanes import GroupLimit, Lane
-from tidings.jobs.model import SECOND, Job, backoff_us
+from tidings.jobs.model import SECOND, Job, backoff_ceiling_us
 from tidings.ports import Tx
 
 log = logging.getLogger("tidings.worker")
@@ -311,8 +311,9 @@ class Worker:
             self._nudged.notify_all()
 
     def _retry_later(self, job: Job) -> None:
-        """``job`` failed and will run again after its backoff: idle loops look then."""
-        delay = backoff_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
+        """``job`` failed and will run again after its backoff: idle loops look by the end of
+        its window (the poll finds it if the jitter made it due sooner)."""
+        delay = backoff_ceiling_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
                            MAX_BACKOFF_US) / SECOND
         with self._nudged:
             if len(self._retries_due) < 10_000:  # beyond, the poll finds them
