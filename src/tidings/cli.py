@@ -324,23 +324,9 @@ def demo(
 
 
 def _logging(json_logs: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if json_logs:
-        import json
+    from tidings.logs import configure
 
-        class JsonFormatter(logging.Formatter):
-            def format(self, record: logging.LogRecord) -> str:
-                entry = {"time": self.formatTime(record), "level": record.levelname,
-                         "logger": record.name, "message": record.getMessage()}
-                request_id = getattr(record, "request_id", None)
-                if request_id is not None:
-                    entry["request_id"] = request_id
-                return json.dumps(entry)
-
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    configure(json_logs)
 
 
 def _register_bench() -> None:

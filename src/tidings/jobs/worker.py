@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
+from tidings import logs
 from tidings.exceptions import HotStoreEmptied, LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.lanes import GroupLimit, Lane
@@ -115,7 +116,11 @@ class Worker:
                                                             outcome)))
 
     def run_job(self, job: Job) -> bool:
-        """Run one claimed job; True if it completed."""
+        """Run one claimed job; True if it completed. What it logs carries its id."""
+        with logs.job_scope([job.id]):
+            return self._run_job(job)
+
+    def _run_job(self, job: Job) -> bool:
         handler = self.handlers.get(job.func)
         queue = self.ctx.store.queue
         observer = self.ctx.observer
@@ -145,7 +150,7 @@ class Worker:
                 observer.job("retried" if retried else "failed")
             return False
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
-            log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
+            log.warning("job %s (%s) failed: %s", job.id, job.func, exc, exc_info=exc)
             retried = True
             try:
                 retried = queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())
@@ -209,10 +214,12 @@ class Worker:
 
         started = time.perf_counter()
         try:
-            self.ctx.store.transact(work)
+            with logs.job_scope([job.id for job in jobs]):
+                self.ctx.store.transact(work)
         except Exception as exc:
-            log.info("a batch of %d %s jobs failed (%s); running each on its own", len(jobs),
-                     jobs[0].func, exc)
+            with logs.job_scope([job.id for job in jobs]):
+                log.info("a batch of %d %s jobs failed (%s); running each on its own",
+                         len(jobs), jobs[0].func, exc, exc_info=exc)
             return sum(1 for job in jobs if self.run_job(job)), 0
         for job in deferred:  # for another unit (of this worker or another), in claim order
             try:
