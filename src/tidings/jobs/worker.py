@@ -118,56 +118,53 @@ class Worker:
     def run_job(self, job: Job) -> bool:
         """Run one claimed job; True if it completed. What it logs carries its id."""
         with logs.job_scope([job.id]):
-            return self._run_job(job)
-
-    def _run_job(self, job: Job) -> bool:
-        handler = self.handlers.get(job.func)
-        queue = self.ctx.store.queue
-        observer = self.ctx.observer
-        if handler is None:
-            queue.fail(job, f"no handler for job function {job.func!r}")
-            return False
-        started = time.perf_counter()
-        try:
-            self._execute(handler, job)
-        except LeaseLost as exc:
-            log.warning("%s", exc)
-            return False
-        except StoreUnavailable as exc:
-            # The store (or its Redis hot part) is away: not the job's fault. Give the job
-            # back without spending an attempt, if the queue answers (else its lease expires),
-            # and let the loop wait: an outage of any length gives no delivery up. But a job
-            # that meets "unavailable" again and again while the queue itself answers (a
-            # statement that always times out, a key that always errs) is failing, not
-            # waiting: past OUTAGE_GIVEBACKS it spends attempts like any failure.
-            if not self._gave_back(job, counted=not isinstance(exc, HotStoreEmptied)):
-                raise
-            log.warning("job %s (%s) met an unavailable store %d times while the queue "
-                        "answered; counting it as a failure: %s", job.id, job.func,
-                        OUTAGE_GIVEBACKS, exc)
-            with contextlib.suppress(StoreUnavailable):
-                retried = queue.fail(job, f"store unavailable on every run: {exc}")
-                observer.job("retried" if retried else "failed")
-            return False
-        except Exception as exc:  # a handler's failure is recorded and retried, not fatal
-            log.warning("job %s (%s) failed: %s", job.id, job.func, exc, exc_info=exc)
-            retried = True
+            handler = self.handlers.get(job.func)
+            queue = self.ctx.store.queue
+            observer = self.ctx.observer
+            if handler is None:
+                queue.fail(job, f"no handler for job function {job.func!r}")
+                return False
+            started = time.perf_counter()
             try:
-                retried = queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())
-            except StoreUnavailable:
-                log.warning("could not record the failure of job %s; its lease will expire",
-                            job.id)
-            observer.job("retried" if retried else "failed")
-            if retried:
-                self._retry_later(job)
-            return False
-        if job.func.startswith("fanout"):
-            observer.observe("fanout_seconds", time.perf_counter() - started)
-        with self._count_lock:
-            self.processed += 1
-            self._givebacks.pop(job.id, None)
-        observer.job("completed")
-        return True
+                self._execute(handler, job)
+            except LeaseLost as exc:
+                log.warning("%s", exc)
+                return False
+            except StoreUnavailable as exc:
+                # The store (or its Redis hot part) is away: not the job's fault. Give the job
+                # back without spending an attempt, if the queue answers (else its lease expires),
+                # and let the loop wait: an outage of any length gives no delivery up. But a job
+                # that meets "unavailable" again and again while the queue itself answers (a
+                # statement that always times out, a key that always errs) is failing, not
+                # waiting: past OUTAGE_GIVEBACKS it spends attempts like any failure.
+                if not self._gave_back(job, counted=not isinstance(exc, HotStoreEmptied)):
+                    raise
+                log.warning("job %s (%s) met an unavailable store %d times while the queue "
+                            "answered; counting it as a failure: %s", job.id, job.func,
+                            OUTAGE_GIVEBACKS, exc)
+                with contextlib.suppress(StoreUnavailable):
+                    retried = queue.fail(job, f"store unavailable on every run: {exc}")
+                    observer.job("retried" if retried else "failed")
+                return False
+            except Exception as exc:  # a handler's failure is recorded and retried, not fatal
+                log.warning("job %s (%s) failed: %s", job.id, job.func, exc, exc_info=exc)
+                retried = True
+                try:
+                    retried = queue.fail(job, "".join(traceback.format_exception_only(exc)).strip())
+                except StoreUnavailable:
+                    log.warning("could not record the failure of job %s; its lease will expire",
+                                job.id)
+                observer.job("retried" if retried else "failed")
+                if retried:
+                    self._retry_later(job)
+                return False
+            if job.func.startswith("fanout"):
+                observer.observe("fanout_seconds", time.perf_counter() - started)
+            with self._count_lock:
+                self.processed += 1
+                self._givebacks.pop(job.id, None)
+            observer.job("completed")
+            return True
 
     def _gave_back(self, job: Job, *, counted: bool = True) -> bool:
         """Give a job that met an unavailable store back, if the queue answers; True instead
@@ -213,14 +210,13 @@ class Worker:
                     _complete(tx, job, more)
 
         started = time.perf_counter()
-        try:
-            with logs.job_scope([job.id for job in jobs]):
+        with logs.job_scope([job.id for job in jobs]):
+            try:
                 self.ctx.store.transact(work)
-        except Exception as exc:
-            with logs.job_scope([job.id for job in jobs]):
+            except Exception as exc:
                 log.info("a batch of %d %s jobs failed (%s); running each on its own",
                          len(jobs), jobs[0].func, exc, exc_info=exc)
-            return sum(1 for job in jobs if self.run_job(job)), 0
+                return sum(1 for job in jobs if self.run_job(job)), 0
         for job in deferred:  # for another unit (of this worker or another), in claim order
             try:
                 self.ctx.store.queue.release(job)
@@ -318,8 +314,7 @@ class Worker:
             self._nudged.notify_all()
 
     def _retry_later(self, job: Job) -> None:
-        """``job`` failed and will run again after its backoff: idle loops look by the end of
-        its window (the poll finds it if the jitter made it due sooner)."""
+        """``job`` failed and will run again within its backoff window: idle loops look then."""
         delay = backoff_ceiling_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
                            MAX_BACKOFF_US) / SECOND
         with self._nudged:
