@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
+from tidings.bench import HELP as BENCH_HELP
 from tidings.config import Config
 from tidings.exceptions import TidingsError
 
@@ -329,15 +332,31 @@ def _logging(json_logs: bool) -> None:
     configure(json_logs)
 
 
-def _register_bench() -> None:
-    try:
-        from tidings.bench.cli import bench_app
-    except ImportError:  # the bench package is optional in trimmed installs
-        return
-    app.add_typer(bench_app, name="bench")
+class _LazyBench(TyperGroup):
+    """``tidings bench``, whose commands are imported only when they are asked for: the
+    bench pulls in the whole engine, the drivers and the load generators, which
+    ``tidings --help`` or ``tidings migrate`` never need."""
+
+    _loaded: TyperGroup | None = None
+
+    @property
+    def commands(self) -> MutableMapping[str, Any]:
+        if self._loaded is None:
+            try:
+                from tidings.bench.cli import bench_app
+            except ImportError:  # the bench package is optional in trimmed installs
+                return {}
+            group = typer.main.get_command(bench_app)
+            assert isinstance(group, TyperGroup)
+            self._loaded = group
+        return self._loaded.commands
+
+    @commands.setter
+    def commands(self, _value: MutableMapping[str, Any]) -> None:
+        """The bench's own commands stand for those typer registers (none)."""
 
 
-_register_bench()
+app.add_typer(typer.Typer(cls=_LazyBench, no_args_is_help=True), name="bench", help=BENCH_HELP)
 
 
 def main() -> None:
