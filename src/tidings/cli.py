@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import traceback
 from collections.abc import MutableMapping
 from pathlib import Path
 from types import FrameType
@@ -12,12 +13,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
 from tidings.bench import HELP as BENCH_HELP
+from tidings.cli_errors import CommandError, check_port, explain
 from tidings.config import Config
-from tidings.exceptions import TidingsError
 
 app = typer.Typer(help="tidings: a notification and activity-feed engine.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -39,11 +41,18 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+_debug = {"on": False}  # `tidings --debug …`: errors a person caused show their traceback too
+
+
 @app.callback()
 def _options(version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
-        help="Show the version and exit.")] = False) -> None:
+        help="Show the version and exit.")] = False,
+        debug: Annotated[bool, typer.Option(
+            "--debug", help="On an error, show its traceback, not only its one line.")
+        ] = False) -> None:
     """tidings: a notification and activity-feed engine."""
+    _debug["on"] = debug
 
 
 WebhookConcurrencyOption = Annotated[int | None, typer.Option(
@@ -105,17 +114,21 @@ def serve(
 
     import uvicorn
 
+    from tidings.engine import Tidings
     from tidings.store.sql.database import Database
 
     config = _config(database_url)
     if not config.api_keys:
-        err.print("[red]error:[/red] TIDINGS_API_KEY is not set: the server needs at least one "
-                  "key (comma-separated for several)")
-        raise typer.Exit(2)
+        raise CommandError("TIDINGS_API_KEY is not set: the server needs at least one key "
+                           "(comma-separated for several)")
+    check_port(host, port)
     if Database(config.database_url).backend == "sqlite":
         from tidings.store.sql.migrate import upgrade
 
         upgrade(config.database_url)  # the embedded store migrates itself
+    opened = _open(database_url)  # reachable, at this schema: else one line here, not in
+    assert isinstance(opened, Tidings)  # every server process
+    opened.close()
     os.environ["TIDINGS_DATABASE_URL"] = config.database_url
     os.environ["TIDINGS_SERVE_WORKER"] = "0" if no_worker else "1"
     os.environ["TIDINGS_SERVE_WORKER_CONCURRENCY"] = str(concurrency)
@@ -142,9 +155,9 @@ def worker(
     """Run fan-out, retention and delivery jobs until SIGTERM or Ctrl-C (finishing running jobs)."""
     from tidings.engine import Tidings
 
-    _logging(json_logs)
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
+    _logging(json_logs)
     runner = tidings.worker(concurrency=concurrency, poll_seconds=poll,
                             webhook_concurrency=webhook_concurrency)
 
@@ -362,8 +375,13 @@ app.add_typer(typer.Typer(cls=_LazyBench, no_args_is_help=True), name="bench", h
 def main() -> None:
     try:
         app()
-    except TidingsError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except Exception as exc:
+        message = explain(exc)
+        if message is None:  # a defect: its traceback is the report
+            raise
+        if _debug["on"]:
+            traceback.print_exc()
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         sys.exit(2)
 
 
