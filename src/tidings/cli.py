@@ -17,7 +17,6 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from tidings.bench import HELP as BENCH_HELP
 from tidings.cli_errors import CommandError, check_port, explain
 from tidings.config import Config
 
@@ -126,8 +125,9 @@ def serve(
         from tidings.store.sql.migrate import upgrade
 
         upgrade(config.database_url)  # the embedded store migrates itself
-    opened = _open(database_url)  # reachable, at this schema: else one line here, not in
-    assert isinstance(opened, Tidings)  # every server process
+    # reachable and at this schema, else one line here rather than a traceback per process
+    opened = _open(database_url)
+    assert isinstance(opened, Tidings)
     opened.close()
     os.environ["TIDINGS_DATABASE_URL"] = config.database_url
     os.environ["TIDINGS_SERVE_WORKER"] = "0" if no_worker else "1"
@@ -369,7 +369,16 @@ class _LazyBench(TyperGroup):
         """The bench's own commands stand for those typer registers (none)."""
 
 
-app.add_typer(typer.Typer(cls=_LazyBench, no_args_is_help=True), name="bench", help=BENCH_HELP)
+def _bench_help() -> str:
+    try:
+        from tidings.bench import HELP
+    except ImportError:
+        return "Benchmarks (not in this installation)."
+    return HELP
+
+
+app.add_typer(typer.Typer(cls=_LazyBench, no_args_is_help=True), name="bench",
+              help=_bench_help())
 
 
 def main() -> None:
