@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Write the synchronous client from the asynchronous one, so the client is written once.
 
-``src/tidings/client/_async.py`` is the source; ``src/tidings/client/_sync.py`` is generated
-from it by rewriting tokens (``async def`` → ``def``, ``await x`` → ``x``, ``AsyncClient`` →
+``src/tidings/client/_async.py`` and ``_stream_async.py`` (the live stream, a base of the
+client) are the sources; ``_sync.py`` and ``_stream_sync.py`` are generated from them by
+rewriting tokens (``async def`` → ``def``, ``await x`` → ``x``, ``AsyncClient`` →
 ``Client``, ``aclose`` → ``close``, …), as httpcore does. Edit the source, then run::
 
-    scripts/unasync.py            # rewrite _sync.py
-    scripts/unasync.py --check    # exit 1, showing the difference, when _sync.py is stale
+    scripts/unasync.py            # rewrite _sync.py and _stream_sync.py
+    scripts/unasync.py --check    # exit 1, showing the difference, when one is stale
 
 ``tests/test_client_generated.py`` runs the check, so a change to one half only fails CI.
 """
@@ -20,15 +21,20 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "src" / "tidings" / "client" / "_async.py"
-TARGET = ROOT / "src" / "tidings" / "client" / "_sync.py"
+CLIENT = ROOT / "src" / "tidings" / "client"
+PAIRS = [(CLIENT / "_async.py", CLIENT / "_sync.py"),
+         (CLIENT / "_stream_async.py", CLIENT / "_stream_sync.py")]
 
 HEADER = (
-    "# Generated from _async.py by scripts/unasync.py: do not edit by hand.\n"
-    "# Edit _async.py, then run scripts/unasync.py (CI runs it with --check).\n"
+    "# Generated from {source} by scripts/unasync.py: do not edit by hand.\n"
+    "# Edit {source}, then run scripts/unasync.py (CI runs it with --check).\n"
+)
+# where the text has a loop of bare yields, which ruff would have be a `yield from`
+YIELD_LOOPS = (
     "# An async generator cannot `yield from`, so loops of `yield` stay loops here:\n"
     "# ruff: noqa: UP028\n"
 )
+YIELD_LOOP = re.compile(r"^( *)for (\w+) in [^\n]*:\n\1    yield \2\n", re.MULTILINE)
 
 # (pattern, replacement), applied in order to each line, each only at word boundaries
 RULES: list[tuple[str, str]] = [
@@ -44,7 +50,9 @@ RULES: list[tuple[str, str]] = [
     (r"aread", "read"),
     (r"aiter_lines_until", "iter_lines_until"),
     (r"apause", "pause"),
+    (r"asleep", "sleep"),
     (r"asynchronous", "synchronous"),
+    (r"_stream_async", "_stream_sync"),
 ]
 COMPILED = [(re.compile(rf"(?:^|\b){pattern}(?:$|\b)"), repl) for pattern, repl in RULES]
 
@@ -52,10 +60,9 @@ COMPILED = [(re.compile(rf"(?:^|\b){pattern}(?:$|\b)"), repl) for pattern, repl 
 LEFTOVER = re.compile(r"\b(?:async|await|Async[A-Za-z0-9_]*|aclose|aclosing|__a[a-z]+__)\b")
 
 
-def unasync(source: str) -> tuple[str, list[str]]:
-    """The synchronous text of ``source``, and why it cannot be trusted if it cannot:
-    asynchronous tokens left, or rules that matched nothing (the source changed under them,
-    or the rule is misspelled)."""
+def unasync(source: str, name: str = "_async.py") -> tuple[str, set[int], list[str]]:
+    """The synchronous text of ``source`` (the file ``name``), the rules it used, and why it
+    cannot be trusted if it cannot: asynchronous tokens left."""
     used: set[int] = set()
     lines: list[str] = []
     problems: list[str] = []
@@ -67,36 +74,60 @@ def unasync(source: str) -> tuple[str, list[str]]:
         if LEFTOVER.search(line):
             problems.append(f"line {number} is still asynchronous: {line.strip()!r}")
         lines.append(line)
-    problems += [f"rule {RULES[index][0]!r} matched nothing"
-                 for index in range(len(RULES)) if index not in used]
-    return HEADER + "".join(lines), problems
+    text = "".join(lines)
+    header = HEADER.format(source=name) + (YIELD_LOOPS if YIELD_LOOP.search(text) else "")
+    return header + text, used, problems
+
+
+def unused(used: set[int]) -> list[str]:
+    """Rules that matched nothing in any source (it changed under them, or one is misspelled)."""
+    return [f"rule {RULES[index][0]!r} matched nothing"
+            for index in range(len(RULES)) if index not in used]
+
+
+def _stale(target: Path, generated: str, source: Path) -> bool:
+    current = target.read_text(encoding="utf-8") if target.exists() else ""
+    if current == generated:
+        return False
+    sys.stderr.writelines(difflib.unified_diff(
+        current.splitlines(keepends=True), generated.splitlines(keepends=True),
+        fromfile=f"{target} (committed)", tofile=f"{target} (from {source.name})"))
+    print(f"\n{target} is stale: run scripts/unasync.py", file=sys.stderr)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the generated file is not what the source gives")
-    parser.add_argument("--source", type=Path, default=SOURCE, help=argparse.SUPPRESS)
-    parser.add_argument("--target", type=Path, default=TARGET, help=argparse.SUPPRESS)
+                        help="exit 1 if a generated file is not what its source gives")
+    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    # --source/--target: one pair of one's own (the tests' copies); the rules are held to
+    # matching something only over the whole client (PAIRS), as each serves one file or another
+    one = bool(args.source and args.target)
+    pairs = [(args.source, args.target)] if one else PAIRS
 
-    generated, problems = unasync(args.source.read_text(encoding="utf-8"))
+    outputs: list[tuple[Path, Path, str]] = []
+    used: set[int] = set()
+    problems: list[str] = []
+    for source, target in pairs:
+        generated, rules, found = unasync(source.read_text(encoding="utf-8"), source.name)
+        outputs.append((source, target, generated))
+        used |= rules
+        problems += [f"{source}: {problem}" for problem in found]
+    if not one:
+        problems += [f"{pairs[0][0]}: {problem}" for problem in unused(used)]
     for problem in problems:
-        print(f"{args.source}: {problem}", file=sys.stderr)
+        print(problem, file=sys.stderr)
     if problems:
         return 2
-
     if not args.check:
-        args.target.write_text(generated, encoding="utf-8")
+        for _source, target, generated in outputs:
+            target.write_text(generated, encoding="utf-8")
         return 0
-    current = args.target.read_text(encoding="utf-8") if args.target.exists() else ""
-    if current == generated:
-        return 0
-    sys.stderr.writelines(difflib.unified_diff(
-        current.splitlines(keepends=True), generated.splitlines(keepends=True),
-        fromfile=f"{args.target} (committed)", tofile=f"{args.target} (from {args.source.name})"))
-    print(f"\n{args.target} is stale: run scripts/unasync.py", file=sys.stderr)
-    return 1
+    stale = [_stale(target, generated, source) for source, target, generated in outputs]
+    return 1 if any(stale) else 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ class Recorder(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = super().handle_request(request)
         body = None
-        if response.headers.get("content-type", "").startswith("application/json"):
+        if response.headers.get("content-type", "").startswith("application/json") \
+                and request.method != "HEAD":  # an answer to HEAD has no body
             response.read()
             body = response.json()
         self.exchanges.append((request.method, request.url.path, response.status_code, body))

@@ -707,6 +707,8 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         server.metrics()
     link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(live.tidings.config), 'bob')}"
     with httpx.Client(base_url=live.base_url, transport=recorder) as browser:
+        assert browser.head("/healthz").status_code == 200  # a load balancer's probe
+        assert browser.head("/readyz").status_code == 200
         assert browser.get(link).status_code == 200
         assert browser.post(link).status_code == 200
         forged = link[:-4] + ("0000" if not link.endswith("0000") else "1111")

@@ -306,7 +306,10 @@ def test_every_route_refuses_unknown_query_parameters(shared_live: LiveServer,
             response = http.request(method, path, params={"zz_unknown": "1"},
                                     json={} if method in ("POST", "PUT") else None)
             try:
-                refused(http, response, 400, "zz_unknown")
+                if method == "HEAD":  # the status alone: an answer to HEAD has no body
+                    assert response.status_code == 400
+                else:
+                    refused(http, response, 400, "zz_unknown")
             except AssertionError as failure:
                 failure.add_note(f"{method} {template}")
                 raise

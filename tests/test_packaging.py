@@ -1,5 +1,5 @@
 """A built wheel carries everything tidings reads at run time: web files, mail templates,
-migrations, translations, the demo's types."""
+migrations, translations, the demo's types; and its licence."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ def test_the_wheel_holds_the_files_read_at_run_time(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("tidings-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in NEEDED if name not in names] == []
+    # the licence the metadata names travels with the wheel, as its own file
+    (license_file,) = [name for name in names if ".dist-info/" in name
+                       and name.rsplit("/", 1)[-1] == "LICENSE"]
+    text = zipfile.ZipFile(wheel).read(license_file).decode()
+    assert text.startswith("MIT License") and "tidings contributors" in text
 
 
 def test_the_names_the_docs_use_import_from_tidings() -> None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import traceback
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from tidings.cli_bench import LazyBench, bench_help
+from tidings.cli_errors import CommandError, check_port, explain
 from tidings.config import Config
-from tidings.exceptions import TidingsError
 
 app = typer.Typer(help="tidings: a notification and activity-feed engine.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -37,11 +40,18 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+_debug = {"on": False}  # `tidings --debug …`: errors a person caused show their traceback too
+
+
 @app.callback()
 def _options(version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
-        help="Show the version and exit.")] = False) -> None:
+        help="Show the version and exit.")] = False,
+        debug: Annotated[bool, typer.Option(
+            "--debug", help="On an error, show its traceback, not only its one line.")
+        ] = False) -> None:
     """tidings: a notification and activity-feed engine."""
+    _debug["on"] = debug
 
 
 WebhookConcurrencyOption = Annotated[int | None, typer.Option(
@@ -103,17 +113,22 @@ def serve(
 
     import uvicorn
 
+    from tidings.engine import Tidings
     from tidings.store.sql.database import Database
 
     config = _config(database_url)
     if not config.api_keys:
-        err.print("[red]error:[/red] TIDINGS_API_KEY is not set: the server needs at least one "
-                  "key (comma-separated for several)")
-        raise typer.Exit(2)
+        raise CommandError("TIDINGS_API_KEY is not set: the server needs at least one key "
+                           "(comma-separated for several)")
+    check_port(host, port)
     if Database(config.database_url).backend == "sqlite":
         from tidings.store.sql.migrate import upgrade
 
         upgrade(config.database_url)  # the embedded store migrates itself
+    # reachable and at this schema, else one line here rather than a traceback per process
+    opened = _open(database_url)
+    assert isinstance(opened, Tidings)
+    opened.close()
     os.environ["TIDINGS_DATABASE_URL"] = config.database_url
     os.environ["TIDINGS_SERVE_WORKER"] = "0" if no_worker else "1"
     os.environ["TIDINGS_SERVE_WORKER_CONCURRENCY"] = str(concurrency)
@@ -161,9 +176,9 @@ def worker(
     from tidings.engine import Tidings
     from tidings.metrics import serve_metrics
 
-    _logging(json_logs)
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
+    _logging(json_logs)
     runner = tidings.worker(concurrency=concurrency, poll_seconds=poll,
                             webhook_concurrency=webhook_concurrency)
     exporter = None
@@ -356,41 +371,25 @@ def demo(
 
 
 def _logging(json_logs: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if json_logs:
-        import json
+    from tidings.logs import configure
 
-        class JsonFormatter(logging.Formatter):
-            def format(self, record: logging.LogRecord) -> str:
-                entry = {"time": self.formatTime(record), "level": record.levelname,
-                         "logger": record.name, "message": record.getMessage()}
-                request_id = getattr(record, "request_id", None)
-                if request_id is not None:
-                    entry["request_id"] = request_id
-                return json.dumps(entry)
-
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    configure(json_logs)
 
 
-def _register_bench() -> None:
-    try:
-        from tidings.bench.cli import bench_app
-    except ImportError:  # the bench package is optional in trimmed installs
-        return
-    app.add_typer(bench_app, name="bench")
-
-
-_register_bench()
+app.add_typer(typer.Typer(cls=LazyBench, no_args_is_help=True), name="bench",
+              help=bench_help())
 
 
 def main() -> None:
     try:
         app()
-    except TidingsError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except Exception as exc:
+        message = explain(exc)
+        if message is None:  # a defect: its traceback is the report
+            raise
+        if _debug["on"]:
+            traceback.print_exc()
+        err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         sys.exit(2)
 
 

@@ -153,18 +153,40 @@ def test_failures_retry_with_exponential_backoff(store: ports.Store,
         before = clock.now_us()
         assert store.queue.fail(job, f"boom {attempt}") is True
         after = clock.now_us()
-        delay = 2 * SECOND * 2 ** (attempt - 1)  # 2 s, 4 s, 8 s
+        ceiling = 2 * SECOND * 2 ** (attempt - 1)  # 2 s, 4 s, 8 s; the wait is jittered below
         run_after = store.queue.next_run_after()
-        assert run_after is not None and before + delay < run_after < after + delay
+        assert run_after is not None and before <= run_after <= after + ceiling
         assert store.queue.stats() == {"queued": 1, "runnable": 0, "running": 0, "failed": 0}
-        clock.advance(delay / SECOND - 0.01)
-        assert store.queue.claim(1) == []
-        clock.advance(0.02)
+        if run_after > after:
+            assert store.queue.claim(1) == []  # not before its time
+        clock.advance(ceiling / SECOND + 0.01)
     failures = store.queue.failures()
     assert [(f.error, f.attempt, f.final, f.func, f.args) for f in failures] == [
         (f"boom {n}", n, False, "flaky", {"n": 1}) for n in (3, 2, 1)]
     assert failures[0].failed_at > failures[1].failed_at > failures[2].failed_at
     assert failures[0].job_id == job.id
+
+
+def test_jobs_failed_in_one_outage_retry_spread_over_the_window(store: ports.Store,
+                                                                clock: FrozenClock) -> None:
+    """Full jitter: jobs that fail at the same instant do not all come back at the same one."""
+    _enqueue(store, *(JobSpec("mail", {"n": n}) for n in range(40)))
+    claimed = store.queue.claim(40)
+    assert len(claimed) == 40
+    for job in claimed:
+        assert store.queue.fail(job, "SMTP server down") is True
+    now = clock.now_us()
+    ceiling = 2 * SECOND  # the first failure's window
+    waits = []
+    while (due := store.queue.next_run_after()) is not None:
+        assert due <= now + ceiling
+        waits.append(due - now)
+        clock.advance(max(due - clock.now_us(), 0) / SECOND)
+        done = store.queue.claim(40)  # all due at this instant; done, so the next is later
+        write(store, lambda tx, done=done: tx.jobs.complete_many(done))
+    assert len(waits) >= 20  # few of 40 share an instant
+    assert min(waits) < ceiling / 4 and max(waits) > 3 * ceiling / 4
+    assert store.queue.stats()["queued"] == 0
 
 
 def test_the_last_attempt_fails_for_good(store: ports.Store, clock: FrozenClock) -> None:

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from tidings.api import (
+    docs,
     errors,
     hotpublish,
     hotreads,
@@ -87,7 +88,8 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
 
     app = Api(title="tidings", version="1", lifespan=lifespan,
               description="Notification and activity-feed engine: the HTTP API v1.",
-              dependencies=[Depends(no_unknown_query)])
+              dependencies=[Depends(no_unknown_query)],
+              docs_url=None, redoc_url=None)  # served offline by docs.install
     app.state.tidings = state
     errors.install(app)
     app.include_router(routes_events.build())
@@ -97,14 +99,13 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_mail.build())
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
+    docs.install(app)
     hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
     hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
-    app.add_middleware(SecurityHeaders, docs_paths=[
-        path for path in (app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url)
-        if path])
+    app.add_middleware(SecurityHeaders, docs_paths=docs.PAGES)
     # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],

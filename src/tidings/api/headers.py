@@ -25,11 +25,9 @@ PAGE_POLICY = ("default-src 'self'; script-src 'self'{scripts}; "
                "font-src 'self'{fonts}; connect-src 'self'; worker-src 'self'{workers}; "
                "object-src 'none'; base-uri 'none'; form-action 'self'; "
                "frame-ancestors 'none'")
-# The docs pages load Swagger UI and ReDoc from their CDN.
-DOCS_SOURCES = {"scripts": " https://cdn.jsdelivr.net",
-                "styles": " https://cdn.jsdelivr.net https://fonts.googleapis.com",
-                "images": " https://fastapi.tiangolo.com https://cdn.jsdelivr.net",
-                "fonts": " https://fonts.gstatic.com", "workers": " blob:"}
+# The docs pages load Swagger UI and ReDoc from this server (tidings.api.docs); ReDoc runs a
+# worker it makes from a blob.
+DOCS_SOURCES = {"scripts": "", "styles": "", "images": "", "fonts": "", "workers": " blob:"}
 OTHER_POLICY = "default-src 'none'; frame-ancestors 'none'"
 _INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>",
                             re.DOTALL | re.IGNORECASE)

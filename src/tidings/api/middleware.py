@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tidings import logs
 from tidings.api import errors, jsonshape
 from tidings.api.errors import respond
 from tidings.metrics import Metrics
@@ -68,7 +69,8 @@ class RequestContext:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            with logs.request_scope(request_id):  # on every line logged for this request
+                await self.app(scope, receive, send_with_id)
         except Exception as exc:
             if responded:  # a stream broke off: nothing more can be said to the caller
                 errors.unexpected(exc, request_id)

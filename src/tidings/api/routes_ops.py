@@ -25,9 +25,22 @@ def build() -> APIRouter:
         """The process is alive."""
         return {"status": "ok"}
 
+    @router.head("/healthz", response_model=Health)
+    async def healthz_head() -> dict[str, str]:
+        """The process is alive (the status alone, for probes that send ``HEAD``)."""
+        return {"status": "ok"}
+
     @router.get("/readyz", response_model=Health, responses={503: {"model": ErrorResponse}})
     async def readyz(state: State) -> Any:
         """The store and the queue are reachable (answered within ``TIDINGS_READY_TIMEOUT``)."""
+        return await ready(state)
+
+    @router.head("/readyz", response_model=Health, responses={503: {"model": ErrorResponse}})
+    async def readyz_head(state: State) -> Any:
+        """Whether the store and the queue are reachable, in the status alone (``HEAD``)."""
+        return await ready(state)
+
+    async def ready(state: Any) -> Any:
         try:
             # a deadline on the whole check: a store that hangs makes it 503, not a hang. The
             # thread is abandoned at the deadline, not awaited (it ends at its own timeouts).

@@ -9,6 +9,13 @@ They are never asserted in tests: the machines are shared and noisy.
 
 from __future__ import annotations
 
+# `tidings bench --help`, shown without importing the workloads
+HELP = ("Benchmarks, each a table on stdout (JSON with --json): timelines is W1 (the timelines "
+        "seed: push, pull and hybrid beside the seed's SQL), inbox is W2 (unread counts, "
+        "bundled first pages, mark all read in-process), fanout is W3 (one event to many "
+        "followers through worker processes), http is W4 (the W2 reads and POST /v1/events "
+        "through `tidings serve`).")
+
 
 class BenchFailure(Exception):
     """The engine under test gave a wrong result (a notification lost or doubled, a job stuck).

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tidings.bench import HELP as BENCH_HELP
 from tidings.bench import BenchFailure
 from tidings.bench import fanout as fanout_workload
 from tidings.bench import http as http_workload
@@ -32,11 +33,7 @@ from tidings.bench.timeline_report import tables as timeline_tables
 from tidings.config import Config
 
 bench_app = typer.Typer(
-    help="Benchmarks, each a table on stdout (JSON with --json): timelines is W1 (the "
-         "timelines seed: push, pull and hybrid beside the seed's SQL), inbox is W2 (unread "
-         "counts, bundled first pages, mark all read in-process), fanout is W3 (one event to many "
-         "followers through worker processes), http is W4 (the W2 reads and POST /v1/events "
-         "through `tidings serve`).",
+    help=BENCH_HELP,
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     rich_markup_mode=None)
 console = Console()

@@ -15,7 +15,9 @@ Both have the same methods; the async ones are coroutines (``stream`` an async i
 Methods on a user's data take ``user=``: ``/v1/users/{user}/…`` when given, ``/v1/me/…`` (the
 token's own user) when left out. Answers are the API's JSON, typed as :class:`typing.TypedDict`
 s; an error answer raises :class:`ApiError` with the API's ``code``, ``message`` and ``details``.
-Network failures are httpx's own exceptions.
+Network failures are httpx's own exceptions. A 429 or 503 to a request that is safe to repeat
+(GET, PUT, DELETE, a POST with an idempotency key) is retried after its ``Retry-After``, as
+the client's :class:`Retry` says (three requests at most, ten seconds' wait at most, by default).
 
 The client is written once: :mod:`tidings.client._async` is the source and
 :mod:`tidings.client._sync` is generated from it by ``scripts/unasync.py``. The answers' types
@@ -46,6 +48,7 @@ from tidings.client._models import (
     TypeList,
     UnreadCount,
 )
+from tidings.client._retry import Retry
 from tidings.client._sync import Client
 
 __all__ = [
@@ -63,6 +66,7 @@ __all__ = [
     "Notification",
     "Page",
     "Preferences",
+    "Retry",
     "SseEvent",
     "Subscription",
     "TimelineEvent",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -25,7 +23,6 @@ from tidings.client._models import (
     Notification,
     Page,
     Preferences,
-    SseEvent,
     Subscription,
     TimelineEvent,
     Token,
@@ -46,29 +43,27 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
-from tidings.client._sse import (
-    Backoff,
-    SseParser,
-    aiter_lines_until,
-    apause,
-    stream_timeout,
-    waited_out,
-)
+from tidings.client._retry import Retry, asleep
+from tidings.client._stream_async import AsyncStream
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(ClientBase, AsyncStream):
     """A client of the HTTP API v1, asynchronous. ``token`` is a server key or a user token.
 
     Use it as ``async with AsyncClient(…) as tidings:``, or call :meth:`aclose`. ``transport``
-    is for tests (``httpx.MockTransport``) or custom networking.
+    is for tests (``httpx.MockTransport``) or custom networking. ``retry`` says how a 429 or
+    503 answer to a request safe to repeat is retried after its ``Retry-After``
+    (:class:`~tidings.client.Retry`; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
         self, base_url: str, token: str | None = None, *,
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         super().__init__(base_url, token)
+        self.retry = Retry() if retry is None else retry
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
             verify=tls_context())
@@ -89,7 +84,14 @@ class AsyncClient(ClientBase):
         self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Any:
-        return parse_answer(await self._http.request(method, path, params=params, json=body))
+        attempt = 1
+        while True:
+            response = await self._http.request(method, path, params=params, json=body)
+            wait = self.retry.wait(method, body, response, attempt)
+            if wait is None:
+                return parse_answer(response)
+            await asleep(wait)
+            attempt += 1
 
     # events and types (server key)
 
@@ -230,49 +232,6 @@ class AsyncClient(ClientBase):
         path = user_path(user, "/notifications/seen")
         answer = await self._call("POST", path, body=seen_body(until))
         return cast(str, answer["seen_until"])
-
-    async def stream(
-        self, *, user: str | None = None, locale: str | None = None,
-        timeout: float | None = None, reconnect: bool = True,
-        last_event_id: str | None = None,
-    ) -> AsyncIterator[SseEvent]:
-        """The live stream as :class:`SseEvent` ``(event, data)`` pairs, each with its ``id``:
-        ``unread``, ``notification``, ``timeline`` (a :class:`TimelineEvent`) and ``resync``
-        (more was missed than the server replays: read the lists named again). With
-        ``timeout``, iteration ends after that many seconds. A connection that ends or breaks
-        (or a busy server: 429, 502-504) is opened again after the server's ``retry:``, later
-        with jitter while it fails, resuming with ``Last-Event-ID`` (``last_event_id``: an
-        ``id`` kept from before); ``reconnect=False`` ends instead (docs/client.md).
-
-        Leaving it early, close it (``contextlib.aclosing``) so the connection is let go at once.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        path = user_path(user, "/stream")
-        parser = SseParser(last_event_id)
-        backoff = Backoff()
-        while True:
-            retry_after = None
-            try:
-                async with self._http.stream("GET", path, params=query(locale=locale),
-                                             headers=parser.headers(),
-                                             timeout=stream_timeout(timeout)) as response:
-                    if not response.is_success:
-                        await response.aread()
-                        retry_after = waited_out(error_of(response), reconnect)
-                    else:
-                        backoff.reached()
-                        async with contextlib.aclosing(
-                                aiter_lines_until(response, deadline)) as lines:
-                            async for line in lines:
-                                frame = parser.feed(line)
-                                if frame is not None:
-                                    yield frame
-            except httpx.TransportError:
-                if not reconnect:
-                    raise
-            if not reconnect or not await apause(backoff.delay(parser.retry, retry_after),
-                                                 deadline):
-                return
 
     # subscriptions, follows, timeline, preferences
 

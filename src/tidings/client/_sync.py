@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -29,7 +27,6 @@ from tidings.client._models import (
     Notification,
     Page,
     Preferences,
-    SseEvent,
     Subscription,
     TimelineEvent,
     Token,
@@ -50,29 +47,27 @@ from tidings.client._requests import (
     tls_context,
     user_path,
 )
-from tidings.client._sse import (
-    Backoff,
-    SseParser,
-    iter_lines_until,
-    pause,
-    stream_timeout,
-    waited_out,
-)
+from tidings.client._retry import Retry, sleep
+from tidings.client._stream_sync import Stream
 
 
-class Client(ClientBase):
+class Client(ClientBase, Stream):
     """A client of the HTTP API v1, synchronous. ``token`` is a server key or a user token.
 
     Use it as ``with Client(…) as tidings:``, or call :meth:`close`. ``transport``
-    is for tests (``httpx.MockTransport``) or custom networking.
+    is for tests (``httpx.MockTransport``) or custom networking. ``retry`` says how a 429 or
+    503 answer to a request safe to repeat is retried after its ``Retry-After``
+    (:class:`~tidings.client.Retry`; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
         self, base_url: str, token: str | None = None, *,
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         super().__init__(base_url, token)
+        self.retry = Retry() if retry is None else retry
         self._http = httpx.Client(
             base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport,
             verify=tls_context())
@@ -93,7 +88,14 @@ class Client(ClientBase):
         self, method: str, path: str, *, params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Any:
-        return parse_answer(self._http.request(method, path, params=params, json=body))
+        attempt = 1
+        while True:
+            response = self._http.request(method, path, params=params, json=body)
+            wait = self.retry.wait(method, body, response, attempt)
+            if wait is None:
+                return parse_answer(response)
+            sleep(wait)
+            attempt += 1
 
     # events and types (server key)
 
@@ -234,49 +236,6 @@ class Client(ClientBase):
         path = user_path(user, "/notifications/seen")
         answer = self._call("POST", path, body=seen_body(until))
         return cast(str, answer["seen_until"])
-
-    def stream(
-        self, *, user: str | None = None, locale: str | None = None,
-        timeout: float | None = None, reconnect: bool = True,
-        last_event_id: str | None = None,
-    ) -> Iterator[SseEvent]:
-        """The live stream as :class:`SseEvent` ``(event, data)`` pairs, each with its ``id``:
-        ``unread``, ``notification``, ``timeline`` (a :class:`TimelineEvent`) and ``resync``
-        (more was missed than the server replays: read the lists named again). With
-        ``timeout``, iteration ends after that many seconds. A connection that ends or breaks
-        (or a busy server: 429, 502-504) is opened again after the server's ``retry:``, later
-        with jitter while it fails, resuming with ``Last-Event-ID`` (``last_event_id``: an
-        ``id`` kept from before); ``reconnect=False`` ends instead (docs/client.md).
-
-        Leaving it early, close it (``contextlib.closing``) so the connection is let go at once.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        path = user_path(user, "/stream")
-        parser = SseParser(last_event_id)
-        backoff = Backoff()
-        while True:
-            retry_after = None
-            try:
-                with self._http.stream("GET", path, params=query(locale=locale),
-                                             headers=parser.headers(),
-                                             timeout=stream_timeout(timeout)) as response:
-                    if not response.is_success:
-                        response.read()
-                        retry_after = waited_out(error_of(response), reconnect)
-                    else:
-                        backoff.reached()
-                        with contextlib.closing(
-                                iter_lines_until(response, deadline)) as lines:
-                            for line in lines:
-                                frame = parser.feed(line)
-                                if frame is not None:
-                                    yield frame
-            except httpx.TransportError:
-                if not reconnect:
-                    raise
-            if not reconnect or not pause(backoff.delay(parser.retry, retry_after),
-                                                 deadline):
-                return
 
     # subscriptions, follows, timeline, preferences
 

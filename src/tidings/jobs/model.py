@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,14 @@ class Failure:
     failed_at: int
 
 
-def backoff_us(attempt: int, base_us: int, cap_us: int) -> int:
-    """Exponential backoff after the ``attempt``-th failure: base, 2·base, 4·base … up to cap."""
+def backoff_ceiling_us(attempt: int, base_us: int, cap_us: int) -> int:
+    """The longest wait after the ``attempt``-th failure: base, 2·base, 4·base … up to cap."""
     return int(min(base_us * (2 ** max(attempt - 1, 0)), cap_us))
+
+
+def backoff_us(attempt: int, base_us: int, cap_us: int,
+               rand: Callable[[], float] = random.random) -> int:
+    """The wait after the ``attempt``-th failure, with "full jitter": anywhere between 0 and
+    :func:`backoff_ceiling_us`. Jobs that failed on one outage (an SMTP server, a receiver)
+    then come back spread over the window rather than all at the same instants."""
+    return int(rand() * backoff_ceiling_us(attempt, base_us, cap_us))

@@ -21,17 +21,16 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
+from tidings import logs
 from tidings.exceptions import HotStoreEmptied, LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.lanes import GroupLimit, Lane
-from tidings.jobs.model import SECOND, Job, backoff_us
+from tidings.jobs.model import SECOND, Job, backoff_ceiling_us
+from tidings.jobs.outage import OUTAGE_GIVEBACKS, Givebacks
 from tidings.ports import Tx
 
 log = logging.getLogger("tidings.worker")
 
-# A job that meets an unavailable store this many times in a row, each time while the queue
-# answered, spends an attempt (see Worker.run_job).
-OUTAGE_GIVEBACKS = 10
 # Jobs claimed at once: fan-out jobs of one claim run in one unit (Worker.run_many), so a
 # worker's threads (its "jobs" lane) take several at a time and Tidings.run_jobs (embedded
 # mode, tests) many; the unit defers those past its budget of users (fanout.batch), so a claim
@@ -86,7 +85,7 @@ class Worker:
         # put some back, so that few go back each time, growing again by a quarter while
         # units take all they claim; None: the lane's batch
         self._claim: int | None = None
-        self._givebacks: dict[int, int] = {}  # job id -> unavailable stores met in a row
+        self._givebacks = Givebacks()  # jobs that met an unavailable store (jobs.outage)
         self._groups = GroupLimit()  # the groups' jobs running now (lanes with per_group)
 
     # -- one job ------------------------------------------------------------------------------
@@ -115,7 +114,11 @@ class Worker:
                                                             outcome)))
 
     def run_job(self, job: Job) -> bool:
-        """Run one claimed job; True if it completed."""
+        """Run one claimed job; True if it completed. What it logs carries its id."""
+        with logs.job_scope([job.id]):
+            return self._run(job)
+
+    def _run(self, job: Job) -> bool:
         handler = self.handlers.get(job.func)
         queue = self.ctx.store.queue
         observer = self.ctx.observer
@@ -131,12 +134,10 @@ class Worker:
         except StoreUnavailable as exc:
             observer.store_error(exc)
             # The store (or its Redis hot part) is away: not the job's fault. Give the job
-            # back without spending an attempt, if the queue answers (else its lease expires),
-            # and let the loop wait: an outage of any length gives no delivery up. But a job
-            # that meets "unavailable" again and again while the queue itself answers (a
-            # statement that always times out, a key that always errs) is failing, not
-            # waiting: past OUTAGE_GIVEBACKS it spends attempts like any failure.
-            if not self._gave_back(job, counted=not isinstance(exc, HotStoreEmptied)):
+            # back (if the queue answers; else its lease expires) and let the loop wait, unless
+            # it has met one too often while the queue answered (jobs.outage).
+            if not self._givebacks.give_back(queue, job,
+                                             counted=not isinstance(exc, HotStoreEmptied)):
                 raise
             log.warning("job %s (%s) met an unavailable store %d times while the queue "
                         "answered; counting it as a failure: %s", job.id, job.func,
@@ -146,7 +147,7 @@ class Worker:
                 observer.job("retried" if retried else "failed")
             return False
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
-            log.warning("job %s (%s) failed: %s", job.id, job.func, exc)
+            log.warning("job %s (%s) failed: %s", job.id, job.func, exc, exc_info=exc)
             observer.store_error(exc)
             retried = True
             try:
@@ -162,29 +163,9 @@ class Worker:
             observer.observe("fanout_seconds", time.perf_counter() - started)
         with self._count_lock:
             self.processed += 1
-            self._givebacks.pop(job.id, None)
+        self._givebacks.forget([job])
         observer.job("completed")
         return True
-
-    def _gave_back(self, job: Job, *, counted: bool = True) -> bool:
-        """Give a job that met an unavailable store back, if the queue answers; True instead
-        when this job has met one OUTAGE_GIVEBACKS times in a row with the queue answering.
-        ``counted`` False (a hot store that lost its data waits for its rebuild, however
-        long): given back every time."""
-        with self._count_lock:
-            count = self._givebacks.get(job.id, 0) + 1
-            if counted and count >= OUTAGE_GIVEBACKS:
-                self._givebacks.pop(job.id, None)
-                return True
-        try:
-            self.ctx.store.queue.release(job)
-        except StoreUnavailable:
-            return False  # a real outage: not counted
-        with self._count_lock:
-            if len(self._givebacks) >= 10_000:  # jobs another worker finished
-                self._givebacks.clear()
-            self._givebacks[job.id] = count
-        return False
 
     def run_many(self, handler: Handler, jobs: Sequence[Job]) -> tuple[int, int]:
         """Run claimed jobs of one function with ``handler.run_many`` in one unit, completed
@@ -210,12 +191,13 @@ class Worker:
                     _complete(tx, job, more)
 
         started = time.perf_counter()
-        try:
-            self.ctx.store.transact(work)
-        except Exception as exc:
-            log.info("a batch of %d %s jobs failed (%s); running each on its own", len(jobs),
-                     jobs[0].func, exc)
-            return sum(1 for job in jobs if self.run_job(job)), 0
+        with logs.job_scope([job.id for job in jobs]):
+            try:
+                self.ctx.store.transact(work)
+            except Exception as exc:
+                log.info("a batch of %d %s jobs failed (%s); running each on its own",
+                         len(jobs), jobs[0].func, exc, exc_info=exc)
+                return sum(1 for job in jobs if self.run_job(job)), 0
         for job in deferred:  # for another unit (of this worker or another), in claim order
             try:
                 self.ctx.store.queue.release(job)
@@ -227,8 +209,7 @@ class Worker:
         observer = self.ctx.observer
         with self._count_lock:
             self.processed += len(done)
-            for job in done:
-                self._givebacks.pop(job.id, None)
+        self._givebacks.forget(done)
         for job in done:
             if job.func.startswith("fanout"):
                 observer.observe("fanout_seconds", share)
@@ -313,8 +294,8 @@ class Worker:
             self._nudged.notify_all()
 
     def _retry_later(self, job: Job) -> None:
-        """``job`` failed and will run again after its backoff: idle loops look then."""
-        delay = backoff_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
+        """``job`` failed and will run again within its backoff window: idle loops look then."""
+        delay = backoff_ceiling_us(job.attempts, int(self.ctx.config.job_backoff_seconds * SECOND),
                            MAX_BACKOFF_US) / SECOND
         with self._nudged:
             if len(self._retries_due) < 10_000:  # beyond, the poll finds them
