@@ -20,12 +20,6 @@ from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.importer import import_lines
 
-# NOT BUILT YET: these tests describe the one order (event time, then id) the code does not
-# give yet (the plan is in the message of the commit that added them); strict, so the run
-# fails once it does: remove the mark with the fix.
-pytestmark = pytest.mark.xfail(strict=True, reason="timelines still order by event id, "
-                               "inboxes by delivery time")
-
 MODELS = ("push", "pull", "hybrid")
 # The frozen clock starts on 2023-11-14: "today" for the live posts.
 OLD_POST = {"kind": "event", "type": "post", "actor": "ann", "object": "blog:2019",

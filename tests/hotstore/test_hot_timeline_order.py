@@ -29,12 +29,6 @@ from tidings.cli import app
 from tidings.clock import FrozenClock, SystemClock
 from tidings.engine import Tidings
 
-# NOT BUILT YET: these tests describe the one order (event time, then id) the code does not
-# give yet (the plan is in the message of the commit that added them); strict, so the run
-# fails once it does: remove the mark with the fix.
-pytestmark = pytest.mark.xfail(strict=True, reason="timelines still order by event id, "
-                               "inboxes by delivery time")
-
 
 @pytest.fixture
 def clock() -> FrozenClock:
