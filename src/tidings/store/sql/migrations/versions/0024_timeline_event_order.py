@@ -8,9 +8,13 @@ A timeline was ordered by event id, an inbox by time: an imported post dated yea
 newest id) sat on top of the timeline. Every timeline now orders, like the inbox, by the
 event's ``created_at`` then its id. A mailbox entry's ``created_at`` is rewritten from its
 event (it held the delivery time) and becomes part of the key, (user_id, created_at,
-event_id), still one row per event; the floor and ``push_from`` become positions (a time
-beside the id, taken from the event with that id, or the newest one below it); the pull
+event_id), still one row per event; the floor and ``push_from`` become positions; the pull
 model's indexes read each followee's events in that order.
+
+A floor or ``push_from`` id X becomes (T, X) with T the latest time of any event with an id
+up to X (a running maximum over the events in id order, computed once): every event at or
+below the old bound is at or below the new one, so nothing a mailbox may lack is taken as in
+it. (Events above X dated before T are now pulled too, which is always right.)
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ PG_PULL = 'ix_events_actor_created_at_id'
 PULL_OLD = 'ix_events_actor_type_retracted_at'
 PULL = 'ix_events_actor_type_retracted_at_created_at'
 
-# the time of the event with this id, or of the newest one below it (an event since deleted)
-_TIME_OF = ("(SELECT e.created_at FROM events e WHERE e.id <= {col} "
-            "ORDER BY e.id DESC LIMIT 1)")
+UPTO = 'timeline_event_order_upto'  # per event id, the latest time of the events up to it
+# the latest time of the events with an id up to this one
+_TIME_UPTO = (f"(SELECT u.upto FROM {UPTO} u WHERE u.id <= {{col}} "
+              "ORDER BY u.id DESC LIMIT 1)")
 
 
 def _key(columns: list[str]) -> None:
@@ -72,14 +77,19 @@ def upgrade() -> None:
     op.execute("UPDATE timelines SET created_at = coalesce((SELECT e.created_at FROM events e "
                "WHERE e.id = timelines.event_id), created_at)")
     _key(['user_id', 'created_at', 'event_id'])
+    op.create_table(UPTO, sa.Column('id', sa.BigInteger(), primary_key=True),
+                    sa.Column('upto', sa.BigInteger(), nullable=False))
+    op.execute(f"INSERT INTO {UPTO} (id, upto) SELECT id, max(created_at) OVER (ORDER BY id "
+               "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM events")
     op.add_column('timeline_state', sa.Column('floor_at', sa.BigInteger(), nullable=False,
                                               server_default='0'))
     op.execute("UPDATE timeline_state SET floor_at = coalesce("
-               f"{_TIME_OF.format(col='timeline_state.floor_id')}, 0) WHERE floor_id > 0")
+               f"{_TIME_UPTO.format(col='timeline_state.floor_id')}, 0) WHERE floor_id > 0")
     op.add_column('timeline_sources', sa.Column('push_from_at', sa.BigInteger(), nullable=True))
     op.execute("UPDATE timeline_sources SET push_from_at = CASE WHEN push_from = 0 THEN 0 "
-               f"ELSE coalesce({_TIME_OF.format(col='timeline_sources.push_from')}, 0) END "
+               f"ELSE coalesce({_TIME_UPTO.format(col='timeline_sources.push_from')}, 0) END "
                "WHERE push_from IS NOT NULL")
+    op.drop_table(UPTO)
     _pull_indexes(True)
 
 
