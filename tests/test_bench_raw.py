@@ -179,7 +179,8 @@ def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
         assert len(shapes) == 1  # the same followers, the same values
         for group in by_event.values():
             assert len({(r.bundle_hash, r.display_hash) for r in group}) == 1
-            assert all(len(r.display_hash) == 32 and r.fresh_at == r.created_at for r in group)
+            # dated at the event, fresh from the delivery (the raw writes deliver at once)
+            assert all(len(r.display_hash) == 32 and r.fresh_at >= r.created_at for r in group)
         for user in followers:
             assert t.unread_count(user).count == 4
     finally:

@@ -159,7 +159,7 @@ def test_a_batch_of_fanouts_ends_as_one_by_one(pair: tuple[Tidings, Tidings]) ->
     assert one["timeline:u1"] and one["inbox:u1"]  # the history did reach people
     # a1 is pushed, a2 (more followers than celebrity_followers) flipped to pull at its first
     # post, a3 pulled by its override
-    assert [one["sources"][a]["push_from"] for a in ("a1", "a2", "a3")] == [0, None, None]
+    assert [one["sources"][a]["push_from"] for a in ("a1", "a2", "a3")] == [(0, 0), None, None]
 
 
 def test_a_bad_job_in_a_batch_holds_up_none_of_the_others(

@@ -50,7 +50,10 @@ def test_an_item_carries_what_a_client_shows(t: Tidings, clock: FrozenClock) -> 
     with t.store.read() as tx:
         (row,) = tx.inbox.page("bob", Filters(), tx.inbox.load_markers("bob"), limit=10,
                                before=None)
-    assert before_delivery < row.created_at < after_delivery  # the delivery time
+        event = tx.events.get(int(published.id))
+    # dated at its event (the inbox's order, the timeline's too), fresh from its delivery
+    assert event is not None and row.created_at == event.created_at < before_delivery
+    assert before_delivery < row.fresh_at < after_delivery
     assert item.created_at == to_rfc3339(row.created_at)  # in RFC 3339 UTC
     assert item.created_at.endswith("Z")
 

@@ -308,12 +308,12 @@ class Tidings:
     def timeline(self, user: str, *, limit: int = 20, cursor: str | None = None,
                  max_id: str | int | None = None, since_id: str | int | None = None
                  ) -> Page[TimelineEntry]:
-        """Events of the users ``user`` follows, newest first by event id, whichever timeline
-        model wrote them (``docs/timelines.md``).
+        """Events of the users ``user`` follows, newest first by their time then id (as the
+        inbox), whichever timeline model wrote them (``docs/timelines.md``).
 
-        ``max_id``: only events strictly older (lower id) than it; ``since_id``: only events
-        strictly newer. The opaque ``cursor`` of a previous page pages older; given with
-        ``max_id``, both apply (the lower bound of the two wins). ``next_cursor`` pages older.
+        ``max_id`` / ``since_id`` (event ids): only events below / above that event in this
+        order. The opaque ``cursor`` of a previous page pages older; given with ``max_id``,
+        both apply (the lower bound of the two wins). ``next_cursor`` pages older.
         """
         return self.timelines.timeline(user, limit=limit, cursor=cursor, max_id=max_id,
                                        since_id=since_id)

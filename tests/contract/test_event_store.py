@@ -8,6 +8,7 @@ from contract_kit import publish, read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.events import Event
+from tidings.domain.timeline import TOP, Position
 from tidings.exceptions import StoreConflict
 
 
@@ -202,22 +203,41 @@ def test_pull_page_merges_the_newest_of_each_source(store: ports.Store,
     posts = {a: [made[a][i] for i in (0, 1, 3)] for a in made}
     everything = sorted(posts["ann"] + posts["bob"][:2], reverse=True)
 
-    def pull(sources: list[tuple[str, int]], limit: int = 10, below: int | None = None,
-             above: int | None = None) -> list[int]:
+    def pull(sources: list[tuple[str, Position]], limit: int = 10,
+             below: Position | None = None, above: Position | None = None) -> list[int]:
         return [e.id for e in read(store, lambda tx: tx.events.pull_page(
             sources, types=["post"], limit=limit, below=below, above=above))]
 
-    big = 2**63 - 1
-    assert pull([("ann", big), ("bob", big)]) == everything
-    assert pull([("ann", big), ("bob", big)], limit=2) == everything[:2]
-    assert pull([("ann", big), ("bob", big)], below=everything[1],
-                above=everything[4]) == everything[2:4]
-    assert pull([("ann", posts["ann"][1]), ("bob", big)]) == sorted(
+    def at(event_id: int) -> Position:  # its place in the timeline's order
+        found = read(store, lambda tx: tx.events.get(event_id))
+        assert found is not None
+        return (found.created_at, event_id)
+
+    assert pull([("ann", TOP), ("bob", TOP)]) == everything
+    assert pull([("ann", TOP), ("bob", TOP)], limit=2) == everything[:2]
+    assert pull([("ann", TOP), ("bob", TOP)], below=at(everything[1]),
+                above=at(everything[4])) == everything[2:4]
+    assert pull([("ann", at(posts["ann"][1])), ("bob", TOP)]) == sorted(
         posts["ann"][:2] + posts["bob"][:2], reverse=True)
-    assert pull([]) == [] and pull([("dan", big)]) == []
+    assert pull([]) == [] and pull([("dan", TOP)]) == []
     event = read(store, lambda tx: tx.events.pull_page(
-        [("cat", big)], types=["post"], limit=1, below=None, above=None))[0]
+        [("cat", TOP)], types=["post"], limit=1, below=None, above=None))[0]
     assert (event.id, event.actor, event.type) == (posts["cat"][2], "cat", "post")
+
+
+def test_position_near_is_an_events_place_or_the_one_below(store: ports.Store,
+                                                           clock: FrozenClock) -> None:
+    """Where a timeline's max_id / since_id falls: the event's (created_at, id), or for an
+    id no event has, the newest event with a lower id's."""
+    first, second, gone = (publish(store, clock.now_us(), created_at=at) for at in (30, 20, 10))
+    write(store, lambda tx: tx.events.delete([gone]))
+
+    def near(event_id: int) -> Position | None:
+        return read(store, lambda tx: tx.events.position_near(event_id))
+
+    assert (near(first), near(second)) == ((30, first), (20, second))
+    assert near(gone) == near(gone + 1000) == (20, second)
+    assert near(first - 1) is None
 
 
 def test_insert_many_returns_ids_in_order(store: ports.Store, clock: FrozenClock) -> None:

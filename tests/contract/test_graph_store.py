@@ -7,7 +7,7 @@ from contract_kit import read, write
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.audience import ACTOR_FOLLOWERS, OBJECT_SUBSCRIBERS, AudienceSource
-from tidings.domain.timeline import SourceState, pushed_from_start
+from tidings.domain.timeline import START, SourceState, pushed_from_start
 from tidings.domain.views import Follow
 
 
@@ -212,32 +212,32 @@ def test_timeline_sources_count_followers_and_keep_overrides(store: ports.Store,
     write(store, lambda tx: tx.graph.remove_follow("cat", "ann"))
     write(store, lambda tx: tx.graph.add_follow("bob", "eve", now))
     got = read(store, lambda tx: tx.graph.timeline_sources(["ann", "eve", "zed"]))
-    assert got == {"ann": SourceState(2, None, 0), "eve": SourceState(1, None, 0)}
+    assert got == {"ann": SourceState(2, None, START), "eve": SourceState(1, None, START)}
     write(store, lambda tx: tx.graph.set_timeline_model("ann", "pull"))
     write(store, lambda tx: tx.graph.set_timeline_model("zed", "push"))
     write(store, lambda tx: tx.graph.set_push_from("ann", None))
     got = read(store, lambda tx: tx.graph.timeline_sources(["ann", "zed"]))
-    assert got == {"ann": SourceState(2, "pull", None), "zed": SourceState(0, "push", 0)}
+    assert got == {"ann": SourceState(2, "pull", None), "zed": SourceState(0, "push", START)}
     write(store, lambda tx: tx.graph.set_timeline_model("ann", None))
-    write(store, lambda tx: tx.graph.set_push_from("ann", 42))
+    write(store, lambda tx: tx.graph.set_push_from("ann", (9, 42)))
     assert read(store, lambda tx: tx.graph.timeline_sources(["ann"])) == {
-        "ann": SourceState(2, None, 42)}
+        "ann": SourceState(2, None, (9, 42))}
     write(store, lambda tx: tx.graph.add_follow("bob", "new", now))
     write(store, lambda tx: tx.graph.add_follow("cat", "zed", now))
     write(store, lambda tx: tx.graph.remove_follow("cat", "zed"))
     write(store, lambda tx: tx.graph.add_follow("bob", "zed", now))
     assert read(store, lambda tx: tx.graph.followee_sources("bob")) == {
-        "ann": SourceState(2, None, 42), "eve": SourceState(1, None, 0),
-        "new": SourceState(1, None, 0), "zed": SourceState(1, "push", 0)}
+        "ann": SourceState(2, None, (9, 42)), "eve": SourceState(1, None, START),
+        "new": SourceState(1, None, START), "zed": SourceState(1, "push", START)}
     assert read(store, lambda tx: tx.graph.followee_sources("dan")) == {
-        "ann": SourceState(2, None, 42)}
+        "ann": SourceState(2, None, (9, 42))}
     assert read(store, lambda tx: tx.graph.followee_sources("nobody")) == {}
 
 
 def test_unpushed_followees_are_those_not_pushed_from_the_start(store: ports.Store,
                                                                 clock: FrozenClock) -> None:
     """An override (either model), a source pulled at its last post (push_from None) or
-    pushed only since some post (push_from > 0); not a source with no stored state, nor one
+    pushed only since some post (push_from above START); not a source with no stored state, nor one
     pushed from its first post."""
     now = clock.now_us()
     for followee in ("plain", "never", "over", "pulled", "since", "back"):
@@ -245,12 +245,12 @@ def test_unpushed_followees_are_those_not_pushed_from_the_start(store: ports.Sto
     write(store, lambda tx: tx.graph.add_follow("cat", "pulled", now))
     write(store, lambda tx: tx.graph.set_timeline_model("over", "push"))
     write(store, lambda tx: tx.graph.set_push_from("pulled", None))
-    write(store, lambda tx: tx.graph.set_push_from("since", 7))
+    write(store, lambda tx: tx.graph.set_push_from("since", (3, 7)))
     write(store, lambda tx: tx.graph.set_push_from("back", None))
-    write(store, lambda tx: tx.graph.set_push_from("back", 0))  # pushed from the start again
+    write(store, lambda tx: tx.graph.set_push_from("back", START))  # pushed from the start again
     assert read(store, lambda tx: tx.graph.unpushed_followees("bob")) == {
-        "over": SourceState(1, "push", 0), "pulled": SourceState(2, None, None),
-        "since": SourceState(1, None, 7)}
+        "over": SourceState(1, "push", START), "pulled": SourceState(2, None, None),
+        "since": SourceState(1, None, (3, 7))}
     assert read(store, lambda tx: tx.graph.unpushed_followees("cat")) == {
         "pulled": SourceState(2, None, None)}
     assert read(store, lambda tx: tx.graph.unpushed_followees("nobody")) == {}

@@ -1,4 +1,6 @@
-"""TimelineStore: idempotent pushes, pages newest first by event id, trimming."""
+"""TimelineStore: idempotent pushes, pages newest first by position (the event's time, then
+its id), trimming. The events here are all dated alike (``created_at=T``) unless a test dates
+them otherwise: their positions are (T, id), in id order."""
 
 from __future__ import annotations
 
@@ -7,11 +9,19 @@ from contract_kit import publish, read, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
+from tidings.domain.timeline import START, Position
 from tidings.domain.views import TimelineEntry
+
+T = 1_700_000_000_000_000  # when the events are dated
+
+
+def at(event: int) -> Position:
+    """The position of an event published at ``T``."""
+    return (T, event)
 
 
 def _page(store: ports.Store, user: str, *, limit: int = 100,
-          before: int | None = None) -> list[int]:
+          before: Position | None = None) -> list[int]:
     return [e.id for e in read(store, lambda tx: tx.timeline.page(user, limit=limit,
                                                                   before=before))]
 
@@ -19,37 +29,37 @@ def _page(store: ports.Store, user: str, *, limit: int = 100,
 def test_an_entry_is_the_event_as_published(store: ports.Store, clock: FrozenClock) -> None:
     event = publish(store, clock.now_us(), type="post", actor="bob", object="post:7",
                     payload={"title": "hello"}, created_at=1234)
-    write(store, lambda tx: tx.timeline.push(event, ["ann"], clock.now_us()))
+    write(store, lambda tx: tx.timeline.push(event, ["ann"], 1234))
     assert read(store, lambda tx: tx.timeline.page("ann", limit=10, before=None)) == [
         TimelineEntry(id=event, type="post", actor="bob", object="post:7",
                       payload={"title": "hello"}, created_at=1234)]
 
 
 def test_push_is_idempotent(store: ports.Store, clock: FrozenClock) -> None:
-    event = publish(store, clock.now_us())
-    write(store, lambda tx: tx.timeline.push(event, ["ann", "bob"], clock.now_us()))
-    write(store, lambda tx: tx.timeline.push(event, ["ann", "cat"], clock.now_us()))
-    write(store, lambda tx: tx.timeline.push(event, [], clock.now_us()))
+    event = publish(store, clock.now_us(), created_at=T)
+    write(store, lambda tx: tx.timeline.push(event, ["ann", "bob"], T))
+    write(store, lambda tx: tx.timeline.push(event, ["ann", "cat"], T))
+    write(store, lambda tx: tx.timeline.push(event, [], T))
     assert [_page(store, u) for u in ("ann", "bob", "cat", "dan")] == [[event]] * 3 + [[]]
 
 
 def test_pages_newest_event_first_below_a_cursor(store: ports.Store, clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us(), created_at=9 - n) for n in range(5)]
-    for event in reversed(events):  # pushed in any order: the event id orders them
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
-    newest_first = list(reversed(events))
+    dated = [(9 - n, publish(store, clock.now_us(), created_at=9 - n)) for n in range(5)]
+    for created_at, event in reversed(dated):  # pushed in any order: the time orders them,
+        write(store, lambda tx, e=event, c=created_at: tx.timeline.push(e, ["ann"], c))
+    newest_first = [e for _, e in dated]  # not the id (the oldest event has the highest)
     assert _page(store, "ann") == newest_first
     assert _page(store, "ann", limit=2) == newest_first[:2]
-    assert _page(store, "ann", before=newest_first[1]) == newest_first[2:]
-    assert _page(store, "ann", before=newest_first[-1]) == []
+    assert _page(store, "ann", before=dated[1]) == newest_first[2:]
+    assert _page(store, "ann", before=dated[-1]) == []
 
 
 def test_retracted_and_deleted_events_are_not_shown(store: ports.Store,
                                                     clock: FrozenClock) -> None:
-    kept, retracted, deleted = (publish(store, clock.now_us()) for _ in range(3))
+    kept, retracted, deleted = (publish(store, clock.now_us(), created_at=T) for _ in range(3))
     for event in (kept, retracted, deleted):
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
-    write(store, lambda tx: tx.events.mark_retracted([retracted], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], T))
+    write(store, lambda tx: tx.events.mark_retracted([retracted], T))
     write(store, lambda tx: tx.events.delete([deleted]))
     assert _page(store, "ann") == [kept]
 
@@ -58,26 +68,26 @@ def test_a_head_fills_its_page_past_retracted_events(store: ports.Store,
                                                     clock: FrozenClock) -> None:
     """The head's page (with the floor, in one read where the store can) still holds
     ``limit`` entries when retracted or deleted events sat among its newest."""
-    events = [publish(store, clock.now_us()) for _ in range(6)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(6)]
     for event in events:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
-    write(store, lambda tx: tx.timeline.raise_floor("ann", events[0]))
-    write(store, lambda tx: tx.events.mark_retracted([events[5]], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], T))
+    write(store, lambda tx: tx.timeline.raise_floor("ann", at(events[0])))
+    write(store, lambda tx: tx.events.mark_retracted([events[5]], T))
     write(store, lambda tx: tx.events.delete([events[3]]))
 
-    def head(**kw: int | None) -> tuple[int, list[int]]:
+    def head(**kw: Position | None) -> tuple[Position, list[int]]:
         floor, page = read(store, lambda tx: tx.timeline.head("ann", limit=3, **kw))
         return floor, [e.id for e in page]
 
-    assert head(before=None, after=None) == (events[0], [events[4], events[2], events[1]])
-    assert head(before=events[4], after=None) == (events[0], [events[2], events[1]])
-    assert head(before=None, after=events[2]) == (events[0], [events[4]])
+    assert head(before=None, after=None) == (at(events[0]), [events[4], events[2], events[1]])
+    assert head(before=at(events[4]), after=None) == (at(events[0]), [events[2], events[1]])
+    assert head(before=None, after=at(events[2])) == (at(events[0]), [events[4]])
 
 
 def test_trim_keeps_the_newest_entries(store: ports.Store, clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(5)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(5)]
     for event in events:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann", "bob"], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann", "bob"], T))
     assert write(store, lambda tx: tx.timeline.trim("ann", 5)) == 0
     assert write(store, lambda tx: tx.timeline.trim("ann", 2)) == 3
     assert _page(store, "ann") == [events[4], events[3]]
@@ -88,10 +98,10 @@ def test_trim_keeps_the_newest_entries(store: ports.Store, clock: FrozenClock) -
 
 
 def test_a_push_of_a_failed_unit_is_undone(store: ports.Store, clock: FrozenClock) -> None:
-    event = publish(store, clock.now_us())
+    event = publish(store, clock.now_us(), created_at=T)
 
     def work(tx: ports.Tx) -> None:
-        tx.timeline.push(event, ["ann"], clock.now_us())
+        tx.timeline.push(event, ["ann"], T)
         raise RuntimeError("the unit fails")
 
     with pytest.raises(RuntimeError):
@@ -99,67 +109,68 @@ def test_a_push_of_a_failed_unit_is_undone(store: ports.Store, clock: FrozenCloc
     assert _page(store, "ann") == []
 
 
-def _floor(store: ports.Store, user: str) -> int:
+def _floor(store: ports.Store, user: str) -> Position:
     return read(store, lambda tx: tx.timeline.floor(user))
 
 
 def test_pages_above_a_lower_bound(store: ports.Store, clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(5)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(5)]
     for event in events:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
-    got = read(store, lambda tx: tx.timeline.page("ann", limit=10, before=events[4],
-                                                  after=events[0]))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], T))
+    got = read(store, lambda tx: tx.timeline.page("ann", limit=10, before=at(events[4]),
+                                                  after=at(events[0])))
     assert [e.id for e in got] == [events[3], events[2], events[1]]
     got = read(store, lambda tx: tx.timeline.page("ann", limit=2, before=None,
-                                                  after=events[1]))
+                                                  after=at(events[1])))
     assert [e.id for e in got] == [events[4], events[3]]
 
 
 def test_fill_writes_entries_once(store: ports.Store, clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(3)]
-    write(store, lambda tx: tx.timeline.fill("ann", [(e, 5) for e in events[:2]]))
-    write(store, lambda tx: tx.timeline.fill("ann", [(e, 5) for e in events]))
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(3)]
+    write(store, lambda tx: tx.timeline.fill("ann", [(e, T) for e in events[:2]]))
+    write(store, lambda tx: tx.timeline.fill("ann", [(e, T) for e in events]))
     write(store, lambda tx: tx.timeline.fill("ann", []))
     assert _page(store, "ann") == list(reversed(events))
 
 
 def test_the_floor_only_rises_and_trims_raise_it(store: ports.Store,
                                                  clock: FrozenClock) -> None:
-    assert _floor(store, "ann") == 0
-    write(store, lambda tx: tx.timeline.raise_floor("ann", 7))
-    write(store, lambda tx: tx.timeline.raise_floor("ann", 3))
-    assert (_floor(store, "ann"), _floor(store, "bob")) == (7, 0)
-    events = [publish(store, clock.now_us()) for _ in range(12)]
+    assert _floor(store, "ann") == START
+    write(store, lambda tx: tx.timeline.raise_floor("ann", (5, 7)))
+    write(store, lambda tx: tx.timeline.raise_floor("ann", (5, 3)))
+    write(store, lambda tx: tx.timeline.raise_floor("ann", (4, 9)))
+    assert (_floor(store, "ann"), _floor(store, "bob")) == ((5, 7), START)
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(12)]
     for event in events:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob"], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob"], T))
     write(store, lambda tx: tx.timeline.trim("bob", 4))
-    assert _floor(store, "bob") == events[7]
+    assert _floor(store, "bob") == at(events[7])
     assert _page(store, "bob") == list(reversed(events[8:]))
 
 
 def test_cap_trims_only_mailboxes_over_it(store: ports.Store, clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(6)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(6)]
     for event in events:
         def work(tx: ports.Tx, e: int = event) -> None:
-            tx.timeline.push(e, ["ann", "bob"] if e <= events[2] else ["ann"], clock.now_us())
+            tx.timeline.push(e, ["ann", "bob"] if e <= events[2] else ["ann"], T)
             tx.timeline.cap(["ann", "bob"], 3)
         write(store, work)
     assert _page(store, "ann") == list(reversed(events[3:]))
     assert _page(store, "bob") == list(reversed(events[:3]))
-    assert (_floor(store, "ann"), _floor(store, "bob")) == (events[2], 0)
+    assert (_floor(store, "ann"), _floor(store, "bob")) == (at(events[2]), START)
 
 
 def test_one_cap_trims_mailboxes_over_it_by_different_amounts(store: ports.Store,
                                                              clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(9)]
-    write(store, lambda tx: tx.timeline.raise_floor("cat", events[0]))
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(9)]
+    write(store, lambda tx: tx.timeline.raise_floor("cat", at(events[0])))
 
     def work(tx: ports.Tx) -> None:
-        tx.timeline.fill("ann", [(e, 5) for e in events[:4]])
-        tx.timeline.fill("bob", [(e, 5) for e in events])
-        tx.timeline.fill("cat", [(e, 5) for e in events[:5]])  # a floor already
-        tx.timeline.fill("dan", [(e, 5) for e in events[:2]])
-        tx.timeline.push(events[8], ["ann", "cat", "dan"], clock.now_us())
+        tx.timeline.fill("ann", [(e, T) for e in events[:4]])
+        tx.timeline.fill("bob", [(e, T) for e in events])
+        tx.timeline.fill("cat", [(e, T) for e in events[:5]])  # a floor already
+        tx.timeline.fill("dan", [(e, T) for e in events[:2]])
+        tx.timeline.push(events[8], ["ann", "cat", "dan"], T)
         tx.timeline.cap(["ann", "bob", "cat", "dan", "eve", "ann"], 3)
 
     write(store, work)  # over the cap by 2, 6, 3, 0 and nothing
@@ -168,20 +179,20 @@ def test_one_cap_trims_mailboxes_over_it_by_different_amounts(store: ports.Store
     assert _page(store, "cat") == [events[8], events[4], events[3]]
     assert _page(store, "dan") == [events[8], events[1], events[0]]
     assert [_floor(store, u) for u in ("ann", "bob", "cat", "dan", "eve")] == [
-        events[1], events[5], events[2], 0, 0]
-    write(store, lambda tx: (tx.timeline.push(events[7], ["dan"], clock.now_us()),
+        at(events[1]), at(events[5]), at(events[2]), START, START]
+    write(store, lambda tx: (tx.timeline.push(events[7], ["dan"], T),
                              tx.timeline.cap(["dan"], 3)))
     assert _page(store, "dan") == [events[8], events[7], events[1]]
-    assert _floor(store, "dan") == events[0]
+    assert _floor(store, "dan") == at(events[0])
 
 
 def test_remove_source_takes_one_actors_entries(store: ports.Store,
                                                clock: FrozenClock) -> None:
-    ann = [publish(store, clock.now_us(), actor="ann") for _ in range(3)]
-    cat = [publish(store, clock.now_us(), actor="cat") for _ in range(2)]
-    write(store, lambda tx: tx.events.mark_retracted([ann[0]], clock.now_us()))
+    ann = [publish(store, clock.now_us(), actor="ann", created_at=T) for _ in range(3)]
+    cat = [publish(store, clock.now_us(), actor="cat", created_at=T) for _ in range(2)]
+    write(store, lambda tx: tx.events.mark_retracted([ann[0]], T))
     for event in ann + cat:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob", "dan"], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["bob", "dan"], T))
     assert write(store, lambda tx: tx.timeline.remove_source("bob", "ann")) == 3
     assert write(store, lambda tx: tx.timeline.remove_source("bob", "eve")) == 0
     assert _page(store, "bob") == list(reversed(cat))
@@ -190,29 +201,29 @@ def test_remove_source_takes_one_actors_entries(store: ports.Store,
 
 def test_head_is_the_floor_and_the_page_above_it(store: ports.Store,
                                                  clock: FrozenClock) -> None:
-    events = [publish(store, clock.now_us()) for _ in range(6)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(6)]
     for event in events:
-        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], clock.now_us()))
+        write(store, lambda tx, e=event: tx.timeline.push(e, ["ann"], T))
 
-    def head(**kw: int | None) -> tuple[int, list[int]]:
+    def head(**kw: Position | None) -> tuple[Position, list[int]]:
         floor, page = read(store, lambda tx: tx.timeline.head("ann", limit=3, **kw))
         return floor, [e.id for e in page]
 
-    assert head(before=None, after=None) == (0, [events[5], events[4], events[3]])
-    write(store, lambda tx: tx.timeline.raise_floor("ann", events[2]))
-    assert head(before=events[5], after=None) == (events[2], [events[4], events[3]])
-    assert head(before=None, after=events[3]) == (events[2], [events[5], events[4]])
-    assert head(before=events[3], after=None) == (events[2], [])
+    assert head(before=None, after=None) == (START, [events[5], events[4], events[3]])
+    write(store, lambda tx: tx.timeline.raise_floor("ann", at(events[2])))
+    assert head(before=at(events[5]), after=None) == (at(events[2]), [events[4], events[3]])
+    assert head(before=None, after=at(events[3])) == (at(events[2]), [events[5], events[4]])
+    assert head(before=at(events[3]), after=None) == (at(events[2]), [])
     assert read(store, lambda tx: tx.timeline.head("bob", limit=3, before=None,
-                                                   after=None)) == (0, [])
+                                                   after=None)) == (START, [])
 
 
 def test_push_many_is_every_push_at_once(store: ports.Store, clock: FrozenClock) -> None:
-    first, second, third = (publish(store, clock.now_us()) for _ in range(3))
-    write(store, lambda tx: tx.timeline.push(first, ["ann"], clock.now_us()))
+    first, second, third = (publish(store, clock.now_us(), created_at=T) for _ in range(3))
+    write(store, lambda tx: tx.timeline.push(first, ["ann"], T))
     write(store, lambda tx: tx.timeline.push_many([
-        (first, ["ann", "bob"], clock.now_us()), (second, ["bob"], clock.now_us()),
-        (third, ["ann", "bob", "cat"], clock.now_us()), (third, ["cat"], clock.now_us())]))
+        (first, ["ann", "bob"], T), (second, ["bob"], T),
+        (third, ["ann", "bob", "cat"], T), (third, ["cat"], T)]))
     write(store, lambda tx: tx.timeline.push_many([]))
     assert [_page(store, u) for u in ("ann", "bob", "cat")] == [
         [third, first], [third, second, first], [third]]
@@ -229,49 +240,49 @@ def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
     """The fan-out's write: whatever the entries (newer than all held, older than the
     boundary, more than the cap at once, repeated), each mailbox written keeps its newest
     ``cap`` and its floor rises past what went; mailboxes not written are left alone."""
-    events = [publish(store, clock.now_us()) for _ in range(12)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(12)]
     floor = lambda user: read(store, lambda tx: tx.timeline.floor(user))  # noqa: E731
-    write(store, lambda tx: tx.timeline.push_many([(e, ["ann", "bob", "dan"], clock.now_us())
+    write(store, lambda tx: tx.timeline.push_many([(e, ["ann", "bob", "dan"], T)
                                                    for e in events[2:5]]))
     # newer than every entry held: ann and bob lose their oldest; dan is not written
     write(store, lambda tx: tx.timeline.push_capped(
-        [(events[5], ["ann", "bob"], clock.now_us()), (events[6], ["ann"], clock.now_us())], 3))
+        [(events[5], ["ann", "bob"], T), (events[6], ["ann"], T)], 3))
     assert _page(store, "ann") == [events[6], events[5], events[4]]
     assert _page(store, "bob") == [events[5], events[4], events[3]]
     assert _page(store, "dan") == [events[4], events[3], events[2]]
-    assert (floor("ann"), floor("bob"), floor("dan")) == (events[3], events[2], 0)
+    assert (floor("ann"), floor("bob"), floor("dan")) == (at(events[3]), at(events[2]), START)
     # older than the boundary: the old entry goes again at once, the floor stays above it
-    write(store, lambda tx: tx.timeline.push_capped([(events[0], ["ann"], clock.now_us())], 3))
+    write(store, lambda tx: tx.timeline.push_capped([(events[0], ["ann"], T)], 3))
     assert _page(store, "ann") == [events[6], events[5], events[4]]
-    assert floor("ann") == events[3]
+    assert floor("ann") == at(events[3])
     # new entries between those held: fewer held entries are older than the new ones than
     # the mailbox is over the cap by, so a new entry goes too
-    write(store, lambda tx: tx.timeline.push_many([(e, ["eve"], clock.now_us())
+    write(store, lambda tx: tx.timeline.push_many([(e, ["eve"], T)
                                                    for e in (events[2], events[5], events[6])]))
     write(store, lambda tx: tx.timeline.push_capped(
-        [(events[3], ["eve"], clock.now_us()), (events[4], ["eve"], clock.now_us())], 3))
+        [(events[3], ["eve"], T), (events[4], ["eve"], T)], 3))
     assert _page(store, "eve") == [events[6], events[5], events[4]]
-    assert floor("eve") == events[3]
+    assert floor("eve") == at(events[3])
     # once more, one new entry: the oldest held goes
-    write(store, lambda tx: tx.timeline.push_capped([(events[7], ["bob"], clock.now_us())], 3))
+    write(store, lambda tx: tx.timeline.push_capped([(events[7], ["bob"], T)], 3))
     assert _page(store, "bob") == [events[7], events[5], events[4]]
     # more new entries than the cap at once, into an empty mailbox and a full one
     write(store, lambda tx: tx.timeline.push_capped(
-        [(e, ["cat", "bob"], clock.now_us()) for e in events[8:12]], 3))
+        [(e, ["cat", "bob"], T) for e in events[8:12]], 3))
     assert _page(store, "cat") == [events[11], events[10], events[9]]
     assert _page(store, "bob") == [events[11], events[10], events[9]]
-    assert floor("cat") == events[8]
-    assert floor("bob") == events[8]
+    assert floor("cat") == at(events[8])
+    assert floor("bob") == at(events[8])
     # and later writes count from there: one more entry, one more goes
-    extra = publish(store, clock.now_us())
-    write(store, lambda tx: tx.timeline.push_capped([(extra, ["cat"], clock.now_us())], 3))
+    extra = publish(store, clock.now_us(), created_at=T)
+    write(store, lambda tx: tx.timeline.push_capped([(extra, ["cat"], T)], 3))
     assert _page(store, "cat") == [extra, events[11], events[10]]
-    assert floor("cat") == events[9]
+    assert floor("cat") == at(events[9])
     # a repeated entry beside a new one: a store that keeps only a bound of the size, counting
     # the repeat, may remove one more (the floor covers it)
-    last = publish(store, clock.now_us())
+    last = publish(store, clock.now_us(), created_at=T)
     write(store, lambda tx: tx.timeline.push_capped(
-        [(extra, ["cat"], clock.now_us()), (last, ["cat"], clock.now_us())], 3))
+        [(extra, ["cat"], T), (last, ["cat"], T)], 3))
     assert _page(store, "cat") in ([last, extra, events[11]], [last, extra])
 
 
@@ -279,12 +290,12 @@ def test_cap_holds_where_a_bound_counted_more_entries_than_are_held(
         store: ports.Store, clock: FrozenClock) -> None:
     """A bound that counted repeated pushes can be over the cap by more than the mailbox
     holds entries: the cap still leaves the newest ``cap`` entries, in that same call."""
-    first, second, third = (publish(store, clock.now_us()) for _ in range(3))
+    first, second, third = (publish(store, clock.now_us(), created_at=T) for _ in range(3))
     write(store, lambda tx: tx.timeline.push_many(
-        [(first, ["ann"], clock.now_us())] * 3 + [(second, ["ann"], clock.now_us())]))
+        [(first, ["ann"], T)] * 3 + [(second, ["ann"], T)]))
     write(store, lambda tx: tx.timeline.cap(["ann"], 1))
     assert _page(store, "ann") == [second]
-    write(store, lambda tx: (tx.timeline.push(third, ["ann"], clock.now_us()),
+    write(store, lambda tx: (tx.timeline.push(third, ["ann"], T),
                              tx.timeline.cap(["ann"], 1)))
     assert _page(store, "ann") == [third]
 
@@ -293,8 +304,8 @@ def test_push_capped_takes_more_entries_for_one_mailbox_than_a_command_holds(
         store: ports.Store, clock: FrozenClock) -> None:
     """One mailbox given a thousand entries and more at once (Redis: more ids than one
     ``ZADD`` of the script takes) keeps the newest ``cap``."""
-    events = [publish(store, clock.now_us()) for _ in range(1_100)]
+    events = [publish(store, clock.now_us(), created_at=T) for _ in range(1_100)]
     write(store, lambda tx: tx.timeline.push_capped(
-        [(e, ["ann"], clock.now_us()) for e in events], 1_050))
+        [(e, ["ann"], T) for e in events], 1_050))
     assert _page(store, "ann", limit=2_000) == list(reversed(events[50:]))
-    assert read(store, lambda tx: tx.timeline.floor("ann")) == events[49]
+    assert read(store, lambda tx: tx.timeline.floor("ann")) == at(events[49])

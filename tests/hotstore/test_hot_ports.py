@@ -289,16 +289,16 @@ def test_nothing_of_a_failed_unit_is_written(store: ports.Store) -> None:
 
 def test_timeline_push_page_trim(store: ports.Store) -> None:
     e = [publish(store, n, type="post") for n in range(1, 7)]
-    for event in reversed(e):
-        write(store, lambda tx, ev=event: tx.timeline.push(ev, ["ann", "bob"], 1))
-    write(store, lambda tx: tx.timeline.push(e[0], ["ann"], 2))  # idempotent
+    for n, event in reversed(list(enumerate(e, 1))):  # each at its event's time, n
+        write(store, lambda tx, ev=event, at=n: tx.timeline.push(ev, ["ann", "bob"], at))
+    write(store, lambda tx: tx.timeline.push(e[0], ["ann"], 1))  # idempotent
     write(store, lambda tx: tx.events.mark_retracted([e[4]], 3))
 
     def tl(user: str, **kw: Any) -> list[int]:
         return [x.id for x in read(store, lambda tx: tx.timeline.page(user, **kw))]
 
     assert tl("ann", limit=3, before=None) == [e[5], e[3], e[2]]  # the retracted one skipped
-    assert tl("ann", limit=10, before=e[3]) == [e[2], e[1], e[0]]
+    assert tl("ann", limit=10, before=(4, e[3])) == [e[2], e[1], e[0]]
     first = read(store, lambda tx: tx.timeline.page("ann", limit=1, before=None))[0]
     assert (first.type, first.actor, first.payload) == ("post", "ann", {"n": 6})
     assert write(store, lambda tx: tx.timeline.trim("ann", 2)) == 4

@@ -260,3 +260,40 @@ def test_stored_idempotency_keys_move_into_the_default_scope(empty_store_url: st
             t.publish({"type": "note", "idempotency_key": "k1"})
         assert t.publish({"type": "note", "idempotency_key": "k1"},
                          idempotency_scope="key:other").created
+
+
+def test_mailboxes_floors_and_push_from_move_to_the_events_order(empty_store_url: str) -> None:
+    """0027: a mailbox entry takes its event's time (it held the delivery
+    time); a floor or push_from id X becomes (the latest time of the events up to X, X), so
+    every event at or below the old bound stays at or below the new one; 0 stays (0, 0), a
+    pulled source (NULL) stays NULL."""
+    upgrade(empty_store_url, "0023")
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:  # ids 1..4, times out of order (4: an import dated early)
+            conn.execute(text(
+                "INSERT INTO events (id, type, actor, payload, recipients, exclude, body_hash, "
+                "created_at) VALUES (1, 'post', 'ann', '{}', '[]', '[]', 'h', 100), "
+                "(2, 'post', 'ann', '{}', '[]', '[]', 'h', 300), "
+                "(3, 'post', 'ann', '{}', '[]', '[]', 'h', 200), "
+                "(4, 'post', 'ann', '{}', '[]', '[]', 'h', 50)"))
+            conn.execute(text("INSERT INTO timelines (user_id, event_id, created_at) VALUES "
+                              "('bob', 3, 7000), ('bob', 4, 8000)"))
+            conn.execute(text("INSERT INTO timeline_state (user_id, entries, floor_id) VALUES "
+                              "('bob', 2, 3), ('cat', 0, 0)"))
+            conn.execute(text(
+                "INSERT INTO timeline_sources (actor, followers, model, push_from) VALUES "
+                "('ann', 1, NULL, 3), ('eve', 1, NULL, 0), ('dan', 1, NULL, NULL)"))
+        upgrade(empty_store_url)
+        with db.read() as conn:
+            assert conn.execute(text("SELECT event_id, created_at FROM timelines "
+                                     "ORDER BY event_id")).all() == [(3, 200), (4, 50)]
+            assert conn.execute(text("SELECT user_id, floor_at, floor_id FROM timeline_state "
+                                     "ORDER BY user_id")).all() == [("bob", 300, 3),
+                                                                    ("cat", 0, 0)]
+            assert conn.execute(text(
+                "SELECT actor, push_from_at, push_from FROM timeline_sources ORDER BY actor"
+            )).all() == [("ann", 300, 3), ("dan", None, None), ("eve", 0, 0)]
+        assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()

@@ -159,13 +159,15 @@ def mailbox_sql(celebrities: Sequence[int]) -> str:
 
 
 def _ranked(celebrities: Sequence[int]) -> str:
-    """Each follower's pushed events of one block, numbered newest first."""
+    """Each follower's pushed events of one block, numbered newest first (by time, then id:
+    the timeline's order)."""
     skip = ""
     if celebrities:
         skip = " AND f.followee NOT IN ({})".format(
             ", ".join(f"'{user_id(c)}'" for c in celebrities))
     return ("(SELECT f.follower, e.id, e.created_at, "
-            "ROW_NUMBER() OVER (PARTITION BY f.follower ORDER BY e.id DESC) AS n "
+            "ROW_NUMBER() OVER (PARTITION BY f.follower ORDER BY e.created_at DESC, e.id DESC)"
+            " AS n "
             "FROM follows f JOIN events e ON e.actor = f.followee "
             f"WHERE e.type = %s AND f.follower BETWEEN %s AND %s{skip}) ranked")
 
@@ -176,11 +178,13 @@ def mailbox_select(celebrities: Sequence[int]) -> str:
 
 
 def state_select(celebrities: Sequence[int]) -> str:
-    """(follower, entries, floor) of the same mailboxes (placeholders: the cap twice, then as
-    :func:`mailbox_sql` without the cap): the floor is the newest event the cap left out (0:
-    none), below which reads pull, as after the engine's own trims."""
+    """(follower, entries, floor_at, floor_id) of the same mailboxes (placeholders: the cap
+    three times, then as :func:`mailbox_sql` without the cap): the floor is the position of
+    the newest event the cap left out ((0, 0): none), below which reads pull, as after the
+    engine's own trims."""
     return ("SELECT follower, SUM(CASE WHEN n <= %s THEN 1 ELSE 0 END), "
-            "COALESCE(MAX(CASE WHEN n > %s THEN id END), 0) "
+            "COALESCE(MAX(CASE WHEN n = %s + 1 THEN created_at END), 0), "
+            "COALESCE(MAX(CASE WHEN n = %s + 1 THEN id END), 0) "
             f"FROM {_ranked(celebrities)} GROUP BY follower")
 
 
@@ -204,20 +208,21 @@ def prepare_model(url: str, data: Data, model: str, cap: int, threshold: int,
         for table in ("timelines", "timeline_state", "timeline_sources"):
             raw.execute(empty_table(raw.backend, table))
         raw.execute(raw.sql(
-            "INSERT INTO timeline_sources (actor, followers, model, push_from) SELECT "
-            "followee, COUNT(*), NULL, CASE WHEN COUNT(*) > %s THEN NULL ELSE 0 END "
-            "FROM follows GROUP BY followee"), (pulled_over,))
+            "INSERT INTO timeline_sources (actor, followers, model, push_from, push_from_at) "
+            "SELECT followee, COUNT(*), NULL, CASE WHEN COUNT(*) > %s THEN NULL ELSE 0 END, "
+            "CASE WHEN COUNT(*) > %s THEN NULL ELSE 0 END "
+            "FROM follows GROUP BY followee"), (pulled_over, pulled_over))
         raw.commit()
         if model == "pull" or not mailboxes:
             progress(data.users)
             return 0
         rows, state = raw.sql(mailbox_sql(celebrities)), raw.sql(
-            "INSERT INTO timeline_state (user_id, entries, floor_id) "
+            "INSERT INTO timeline_state (user_id, entries, floor_at, floor_id) "
             + state_select(celebrities))
         for first, last in blocks(data):
             block = (POST.name, user_id(first), user_id(last))
             written += raw.execute(rows, (*block, cap))
-            raw.execute(state, (cap, cap, *block))
+            raw.execute(state, (cap, cap, cap, *block))
             raw.commit()
             progress(last - first + 1)
     return written
@@ -235,14 +240,16 @@ def count_new_mailbox_rows(url: str, messages: int) -> int:
     return int(rows[0][0])
 
 
-def mailbox_states(url: str) -> dict[str, tuple[int, int]]:
-    """Each mailbox's stored (entries bound, floor), to restore after a submit round."""
+def mailbox_states(url: str) -> dict[str, tuple[int, int, int]]:
+    """Each mailbox's stored (entries bound, floor id, floor time), to restore after a
+    submit round."""
     with RawConnection(url) as raw:
-        return {str(u): (int(n), int(f)) for u, n, f in raw.fetch(
-            "SELECT user_id, entries, floor_id FROM timeline_state")}
+        return {str(u): (int(n), int(f), int(a)) for u, n, f, a in raw.fetch(
+            "SELECT user_id, entries, floor_id, floor_at FROM timeline_state")}
 
 
-def remove_submitted(url: str, messages: int, before: dict[str, tuple[int, int]] | None = None,
+def remove_submitted(url: str, messages: int,
+                     before: dict[str, tuple[int, int, int]] | None = None,
                      celebrities: Sequence[int] = ()) -> None:
     """Delete what submit rounds added after the history (events, mailbox rows, jobs), so
     every model starts from the same data. With ``before`` (:func:`mailbox_states` taken
@@ -261,12 +268,13 @@ def remove_submitted(url: str, messages: int, before: dict[str, tuple[int, int]]
             "INSERT INTO timelines (user_id, event_id, created_at) SELECT f.follower, e.id, "
             "e.created_at FROM follows f JOIN events e ON e.actor = f.followee WHERE "
             f"f.follower = %s AND e.type = %s AND e.id > %s AND e.id <= %s{skip}")
-        restore = raw.sql("UPDATE timeline_state SET entries = %s, floor_id = %s "
-                          "WHERE user_id = %s")
-        for user, (entries, floor) in (before or {}).items():
+        restore = raw.sql("UPDATE timeline_state SET entries = %s, floor_id = %s, "
+                          "floor_at = %s WHERE user_id = %s")
+        # the history's times rise with its ids: a range of ids is a range of positions
+        for user, (entries, floor, floor_at) in (before or {}).items():
             if now.get(user, floor) > floor:
                 raw.execute(refill, (user, POST.name, floor, min(now[user], messages)))
-            raw.execute(restore, (entries, floor, user))
+            raw.execute(restore, (entries, floor, floor_at, user))
         raw.commit()
 
 

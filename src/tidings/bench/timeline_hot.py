@@ -43,6 +43,7 @@ from tidings.bench.timelines import (
 )
 from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys
+from tidings.store.redis.timeline import enc
 from tidings.store.sql.migrate import upgrade
 
 CAP = 800
@@ -112,20 +113,27 @@ class RawRedis:
 
 
 def capped_mailboxes(url: str, data: tl.Data, cap: int, celebrities: Sequence[int]
-                     ) -> Iterator[tuple[int, list[int], int]]:
-    """(user, the event ids push would have left in its mailbox, its floor), from the SQL
-    history."""
+                     ) -> Iterator[tuple[int, list[tuple[int, int]], str]]:
+    """(user, the (created_at, event id) entries push would have left in its mailbox, its
+    floor as stored, "created_at:id" or '' for none), from the SQL history."""
     select, state = tl.mailbox_select(celebrities), tl.state_select(celebrities)
     with RawConnection(url) as raw:
         for first, last in tl.blocks(data):
             block = (tl.POST.name, tl.user_id(first), tl.user_id(last))
-            found: dict[int, list[int]] = {n: [] for n in range(first, last + 1)}
-            for follower, event_id, _ in raw.fetch(raw.sql(select), (*block, cap)):
-                found[int(str(follower)[1:])].append(int(str(event_id)))
-            floors = {int(str(f)[1:]): int(str(floor)) for f, _, floor in raw.fetch(
-                raw.sql(state), (cap, cap, *block))}
-            for user, ids in found.items():
-                yield user, ids, floors.get(user, 0)
+            found: dict[int, list[tuple[int, int]]] = {n: [] for n in range(first, last + 1)}
+            for follower, event_id, at in raw.fetch(raw.sql(select), (*block, cap)):
+                found[int(str(follower)[1:])].append((int(str(at)), int(str(event_id))))
+            floors = {int(str(f)[1:]): f"{at}:{floor}" for f, _, at, floor in raw.fetch(
+                raw.sql(state), (cap, cap, cap, *block)) if int(str(floor))}
+            for user, entries in found.items():
+                yield user, entries, floors.get(user, "")
+
+
+def history_end(url: str, messages: int) -> int:
+    """The time of the history's last event (the submit rounds' posts are dated after it)."""
+    with RawConnection(url) as raw:
+        rows = raw.fetch(raw.sql("SELECT created_at FROM events WHERE id = %s"), (messages,))
+    return int(str(rows[0][0]))
 
 
 def commands(redis: Redis, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
@@ -157,7 +165,14 @@ def _each_user(redis: Redis, keys: Sequence[str], *command: Any) -> list[Any]:
 
 
 def zadd(key: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """The seed's mailbox entries: score and member the id."""
     return key, ["ZADD", key, *(x for i in ids for x in (i, i))]
+
+
+def zadd_entries(key: str, entries: Sequence[tuple[int, int]]) -> tuple[str, list[Any]]:
+    """tidings' mailbox entries (created_at, id) as its store writes them (score the time,
+    member the id after a letter for its length)."""
+    return key, ["ZADD", key, *(x for at, i in entries for x in (at, enc(i)))]
 
 
 def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, model: str,
@@ -179,11 +194,11 @@ def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, m
         if model != "pull":
             task = progress.add_task(f"{data.graph}/{model}: mailboxes", total=data.users)
             calls = []
-            for user, ids, floor in capped_mailboxes(sql_url, data, t.config.timeline_cap,
-                                                     celebrities):
-                if ids:
-                    calls.append(zadd(keys[user - 1], ids))
-                    rows += len(ids)
+            for user, entries, floor in capped_mailboxes(sql_url, data,
+                                                         t.config.timeline_cap, celebrities):
+                if entries:
+                    calls.append(zadd_entries(keys[user - 1], entries))
+                    rows += len(entries)
                 if floor:
                     calls.append((floors[user - 1], ["SET", floors[user - 1], floor]))
                 progress.advance(task)
@@ -201,9 +216,12 @@ def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, m
                 redis, raw_keys, "MEMORY", "USAGE", "KEY"))}
         phases = Phases()
 
+        # tidings' mailboxes are scored by time: the submitted posts are those dated after
+        # the history's last
+        after = f"({history_end(sql_url, data.messages)}"
+
         def count() -> int:
-            return sum(int(x) for x in _each_user(redis, keys, "ZCOUNT", "KEY",
-                                                  f"({data.messages}", "+inf"))
+            return sum(int(x) for x in _each_user(redis, keys, "ZCOUNT", "KEY", after, "+inf"))
 
         task = progress.add_task(f"{data.graph}/{model}: rounds", total=settings.rounds)
         for _ in range(settings.rounds):
@@ -217,7 +235,7 @@ def one_model(sql_url: str, redis: Redis, raw: RawRedis | None, data: tl.Data, m
                             [] if raw is None else [raw], their_model="push")
             phases.tidings["submit"].append(timed[0])
             tl.remove_submitted(sql_url, data.messages)
-            _each_user(redis, keys, "ZREMRANGEBYSCORE", "KEY", f"({data.messages}", "+inf")
+            _each_user(redis, keys, "ZREMRANGEBYSCORE", "KEY", after, "+inf")
             if raw is not None:
                 phases.baseline["submit"].append(timed[1])
                 raw.remove_submitted(data)
@@ -251,8 +269,9 @@ def run(settings: TimelineSettings, url: str, progress: Progress) -> dict[str, A
                 raw = None
                 if settings.baseline:
                     raw = RawRedis(redis, prefix)
-                    raw.load(data, {user: ids for user, ids, _ in capped_mailboxes(
-                        sql_url, data, CAP, ())})
+                    raw.load(data, {user: [i for _, i in entries]
+                                    for user, entries, _ in capped_mailboxes(
+                                        sql_url, data, CAP, ())})
                 graphs.append({
                     "graph": graph, "users": data.users, "messages": data.messages,
                     "follows": len(data.edges),

@@ -57,9 +57,10 @@ def join_or_start(bundle: str, event_id: int, at: int, base: BundleBase | None,
     """Echo's rule: which display group a new notification goes into.
 
     It joins the newest group of its bundle while that group is unread; otherwise it starts a
-    group of its own. A live notification is dated ``at`` (its delivery) but never before the
-    bundle's newest base: a unit that took its time and then waited for another one deciding
-    for the same bundle still lands on top, so the base stays the group's newest member.
+    group of its own. A live notification is dated ``at`` (its event's time) but never before
+    the bundle's newest base: a unit that took its time and then waited for another one
+    deciding for the same bundle still lands on top, so the base stays the group's newest
+    member.
 
     A back-filled notification (imported history, dated ``at`` in the past) keeps its date and
     must not hijack a live bundle: it only joins a group whose base is older than itself (so

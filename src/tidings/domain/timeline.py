@@ -1,5 +1,9 @@
-"""Timelines as pure rules: the id range of a read, which model serves a source, and the
+"""Timelines as pure rules: the range of a read, which model serves a source, and the
 merge of a page from a mailbox and per-followee pulls (``docs/timelines.md``).
+
+Every timeline, like every inbox, is in one order: newest first by the event's own time
+(``created_at``), then by event id. A place in that order is a :data:`Position`,
+(created_at, event id); read bounds, mailbox floors and ``push_from`` are positions.
 
 A source (a followed actor) is *pushed* (fan-out writes its posts into its followers'
 mailboxes) or *pulled* (nothing is written; a read takes its newest posts from the events).
@@ -21,24 +25,28 @@ HYBRID = "hybrid"
 MODELS = (PUSH, PULL, HYBRID)
 SOURCE_MODELS = (PUSH, PULL)
 NO_BOUND = 2**63 - 1
+Position = tuple[int, int]  # (created_at, event id)
+START: Position = (0, 0)  # below every event: a floor of a complete mailbox
+TOP: Position = (NO_BOUND, NO_BOUND)  # above every event: the cut of a source pulled whole
 
 
 @dataclass(frozen=True)
 class Bounds:
-    """A read's event id range: strictly below ``below``, strictly above ``above``."""
+    """A read's range of positions: strictly below ``below``, strictly above ``above``."""
 
-    below: int | None = None
-    above: int | None = None
+    below: Position | None = None
+    above: Position | None = None
 
 
 @dataclass(frozen=True)
 class SourceState:
-    """What is stored of a source: followers, override, and from which event id on its posts
-    are in mailboxes (``push_from``; None: the source is pulled)."""
+    """What is stored of a source: followers, override, and from which position on its posts
+    are in mailboxes (``push_from``, exclusive; :data:`START`: from its first post; None: the
+    source is pulled)."""
 
     followers: int = 0
     model: str | None = None
-    push_from: int | None = 0
+    push_from: Position | None = START
 
 
 @dataclass(frozen=True)
@@ -73,46 +81,57 @@ def decide(default: str, override: str | None, followers: int, celebrity: int) -
     return PULL if default == PULL else PUSH
 
 
-def flip(state: SourceState, model: str, event_id: int) -> tuple[bool, int | None]:
-    """Whether fan-out of ``event_id``, finding the source ``model``, changes its stored
-    ``push_from``, and to what. A source turning to push is pushed from after this event: the
+def flip(state: SourceState, model: str, event: Position
+         ) -> tuple[bool, Position | None]:
+    """Whether fan-out of the event at ``event``, finding the source ``model``, changes its
+    stored ``push_from``, and to what. A source turning to push is pushed from after this event: the
     event itself (perhaps only partly pushed, chunk by chunk) is still pulled."""
     if model == PULL:
         return state.push_from is not None, None
     if state.push_from is None:
-        return True, event_id
+        return True, event
     return False, state.push_from
 
 
 def pushed_from_start(state: SourceState) -> bool:
     """Whether a source's stored state lets a push deployment read its posts from the mailbox
     above the floor without looking at it: no override, and pushed since its first post
-    (``push_from`` 0). ``GraphStore.unpushed_followees`` lists the others."""
-    return state.model is None and state.push_from == 0
+    (``push_from`` :data:`START`). ``GraphStore.unpushed_followees`` lists the others."""
+    return state.model is None and state.push_from == START
 
 
-def pull_cut(state: SourceState | None, model: str, floor: int) -> int:
-    """The highest event id a read pulls of a source that is now ``model``. Pulling is always
+def pull_cut(state: SourceState | None, model: str, floor: Position) -> Position:
+    """The highest position a read pulls of a source that is now ``model``. Pulling is always
     right (the events are the truth); the mailbox is trusted only for a source that is pushed
     now and was pushed when its posts were fanned out: above its ``push_from`` and above the
     mailbox's floor. Everything else is pulled."""
     if model == PULL or (state is not None and state.push_from is None):
-        return NO_BOUND
-    return max(state.push_from or 0 if state is not None else 0, floor)
+        return TOP
+    pushed = state.push_from if state is not None and state.push_from is not None else START
+    return max(pushed, floor)
 
 
-class HasId(Protocol):
+class Placed(Protocol):
     @property
     def id(self) -> int: ...
 
+    @property
+    def created_at(self) -> int: ...
 
-T = TypeVar("T", bound=HasId)
+
+T = TypeVar("T", bound=Placed)
+
+
+def at(item: Placed) -> Position:
+    """An item's position."""
+    return (item.created_at, item.id)
 
 
 def merge(lists: Iterable[Sequence[T]], limit: int) -> list[T]:
-    """The newest ``limit`` distinct items (by id) of lists each newest first."""
+    """The newest ``limit`` distinct items (by event id) of lists each newest first, in the
+    one order (:data:`Position`); the first list's copy of an event wins."""
     seen: dict[int, T] = {}
     for items in lists:
         for item in items:
             seen.setdefault(item.id, item)
-    return [seen[i] for i in sorted(seen, reverse=True)[:limit]]
+    return sorted(seen.values(), key=at, reverse=True)[:limit]

@@ -152,6 +152,14 @@ class NewNotification:
     joined: bool = True
     # a joining row's group summary after it joins (bundling.summary_joined), where known
     group: tuple[int, tuple[str, ...]] | None = None
+    # when it was delivered, if later than ``created_at`` (a live event whose fan-out ran
+    # after it was published): the row's ``fresh_at``, what read state compares watermarks to
+    delivered_at: int = 0
+
+    @property
+    def fresh_at(self) -> int:
+        """The row's ``fresh_at``: its delivery, never before its date."""
+        return max(self.created_at, self.delivered_at)
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,10 @@ class Delivery:
     its writes back reports a row it wrote earlier for the same writer as written again, so a
     retried job schedules the same channels it did before its failure. ``backfill``: an
     imported event dated ``created_at`` in the past, which must not hijack a newer group
-    (:func:`tidings.domain.bundling.join_or_start`).
+    (:func:`tidings.domain.bundling.join_or_start`). ``created_at`` is the event's own time
+    (every inbox and timeline is ordered by it, then by event id); ``delivered_at`` the time
+    of the delivery (a row's ``fresh_at``: read state compares it to the watermarks, so a row
+    delivered after a "read up to" mark stays unread).
     """
 
     event_id: int
@@ -178,6 +189,7 @@ class Delivery:
     writer: str = ""
     backfill: bool = False
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
+    delivered_at: int = 0
 
     def row(self, user: str, display_hash: str, created_at: int | None = None, *,
             joined: bool = True, group: tuple[int, tuple[str, ...]] | None = None
@@ -190,7 +202,7 @@ class Delivery:
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
             bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
-            joined=joined, group=group)
+            joined=joined, group=group, delivered_at=self.delivered_at)
 
     def rows(self, users: Sequence[str], display_hash: str, created_at: int, *,
              joined: bool) -> list[NewNotification]:
@@ -202,7 +214,7 @@ class Delivery:
                   "category": self.category, "section": self.section, "actor": self.actor,
                   "object": self.object, "bundle_hash": self.bundle_hash,
                   "display_hash": display_hash, "fields": self.fields, "joined": joined,
-                  "group": None}
+                  "group": None, "delivered_at": self.delivered_at}
         out: list[NewNotification] = []
         for user in users:
             row: NewNotification = _new(NewNotification)

@@ -39,8 +39,11 @@ def type_of(ctx: JobContext, event: StoredEvent) -> EventType:
 def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, now: int,
               backfill: bool = False, writer: str = "",
               fields: tuple[tuple[str, str], ...] = ()) -> Delivery:
+    """The delivery of ``event`` at ``now``: dated at the event's own time (a back-fill is
+    delivered at it), fresh from ``now``."""
     return Delivery(
-        event_id=event.id, created_at=now, type=event.type, category=category, section=section,
+        event_id=event.id, created_at=event.created_at, delivered_at=now,
+        type=event.type, category=category, section=section,
         actor=event.actor, object=event.object,
         bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
         bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
@@ -92,7 +95,8 @@ def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
         reached = [u for u in timeline if u in allowed]
         if pushed(ctx, tx, event):
             # newest kept, on every push
-            tx.timeline.push_capped([(event.id, reached, now)], ctx.config.timeline_cap)
+            tx.timeline.push_capped([(event.id, reached, event.created_at)],
+                                    ctx.config.timeline_cap)
     # Live streams hear of new inbox rows, and the followers of the post on their timelines:
     # pushed into their mailboxes or merged in at read time (pull), they are told either way.
     touched = sorted(set(delivered).union(reached)) if reached else delivered
@@ -138,7 +142,7 @@ def pushed(ctx: JobContext, tx: Tx, event: StoredEvent,
     state = sources.get(event.actor, SourceState())
     model = decide(ctx.config.timeline_model, state.model, state.followers,
                    ctx.config.celebrity_followers)
-    changed, push_from = flip(state, model, event.id)
+    changed, push_from = flip(state, model, (event.created_at, event.id))
     if changed:
         tx.graph.set_push_from(event.actor, push_from)
         sources[event.actor] = replace(state, push_from=push_from)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from tidings.domain.readstate import Markers
-from tidings.domain.timeline import Candidate, ReadPlan
+from tidings.domain.timeline import Candidate, Position, ReadPlan
 from tidings.domain.views import (
     BundleBase,
     Delivery,
@@ -175,15 +175,17 @@ class InboxStore(Protocol):
 
 class TimelineStore(Protocol):
     """Push-model timelines: events written into followers' mailboxes, each with a floor
-    (the event id at or below which the mailbox is not complete: trimmed, or older than a
-    back-fill) under which reads pull from the events instead."""
+    (the position at or below which the mailbox is not complete: trimmed, or older than a
+    back-fill) under which reads pull from the events instead. A position is (created_at,
+    event id), the one order of every timeline, newest first (``tidings.domain.timeline``)."""
 
-    def push(self, event_id: int, users: Sequence[str], now: int) -> None:
-        """Write the event into these users' timelines; idempotent."""
+    def push(self, event_id: int, users: Sequence[str], created_at: int) -> None:
+        """Write the event (created at ``created_at``) into these users' timelines;
+        idempotent."""
 
     def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
-        """:meth:`push` of several (event id, users, now) entries, in one write where the
-        store can; idempotent."""
+        """:meth:`push` of several (event id, users, created_at) entries, in one write where
+        the store can; idempotent."""
 
     def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
         """:meth:`push_many`, then :meth:`cap` over the mailboxes written: the fan-out's write,
@@ -193,13 +195,13 @@ class TimelineStore(Protocol):
         """Write (event id, created_at) entries into one mailbox (a follow's back-fill);
         idempotent."""
 
-    def page(self, user: str, *, limit: int, before: int | None,
-             after: int | None = None) -> list[TimelineEntry]:
-        """Unretracted events newest first by event id, strictly below ``before`` and
+    def page(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None = None) -> list[TimelineEntry]:
+        """Unretracted events newest first by position, strictly below ``before`` and
         strictly above ``after``."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Keep the newest ``cap`` entries (by event id), raise the floor to the newest entry
+        """Keep the newest ``cap`` entries (by position), raise the floor to the newest entry
         removed; return how many went."""
 
     def cap(self, users: Sequence[str], cap: int) -> int:
@@ -207,25 +209,26 @@ class TimelineStore(Protocol):
         (cheap for the others); return how many entries went. Stores that keep only a bound
         of the size may remove a few more than needed (the floor covers them)."""
 
-    def floor(self, user: str) -> int:
-        """The mailbox's floor (0: complete from the start)."""
+    def floor(self, user: str) -> Position:
+        """The mailbox's floor (``START``, (0, 0): complete from the start)."""
 
-    def head(self, user: str, *, limit: int, before: int | None,
-             after: int | None) -> tuple[int, list[TimelineEntry]]:
+    def head(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
         """The floor and :meth:`page` strictly above both ``after`` and the floor, in one
         read where the store can (a timeline read's first step)."""
 
-    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
-               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: Position | None,
+               above: Position | None
+               ) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
         """A timeline read's step in one round trip where the store can, else None (the
         reader then takes :meth:`head`, ``GraphStore.followee_sources`` and
         ``EventStore.pull_page`` one by one): the newest ``limit`` distinct unretracted
-        events strictly between ``above`` and ``below`` among the mailbox's (above its floor)
-        and those of ``plan.types`` each followee posted up to its cut
+        events strictly between the positions ``above`` and ``below`` among the mailbox's
+        (above its floor) and those of ``plan.types`` each followee posted up to its cut
         (``tidings.domain.timeline.pull_cut`` under ``plan``), newest first, a mailbox copy
         winning over a pulled one; and the reader's mutes (``GraphStore.mutes``)."""
 
-    def raise_floor(self, user: str, floor: int) -> None:
+    def raise_floor(self, user: str, floor: Position) -> None:
         """Move the floor up to ``floor`` (never down)."""
 
     def remove_source(self, user: str, actor: str) -> int:

@@ -34,6 +34,10 @@ class EventStore(Protocol):
     def get(self, event_id: int, *, lock: bool = False) -> StoredEvent | None:
         """One event; ``lock`` makes a concurrent retraction of it wait for this unit."""
 
+    def position_near(self, event_id: int) -> tuple[int, int] | None:
+        """(created_at, id) of this event, or else of the newest event with a lower id (None:
+        there is none): where a timeline's ``max_id`` / ``since_id`` falls in its order."""
+
     def get_many(self, event_ids: Sequence[int], *, lock: bool = False
                  ) -> dict[int, StoredEvent]:
         """Those of the events that exist, by id, in one read (:meth:`get`'s ``lock``)."""
@@ -62,12 +66,14 @@ class EventStore(Protocol):
     def actors_of(self, event_ids: Sequence[int]) -> list[str]:
         """Distinct actors of these events, newest event first."""
 
-    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
-                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+    def pull_page(self, sources: Sequence[tuple[str, tuple[int, int]]], *,
+                  types: Sequence[str], limit: int, below: tuple[int, int] | None,
+                  above: tuple[int, int] | None) -> list[StoredEvent]:
         """The pull model's read: unretracted events of ``types`` by any of the ``sources``
-        (actor, highest id to take of it), strictly between ``above`` and ``below``, newest
-        ``limit`` first by id. Each source is read through the (actor, id) index, its newest
-        ``limit`` at most (the per-followee top-N merge)."""
+        (actor, highest position to take of it), strictly between the positions ``above``
+        and ``below``, the newest ``limit`` first by (created_at, id). Each source is read
+        through the (actor, created_at, id) index, its newest ``limit`` at most (the
+        per-followee top-N merge)."""
 
 
 class GraphStore(Protocol):
@@ -122,8 +128,9 @@ class GraphStore(Protocol):
     def set_timeline_model(self, actor: str, model: str | None) -> None:
         """Set (``push`` / ``pull``) or clear (None) a source's model override."""
 
-    def set_push_from(self, actor: str, push_from: int | None) -> None:
-        """From which event id on the source's posts are pushed (None: it is pulled)."""
+    def set_push_from(self, actor: str, push_from: tuple[int, int] | None) -> None:
+        """From which position (created_at, event id; exclusive) on the source's posts are
+        pushed (None: it is pulled)."""
 
     def audience(self, source: AudienceSource, *, after: str, upto: str | None,
                  limit: int | None = None) -> list[str]:

@@ -1,6 +1,7 @@
 """A user's timeline, whichever model wrote it (``docs/timelines.md``): the push mailbox
-merged with the pulled newest posts of each followee, newest first by event id, paged by an
-opaque cursor or by numeric ``max_id`` / ``since_id``; and the follow / unfollow upkeep of
+merged with the pulled newest posts of each followee, newest first by the event's time then
+its id (the one order of inbox and timeline), paged by an opaque cursor or by numeric
+``max_id`` / ``since_id``; and the follow / unfollow upkeep of
 the mailboxes (back-fill, removal)."""
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from tidings.domain.audience import ACTOR_FOLLOWERS
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_user_id
 from tidings.domain.timeline import (
-    NO_BOUND,
     PULL,
     PUSH,
     SOURCE_MODELS,
+    START,
+    TOP,
     Bounds,
     Candidate,
+    Position,
     ReadPlan,
     SourceState,
+    at,
     decide,
     merge,
     pull_cut,
@@ -31,16 +35,33 @@ from tidings.ports import Tx
 from tidings.services.common import check_ids, check_limit
 
 
-def bounds(cursor: str | None, max_id: str | int | None,
+def bounds(tx: Tx, cursor: str | None, max_id: str | int | None,
            since_id: str | int | None) -> Bounds:
-    """The id range a read asks for. The cursor and ``max_id`` are both upper bounds: given
-    together, both apply (the lower one wins); ``since_id`` is the lower bound."""
-    below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
-    above = check_ids([since_id], "since_id", "event id")[0] if since_id is not None else None
+    """The range of positions a read asks for. The cursor (a position) and ``max_id`` are
+    both upper bounds: given together, both apply (the lower one wins); ``since_id`` is the
+    lower bound. ``max_id`` / ``since_id`` name events: each stands for its event's position
+    (:func:`place_of`)."""
+    below = above = None
+    if max_id is not None:
+        below = place_of(tx, check_ids([max_id], "max_id", "event id")[0], upper=True)
+    if since_id is not None:
+        above = place_of(tx, check_ids([since_id], "since_id", "event id")[0], upper=False)
     if cursor:
-        after_cursor = decode_cursor(cursor)[1]
+        after_cursor = decode_cursor(cursor)
         below = after_cursor if below is None else min(below, after_cursor)
     return Bounds(below=below, above=above)
+
+
+def place_of(tx: Tx, event_id: int, *, upper: bool) -> Position:
+    """The position ``max_id`` (``upper``) or ``since_id`` names: its event's, one primary
+    key read. An id no event has (gone, or never given) falls just above the newest event
+    below it, so that event is in a ``max_id`` read's range and out of a ``since_id`` one's."""
+    near = tx.events.position_near(event_id)
+    if near is None:
+        return START
+    if near[1] == event_id or not upper:
+        return near
+    return (near[0], near[1] + 1)
 
 
 def _entry(event: StoredEvent) -> TimelineEntry:
@@ -83,8 +104,8 @@ class TimelineService:
         """Newest first; the page's ``next_cursor`` pages older (None on the last page)."""
         check_user_id(user)
         limit = check_limit(limit)
-        want = bounds(cursor, max_id, since_id)
         with self.store.read() as tx:
+            want = bounds(tx, cursor, max_id, since_id)
             rows = self._read(tx, user, want, limit + 1)
         page = rows[:limit]
         more = len(rows) > limit
@@ -107,7 +128,7 @@ class TimelineService:
                     if not c.pulled or self._shown(tx, user, c, muted)]
             if len(taken) < n or len(out) >= n:
                 break  # everything in range was seen, or the page is full
-            got = tx.timeline.merged(user, plan, limit=n, below=taken[-1].entry.id,
+            got = tx.timeline.merged(user, plan, limit=n, below=at(taken[-1].entry),
                                      above=want.above)
         return out[:n]
 
@@ -116,7 +137,7 @@ class TimelineService:
         (with its floor), the followees' states, the pulls of those not wholly in it."""
         floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above)
         first: list[TimelineEntry] | None = head  # the first round's mailbox part
-        above = want.above or 0
+        above = want.above or START
         # A push deployment reads first only the followees not pushed from the start: every
         # other one's cut is the floor, which counts only once the read reaches the floor
         # (never, with ``since_id`` at or above it).
@@ -132,14 +153,15 @@ class TimelineService:
             box: list[TimelineEntry] = []
             if first is not None:
                 box, first = first, None
-            elif below is None or below > max(floor, above) + 1:
+            elif below is None or below > max(floor, above):
+                lowest = max(floor, above)
                 box = tx.timeline.page(user, limit=n, before=below,
-                                       after=max(floor, above) or None)
+                                       after=None if lowest == START else lowest)
             pulled: list[StoredEvent] = []
-            if not whole and (len(box) < n or box[-1].id <= max(top, floor)):
+            if not whole and (len(box) < n or at(box[-1]) <= max(top, floor)):
                 whole = True  # the read reaches the floor: every followee's cut counts
                 sources, top = self._sources(tx.graph.followee_sources(user), floor, above)
-            if sources and (len(box) < n or box[-1].id <= top):
+            if sources and (len(box) < n or at(box[-1]) <= top):
                 pulled = tx.events.pull_page(sources, types=types, limit=n, below=below,
                                              above=want.above)
             taken = merge([box, [_entry(e) for e in pulled]], n)  # the mailbox's copy first
@@ -154,16 +176,16 @@ class TimelineService:
             out += [item for item in taken if item.id in allowed]
             if len(box) < n and len(pulled) < n and len(taken) == len(boxed | set(from_pull)):
                 break  # everything in range was seen
-            below = taken[-1].id
+            below = at(taken[-1])
         return out[:n]
 
-    def _sources(self, states: dict[str, SourceState], floor: int, above: int
-                 ) -> tuple[list[tuple[str, int]], int]:
+    def _sources(self, states: dict[str, SourceState], floor: Position, above: Position
+                 ) -> tuple[list[tuple[str, Position]], Position]:
         """The followees to pull, each with its cut (those cut above ``above``), and the
         highest cut."""
         sources = [(f, cut) for f, state in sorted(states.items())
                    if (cut := pull_cut(state, self.model_of(state), floor)) > above]
-        return sources, max((cut for _, cut in sources), default=0)
+        return sources, max((cut for _, cut in sources), default=START)
 
     def _shown(self, tx: Tx, user: str, pulled: Candidate,
                muted: set[tuple[str, str]]) -> bool:
@@ -217,10 +239,11 @@ class TimelineService:
         if state.push_from is None:
             return
         cap = self.config.timeline_cap
-        newest = tx.events.pull_page([(other, NO_BOUND)], types=self.types(), limit=cap + 1,
-                                     below=None, above=state.push_from or None)
+        newest = tx.events.pull_page([(other, TOP)], types=self.types(), limit=cap + 1,
+                                     below=None,
+                                     above=None if state.push_from == START else state.push_from)
         if len(newest) > cap:  # older posts stay out: reads pull them
-            tx.timeline.raise_floor(user, newest[cap].id)
+            tx.timeline.raise_floor(user, at(newest[cap]))
         keep = self.visible(tx, user, newest[:cap], set(tx.graph.mutes(user)))
         tx.timeline.fill(user, [(e.id, e.created_at) for e in keep])
         tx.timeline.cap([user], cap)

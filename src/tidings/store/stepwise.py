@@ -117,7 +117,7 @@ def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
             wave.rows.append(row)
             bases[(user, d.bundle_hash)] = BundleBase(
                 user_id=user, event_id=d.event_id, display_hash=place.group,
-                created_at=place.created_at, fresh_at=place.created_at, read_at=None,
+                created_at=place.created_at, fresh_at=row.fresh_at, read_at=None,
                 type=d.type, category=d.category, section=d.section,
                 group=row.group if place.joins else summary_alone(d.actor))
     wave.write()

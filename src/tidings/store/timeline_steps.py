@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tidings.domain.timeline import Candidate, ReadPlan
+from tidings.domain.timeline import START, Candidate, Position, ReadPlan
 from tidings.domain.views import TimelineEntry
 
 
 class StepwiseTimeline:
     """The two reads, on a store's own ``floor`` and ``page``."""
 
-    def floor(self, user: str) -> int:
+    def floor(self, user: str) -> Position:
         raise NotImplementedError
 
     def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
@@ -26,16 +26,18 @@ class StepwiseTimeline:
         self.push_many(entries)
         self.cap(sorted({user for _, users, _ in entries for user in users}), cap)
 
-    def page(self, user: str, *, limit: int, before: int | None,
-             after: int | None = None) -> list[TimelineEntry]:
+    def page(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None = None) -> list[TimelineEntry]:
         raise NotImplementedError
 
-    def head(self, user: str, *, limit: int, before: int | None,
-             after: int | None) -> tuple[int, list[TimelineEntry]]:
+    def head(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
         floor = self.floor(user)
+        lowest = max(floor, after or START)
         return floor, self.page(user, limit=limit, before=before,
-                                after=max(floor, after or 0) or None)
+                                after=None if lowest == START else lowest)
 
-    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
-               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: Position | None,
+               above: Position | None
+               ) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
         return None

@@ -52,6 +52,10 @@ class MemoryEvents:
         row = self._s.events.get(event_id)
         return stored(row) if row is not None else None
 
+    def position_near(self, event_id: int) -> tuple[int, int] | None:
+        found = max((i for i in self._s.events if i <= event_id), default=None)
+        return None if found is None else (self._s.events[found].created_at, found)
+
     def insert_many(self, rows: Sequence[tuple[Event, str]], now: int, *,
                     scope: str = DEFAULT_SCOPE) -> list[int]:
         return [self.insert(event, payload, now, scope=scope) for event, payload in rows]
@@ -126,18 +130,21 @@ class MemoryEvents:
         return actors
 
 
-    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
-                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+    def pull_page(self, sources: Sequence[tuple[str, tuple[int, int]]], *,
+                  types: Sequence[str], limit: int, below: tuple[int, int] | None,
+                  above: tuple[int, int] | None) -> list[StoredEvent]:
         cuts = dict(sources)
         wanted = set(types)
         found: list[StoredEvent] = []
-        for event_id in sorted(self._s.events, reverse=True):
-            if len(found) >= limit or (above is not None and event_id <= above):
+        newest_first = sorted(((row.created_at, i) for i, row in self._s.events.items()),
+                              reverse=True)
+        for place in newest_first:
+            if len(found) >= limit or (above is not None and place <= above):
                 break
-            row = self._s.events[event_id]
-            if below is not None and event_id >= below:
+            row = self._s.events[place[1]]
+            if below is not None and place >= below:
                 continue
-            if (row.actor is None or row.actor not in cuts or event_id > cuts[row.actor]
+            if (row.actor is None or row.actor not in cuts or place > cuts[row.actor]
                     or row.type not in wanted or row.retracted_at is not None):
                 continue
             found.append(stored(row))

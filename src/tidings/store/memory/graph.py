@@ -101,7 +101,7 @@ class MemoryGraph:
         state = self._s.timeline_sources.get(actor, SourceState())
         self._j.put(self._s.timeline_sources, actor, replace(state, model=model))
 
-    def set_push_from(self, actor: str, push_from: int | None) -> None:
+    def set_push_from(self, actor: str, push_from: tuple[int, int] | None) -> None:
         state = self._s.timeline_sources.get(actor, SourceState())
         self._j.put(self._s.timeline_sources, actor, replace(state, push_from=push_from))
 

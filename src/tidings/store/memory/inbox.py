@@ -119,7 +119,7 @@ class MemoryInbox:
                 continue
             self._put(NoteRow(
                 user_id=new.user_id, event_id=new.event_id, created_at=new.created_at,
-                fresh_at=new.created_at, type=new.type, category=new.category,
+                fresh_at=new.fresh_at, type=new.type, category=new.category,
                 section=new.section, actor=new.actor, object=new.object,
                 bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
                 read_at=None, fields=new.fields))

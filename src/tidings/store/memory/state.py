@@ -175,7 +175,7 @@ class State:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)  # read up to a place
     # timeline
     timelines: dict[str, dict[int, int]] = field(default_factory=dict)
-    timeline_floors: dict[str, int] = field(default_factory=dict)
+    timeline_floors: dict[str, tuple[int, int]] = field(default_factory=dict)
     timeline_sources: dict[str, SourceState] = field(default_factory=dict)
     # settings
     event_types: dict[str, str] = field(default_factory=dict)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tidings.domain.timeline import START, Position
 from tidings.domain.views import TimelineEntry
 from tidings.store.memory.state import Journal, State
 from tidings.store.timeline_steps import StepwiseTimeline
@@ -18,31 +19,35 @@ class MemoryTimeline(StepwiseTimeline):
         self._s = state
         self._j = journal
 
-    def push(self, event_id: int, users: Sequence[str], now: int) -> None:
+    def push(self, event_id: int, users: Sequence[str], created_at: int) -> None:
         for user in users:
             if event_id not in self._s.timelines.get(user, {}):
-                self._j.put_in(self._s.timelines, user, event_id, now)
+                self._j.put_in(self._s.timelines, user, event_id, created_at)
 
     def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
-        for event_id, users, now in entries:
-            self.push(event_id, users, now)
+        for event_id, users, created_at in entries:
+            self.push(event_id, users, created_at)
 
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         for event_id, created_at in entries:
             if event_id not in self._s.timelines.get(user, {}):
                 self._j.put_in(self._s.timelines, user, event_id, created_at)
 
-    def page(self, user: str, *, limit: int, before: int | None,
-             after: int | None = None) -> list[TimelineEntry]:
+    def _newest_first(self, user: str) -> list[Position]:
+        return sorted(((at, event_id) for event_id, at in self._s.timelines.get(user, {}).items()),
+                      reverse=True)
+
+    def page(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None = None) -> list[TimelineEntry]:
         entries: list[TimelineEntry] = []
-        for event_id in sorted(self._s.timelines.get(user, {}), reverse=True):
+        for place in self._newest_first(user):
             if len(entries) >= limit:
                 break
-            if before is not None and event_id >= before:
+            if before is not None and place >= before:
                 continue
-            if after is not None and event_id <= after:
+            if after is not None and place <= after:
                 break
-            event = self._s.events.get(event_id)
+            event = self._s.events.get(place[1])
             if event is None or event.retracted_at is not None:
                 continue
             entries.append(TimelineEntry(
@@ -51,9 +56,8 @@ class MemoryTimeline(StepwiseTimeline):
         return entries
 
     def trim(self, user: str, cap: int) -> int:
-        newest_first = sorted(self._s.timelines.get(user, {}), reverse=True)
-        doomed = newest_first[cap:]
-        for event_id in doomed:
+        doomed = self._newest_first(user)[cap:]
+        for _, event_id in doomed:
             self._j.drop_in(self._s.timelines, user, event_id)
         if doomed:
             self.raise_floor(user, doomed[0])
@@ -63,10 +67,10 @@ class MemoryTimeline(StepwiseTimeline):
         return sum(self.trim(user, cap) for user in sorted(set(users))
                    if len(self._s.timelines.get(user, {})) > cap)
 
-    def floor(self, user: str) -> int:
-        return self._s.timeline_floors.get(user, 0)
+    def floor(self, user: str) -> Position:
+        return self._s.timeline_floors.get(user, START)
 
-    def raise_floor(self, user: str, floor: int) -> None:
+    def raise_floor(self, user: str, floor: Position) -> None:
         if floor > self.floor(user):
             self._j.put(self._s.timeline_floors, user, floor)
 

@@ -156,7 +156,7 @@ class RedisInbox(RedisMarkers):
         self._index(d.event_id, fresh)
         args = [d.event_id, d.created_at, d.type, d.category, d.section, opt(d.actor),
                 opt(d.object), d.bundle_hash, "1" if d.bundled else "0", d.writer, own,
-                "1" if d.backfill else "0", fields_arg(d.fields)]
+                "1" if d.backfill else "0", fields_arg(d.fields), d.delivered_at]
         registered += [(u, d.created_at) for u in fresh]
         prefixes = [self.keys.user(u) for u in fresh]
         for group in self.redis.by_node(prefixes):  # one script call per node

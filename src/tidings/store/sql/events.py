@@ -86,6 +86,12 @@ class SqlEvents:
         row = self.conn.execute(query).first()
         return _stored(row) if row is not None else None
 
+    def position_near(self, event_id: int) -> tuple[int, int] | None:
+        row = self.conn.execute(select(events.c.created_at, events.c.id)
+                                .where(events.c.id <= event_id)
+                                .order_by(events.c.id.desc()).limit(1)).first()
+        return None if row is None else (int(row.created_at), int(row.id))
+
     def get_many(self, event_ids: Sequence[int], *, lock: bool = False
                  ) -> dict[int, StoredEvent]:
         found: dict[int, StoredEvent] = {}
@@ -156,7 +162,8 @@ class SqlEvents:
                                  .order_by(events.c.id.desc()))
         return list(dict.fromkeys(r.actor for r in rows if r.actor))
 
-    def pull_page(self, sources: Sequence[tuple[str, int]], *, types: Sequence[str],
-                  limit: int, below: int | None, above: int | None) -> list[StoredEvent]:
+    def pull_page(self, sources: Sequence[tuple[str, tuple[int, int]]], *,
+                  types: Sequence[str], limit: int, below: tuple[int, int] | None,
+                  above: tuple[int, int] | None) -> list[StoredEvent]:
         return pull.pull_page(self.db, self.conn, sources, types=types, limit=limit, below=below,
                               above=above)

@@ -45,10 +45,16 @@ _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 
 
 
+def _pushed(at: int | None, id_: int | None) -> tuple[int, int] | None:
+    """A stored ``push_from`` as a position (None: the source is pulled)."""
+    return None if id_ is None else (int(at or 0), int(id_))
+
+
 # a timeline read's statements, built once (run straight on the driver: Database.fetch)
 FOLLOWEE_SOURCES = (
     select(follows.c.followee, timeline_sources.c.followers, timeline_sources.c.model,
-           timeline_sources.c.push_from, timeline_sources.c.actor)
+           timeline_sources.c.push_from, timeline_sources.c.actor,
+           timeline_sources.c.push_from_at)
     .select_from(follows.outerjoin(timeline_sources,
                                    timeline_sources.c.actor == follows.c.followee))
     .where(follows.c.follower == bindparam("user")))
@@ -100,16 +106,16 @@ class SqlGraph(SqlSubscriptions):
     def _count_follower(self, followee: str, step: int) -> None:
         self.conn.execute(self.db.upsert_add(timeline_sources, ["actor"], "followers"),
                           [{"actor": followee, "followers": step, "model": None,
-                            "push_from": 0}])
+                            "push_from": 0, "push_from_at": 0}])
 
     def followee_sources(self, user: str, statement: Any = FOLLOWEE_SOURCES
                          ) -> dict[str, SourceState]:
         rows = self._prefetched("followees", user) if statement is FOLLOWEE_SOURCES else None
         if rows is None:
             rows = self.db.fetch(self.conn, statement, {"user": user})
-        return {followee: SourceState(max(followers, 0), model, push_from)
+        return {followee: SourceState(max(followers, 0), model, _pushed(push_from_at, push_from))
                 if actor is not None else SourceState()
-                for followee, followers, model, push_from, actor in rows}
+                for followee, followers, model, push_from, actor, push_from_at in rows}
 
     def unpushed_followees(self, user: str) -> dict[str, SourceState]:
         return self.followee_sources(user, UNPUSHED_FOLLOWEES)
@@ -119,19 +125,22 @@ class SqlGraph(SqlSubscriptions):
         found: dict[str, SourceState] = {}
         wanted = sorted(set(actors))
         for part in self.db.parts(wanted):
-            found.update((r.actor, SourceState(max(r.followers, 0), r.model, r.push_from))
+            found.update((r.actor, SourceState(max(r.followers, 0), r.model,
+                                               _pushed(r.push_from_at, r.push_from)))
                          for r in self.conn.execute(select(timeline_sources).where(
                              self.db.among(t.actor, part))))
         return found
 
     def set_timeline_model(self, actor: str, model: str | None) -> None:
         self.conn.execute(self.db.upsert(timeline_sources, ["actor"], {
-            "actor": actor, "followers": 0, "model": model, "push_from": 0}, ["model"]))
+            "actor": actor, "followers": 0, "model": model, "push_from": 0, "push_from_at": 0},
+            ["model"]))
 
-    def set_push_from(self, actor: str, push_from: int | None) -> None:
+    def set_push_from(self, actor: str, push_from: tuple[int, int] | None) -> None:
+        at, id_ = push_from if push_from is not None else (None, None)
         self.conn.execute(self.db.upsert(timeline_sources, ["actor"], {
-            "actor": actor, "followers": 0, "model": None, "push_from": push_from},
-            ["push_from"]))
+            "actor": actor, "followers": 0, "model": None, "push_from": id_,
+            "push_from_at": at}, ["push_from", "push_from_at"]))
 
     def follows(self, user: str, *, followers: bool, after: str, limit: int) -> list[Follow]:
         mine, theirs = ("followee", "follower") if followers else ("follower", "followee")

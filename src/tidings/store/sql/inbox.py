@@ -62,7 +62,7 @@ BATCH = 500
 # value given): a new row is its group's base, unread, fresh when created
 _ROW: tuple[tuple[str, str | None, Any], ...] = (
     ("user_id", "user_id", None), ("event_id", "event_id", None),
-    ("created_at", "created_at", None), ("fresh_at", "created_at", None),
+    ("created_at", "created_at", None), ("fresh_at", "fresh_at", None),
     ("type", "type", None), ("category", "category", None), ("section", "section", None),
     ("actor", "actor", None), ("object", "object", None),
     ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),

@@ -1,23 +1,29 @@
 """The pull model's read on SQL: the newest events of each followee, merged in the database.
 
-PostgreSQL runs one statement: the followees (two array parameters, ``unnest``) joined
-``LATERAL`` to their newest ``limit`` events through the (actor, id) index. SQLite and MariaDB
-(no LATERAL) run a ``UNION ALL`` of one ``ORDER BY id DESC LIMIT n`` subquery of ids per
-followee, :data:`GROUP` followees a statement, and join only the page's ids to ``events``: the
-merge sorts ids, not whole rows. On SQLite each subquery reads the index on (actor, type,
-retracted_at) alone, its entries carrying the id: no row of ``events`` is read but the
-page's (migration 0018).
+PostgreSQL runs one statement: the followees (three array parameters, ``unnest``) joined
+``LATERAL`` to their newest ``limit`` events through the (actor, created_at, id) index.
+SQLite and MariaDB (no LATERAL) run a ``UNION ALL`` of one ``ORDER BY created_at DESC, id
+DESC LIMIT n`` subquery of positions per followee, :data:`GROUP` followees a statement, and
+join only the page's ids to ``events``: the merge sorts positions, not whole rows. On SQLite
+each subquery reads the index on (actor, type, retracted_at, created_at) alone, its entries
+carrying the id: no row of ``events`` is read but the page's (migrations 0018,
+0027).
 
 MariaDB spends more in planning each of those subqueries than in running it (about 60 µs a
 followee: 43 followees, 3.3 ms a read, where the seed's own pull took 1.5). It reads instead
-each followee's newest id in one statement (``GROUP BY actor`` over the index on (actor, type,
-retracted_at), which it reads by skipping from followee to followee); the ``limit``-th highest
-of those ids is a floor under the page, since that many followees hold an event at or above
-it; a second statement then takes the newest ids at or above the floor of the followees that
-reach it (one range of the same index each, no subquery a followee) and joins only the page's
-to ``events``. With fewer followees holding anything than a page holds, there is no floor: the
-``UNION ALL`` above, for those followees (for all of them at once, without the first
+the time of each followee's newest event in one statement (``GROUP BY actor`` over the index
+on (actor, type, retracted_at, created_at), which it reads by skipping from followee to
+followee; bounded on the time alone, before the upper bounds' own times, so each is the time
+of an event in range); the ``limit``-th latest of those times is a floor under the page,
+since that many followees hold an event at or after it; a second statement then takes the
+newest events at or after the floor of the followees (one range of the same index each, no
+subquery a followee; all of them, as one may hold events at an upper bound's own time) and
+joins only the page's to ``events``. With fewer followees holding anything than a page holds
+there is no floor: the ``UNION ALL`` above, for all the followees (at once, without the first
 statement, when there are fewer followees than that).
+
+Every statement reads and merges in the timeline's order, (created_at, id) newest first: the
+indexes' order within each followee, so only the merge of the followees' parts sorts.
 
 Every statement is built once per shape (backend, followees in the group, types, which bounds,
 limit) and run straight on the driver (:meth:`Database.fetch`, prepared by psycopg): a read
@@ -44,11 +50,14 @@ from sqlalchemy import (
     select,
     text,
     true,
+    tuple_,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from tidings.domain.timeline import Position
 from tidings.domain.views import StoredEvent
 from tidings.store.sql.database import Database
+from tidings.store.sql.positions import compare, compared, params
 from tidings.store.sql.schema import events
 
 GROUP = 200  # followees per statement on backends without LATERAL
@@ -72,37 +81,42 @@ def _common(types: ColumnElement[bool], below: bool, above: bool
             ) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = [e.retracted_at.is_(None), types]
     if below:
-        where.append(e.id < bindparam("below", type_=BigInteger))
+        where.append(compared("<", e.created_at, e.id, "below", rows=True))
     if above:
-        where.append(e.id > bindparam("above", type_=BigInteger))
+        where.append(compared(">", e.created_at, e.id, "above", rows=True))
     return where
 
 
 @lru_cache(maxsize=64)
 def lateral(below: bool, above: bool, limit: int) -> Any:
-    """PostgreSQL's statement: ``:actors`` and ``:cuts`` (arrays of the followees and the
-    highest id to take of each), ``:types`` (an array), ``:below`` / ``:above``."""
+    """PostgreSQL's statement: ``:actors``, ``:cut_ats`` and ``:cut_ids`` (arrays of the
+    followees and the highest position to take of each), ``:types`` (an array),
+    ``:below_at`` / ``:below_id`` and ``:above_at`` / ``:above_id``."""
     src = func.unnest(bindparam("actors", type_=ARRAY(String)),
-                      bindparam("cuts", type_=ARRAY(BigInteger))
-                      ).table_valued(column("actor", String), column("cut", BigInteger)
-                                     ).render_derived(name="src")
+                      bindparam("cut_ats", type_=ARRAY(BigInteger)),
+                      bindparam("cut_ids", type_=ARRAY(BigInteger))
+                      ).table_valued(column("actor", String), column("cut_at", BigInteger),
+                                     column("cut_id", BigInteger)).render_derived(name="src")
     types = e.type == any_(bindparam("types", type_=ARRAY(String)))
-    newest = (select(*COLUMNS).where(e.actor == src.c.actor, e.id <= src.c.cut,
-                                     *_common(types, below, above))
-              .order_by(e.id.desc()).limit(limit).lateral("newest"))
+    newest = (select(*COLUMNS).where(
+        e.actor == src.c.actor,
+        tuple_(e.created_at, e.id) <= tuple_(src.c.cut_at, src.c.cut_id),
+        *_common(types, below, above))
+        .order_by(e.created_at.desc(), e.id.desc()).limit(limit).lateral("newest"))
     return (select(newest).select_from(src.join(newest, true()))
-            .order_by(newest.c.id.desc()).limit(limit))
+            .order_by(newest.c.created_at.desc(), newest.c.id.desc()).limit(limit))
 
 
 @lru_cache(maxsize=512)
 def union(sources: int, types: int, below: bool, above: bool, limit: int,
           wrapped: bool = False) -> TextClause:
-    """The statement for ``sources`` followees without LATERAL: ``:a0``… and ``:c0``… (each
-    followee and the highest id to take of it), ``:t0``… (the types), ``:below`` /
-    ``:above``; ``wrapped``: each followee's part as a subquery, reading the index
-    ``(actor, type, retracted_at)`` by name (SQLite, whose planner may take the (actor, id)
-    one and then read every row), not in parentheses (MariaDB). Only ids go through the
-    ``UNION ALL`` and its sort; the page's ``limit`` rows are then joined to ``events``.
+    """The statement for ``sources`` followees without LATERAL: ``:a0``…, ``:ca0``… and
+    ``:c0``… (each followee and the highest position to take of it), ``:t0``… (the types),
+    the positions ``:below_…`` / ``:above_…``; ``wrapped``: each followee's part as a
+    subquery, reading the index ``(actor, type, retracted_at, created_at)`` by name
+    (SQLite, whose planner may take the (actor, created_at, id) one and then read every
+    row), not in parentheses (MariaDB). Only positions go through the ``UNION ALL`` and its
+    sort; the page's ``limit`` rows are then joined to ``events``.
     Merging whole rows, MariaDB kept a derived table with a TEXT column (the payload) on
     disk: a read of 43 followees took 35 to 86 ms against about 5; SQLite merges the parts'
     ids as they come, in order (a read of 43 followees 0.3 ms, against 1.3 to 1.6 ms joining
@@ -110,59 +124,62 @@ def union(sources: int, types: int, below: bool, above: bool, limit: int,
     kinds = ", ".join(f":t{j}" for j in range(types))
     bounds = _bounds(below, above)
     n = int(limit)
-    index = " INDEXED BY ix_events_actor_type_retracted_at" if wrapped else ""
-    inner = (f"SELECT id FROM events{index} WHERE actor = :a{{i}} AND id <= :c{{i}}"
+    index = f" INDEXED BY {ACTOR_TYPE_INDEX}" if wrapped else ""
+    cut = compare("<=", ("created_at", "id"), (":ca{i}", ":c{i}"), rows=False)
+    inner = (f"SELECT created_at, id FROM events{index} WHERE actor = :a{{i}} AND "
+             + cut +
              f" AND retracted_at IS NULL AND type IN ({kinds}){bounds}"
-             f" ORDER BY id DESC LIMIT {n}")
-    part = f"SELECT id FROM ({inner}) AS p{{i}}" if wrapped else f"({inner})"
+             f" ORDER BY created_at DESC, id DESC LIMIT {n}")
+    part = f"SELECT created_at, id FROM ({inner}) AS p{{i}}" if wrapped else f"({inner})"
     parts = " UNION ALL ".join(part.format(i=i) for i in range(sources))
     names = ", ".join(f"e.{c.name}" for c in COLUMNS)
     return text(f"""
-SELECT {names} FROM (SELECT id FROM ({parts}) AS newest ORDER BY id DESC LIMIT {n}) AS page
+SELECT {names} FROM (SELECT created_at, id FROM ({parts}) AS newest
+                     ORDER BY created_at DESC, id DESC LIMIT {n}) AS page
 JOIN events e ON e.id = page.id
-ORDER BY e.id DESC""")
+ORDER BY e.created_at DESC, e.id DESC""")
 
 
-def pull_page(db: Database, conn: Connection, sources: Sequence[tuple[str, int]], *,
-              types: Sequence[str], limit: int, below: int | None, above: int | None
-              ) -> list[StoredEvent]:
+def pull_page(db: Database, conn: Connection, sources: Sequence[tuple[str, Position]], *,
+              types: Sequence[str], limit: int, below: Position | None,
+              above: Position | None) -> list[StoredEvent]:
     """See ``EventStore.pull_page``."""
     if not sources or not types or limit <= 0:
         return []
-    bounds: dict[str, Any] = {}
-    if below is not None:
-        bounds["below"] = below
-    if above is not None:
-        bounds["above"] = above
+    bounds: dict[str, Any] = {**params("below", below), **params("above", above)}
     if db.backend == "postgresql":
         return [stored_event(r) for r in db.fetch(conn, lateral(below is not None,
                                                            above is not None, limit), {
-            "actors": [a for a, _ in sources], "cuts": [c for _, c in sources],
-            "types": list(types), **bounds})]
+            "actors": [a for a, _ in sources], "cut_ats": [c[0] for _, c in sources],
+            "cut_ids": [c[1] for _, c in sources], "types": list(types), **bounds})]
     kinds = {f"t{j}": name for j, name in enumerate(types)}
     if db.backend == "mysql" and len(sources) >= limit:  # fewer can have no floor
         newest = sorted(_newest(db, conn, sources, kinds, bounds), reverse=True)
-        if len(newest) >= limit:
-            return _above_the_floor(db, conn, newest, kinds, limit, bounds)
-        held = {actor for _, actor, _ in newest}  # too few for a floor: those, as below
-        sources = [(actor, cut) for actor, cut in sources if actor in held]
+        held = [at for at, _, _ in newest if "above_at" not in bounds
+                or at > bounds["above_at"]]  # times of events in range
+        if len(held) >= limit:
+            return _above_the_floor(db, conn, sources, held[limit - 1], kinds, limit, bounds)
     found: list[StoredEvent] = []
     for start in range(0, len(sources), GROUP):
         group = sources[start:start + GROUP]
-        params: dict[str, Any] = {**bounds, **kinds}
+        values: dict[str, Any] = {**bounds, **kinds}
         for i, (actor, cut) in enumerate(group):
-            params[f"a{i}"] = actor
-            params[f"c{i}"] = cut
+            values[f"a{i}"] = actor
+            values[f"ca{i}"], values[f"c{i}"] = cut
         shape = (len(group), len(types), below is not None, above is not None, limit)
         statement = union(*shape, wrapped=db.backend == "sqlite")
-        found += [stored_event(r) for r in db.fetch(conn, statement, params)]
+        found += [stored_event(r) for r in db.fetch(conn, statement, values)]
     if len(sources) > GROUP:
-        found.sort(key=lambda ev: ev.id, reverse=True)
+        found.sort(key=_position, reverse=True)
     return found[:limit]
 
 
-# MariaDB: the index each statement reads, named (its estimates may take another)
-ACTOR_TYPE_INDEX = "ix_events_actor_type_retracted_at"
+def _position(event: StoredEvent) -> Position:
+    return (event.created_at, event.id)
+
+
+# SQLite and MariaDB: the index each statement reads, named (the planners may take another)
+ACTOR_TYPE_INDEX = "ix_events_actor_type_retracted_at_created_at"
 
 
 def _in_list(prefix: str, n: int) -> str:
@@ -170,53 +187,70 @@ def _in_list(prefix: str, n: int) -> str:
 
 
 def _bounds(below: bool, above: bool) -> str:
-    return (" AND id < :below" if below else "") + (" AND id > :above" if above else "")
+    """The text of a read's bounds (positions, spelled out: :mod:`.positions`)."""
+    cols = ("created_at", "id")
+    return ((" AND " + compare("<", cols, (":below_at", ":below_id"), rows=False)
+             if below else "")
+            + (" AND " + compare(">", cols, (":above_at", ":above_id"), rows=False)
+               if above else ""))
+
+
+_CUT = compare("<=", ("created_at", "id"), (":cut_at", ":cut"), rows=False)
 
 
 @lru_cache(maxsize=256)
 def newest_by_actor(actors: int, types: int, below: bool, above: bool) -> TextClause:
-    """MariaDB: the newest id in range of each of ``actors`` followees (``:a0``…) sharing one
-    cut (``:cut``), as (actor, id); a followee with nothing in range has no row."""
+    """MariaDB: the time of the newest event of each of ``actors`` followees (``:a0``…)
+    sharing one cut, as (actor, created_at), before the time of the cut and of the upper
+    bound (a bound on the id too would keep MariaDB from skipping through the index from one
+    followee to the next) and at or after the lower bound's time. A time after the lower
+    bound's is one of an event in range; a followee's events at the upper bounds' own times
+    are not counted."""
     return text(
-        f"SELECT actor, MAX(id) FROM events FORCE INDEX ({ACTOR_TYPE_INDEX})"
+        f"SELECT actor, MAX(created_at) FROM events FORCE INDEX ({ACTOR_TYPE_INDEX})"
         f" WHERE actor IN ({_in_list('a', actors)}) AND type IN ({_in_list('t', types)})"
-        f" AND retracted_at IS NULL AND id <= :cut{_bounds(below, above)} GROUP BY actor")
+        f" AND retracted_at IS NULL AND created_at < :cut_at"
+        + (" AND created_at < :below_at" if below else "")
+        + (" AND created_at >= :above_at" if above else "") + " GROUP BY actor")
 
 
 @lru_cache(maxsize=256)
 def page_from(actors: int, types: int, below: bool, above: bool, limit: int) -> TextClause:
-    """MariaDB: the newest ``limit`` events of ``actors`` followees sharing one cut, at or
-    above ``:floor``: their ids from the index alone, then the page's rows."""
+    """MariaDB: the newest ``limit`` events of ``actors`` followees sharing one cut, dated at
+    or after ``:floor``: their ids from the index alone, then the page's rows."""
     names = ", ".join(f"e.{c.name}" for c in COLUMNS)
     return text(
-        f"SELECT {names} FROM (SELECT id FROM events FORCE INDEX ({ACTOR_TYPE_INDEX})"
+        f"SELECT {names} FROM (SELECT created_at, id FROM events"
+        f" FORCE INDEX ({ACTOR_TYPE_INDEX})"
         f" WHERE actor IN ({_in_list('a', actors)}) AND type IN ({_in_list('t', types)})"
-        f" AND retracted_at IS NULL AND id <= :cut AND id >= :floor{_bounds(below, above)}"
-        f" ORDER BY id DESC LIMIT {int(limit)}) AS page JOIN events e ON e.id = page.id"
-        " ORDER BY e.id DESC")
+        f" AND retracted_at IS NULL AND {_CUT} AND created_at >= :floor"
+        f"{_bounds(below, above)} ORDER BY created_at DESC, id DESC LIMIT {int(limit)})"
+        " AS page JOIN events e ON e.id = page.id ORDER BY e.created_at DESC, e.id DESC")
 
 
-def _by_cut(sources: Sequence[tuple[str, int]]) -> list[tuple[int, list[str]]]:
+def _by_cut(sources: Sequence[tuple[str, Position]]) -> list[tuple[Position, list[str]]]:
     """The followees grouped by their cut, each group in parts of :data:`GROUP`."""
-    groups: dict[int, list[str]] = {}
+    groups: dict[Position, list[str]] = {}
     for actor, cut in sources:
         groups.setdefault(cut, []).append(actor)
     return [(cut, actors[start:start + GROUP]) for cut, actors in sorted(groups.items())
             for start in range(0, len(actors), GROUP)]
 
 
-def _params(actors: Sequence[str], cut: int, kinds: dict[str, str],
+def _params(actors: Sequence[str], cut: Position, kinds: dict[str, str],
             bounds: dict[str, Any]) -> dict[str, Any]:
-    params: dict[str, Any] = {**bounds, **kinds, "cut": cut}
-    params.update((f"a{i}", actor) for i, actor in enumerate(actors))
-    return params
+    values: dict[str, Any] = {**bounds, **kinds, "cut_at": cut[0], "cut": cut[1]}
+    values.update((f"a{i}", actor) for i, actor in enumerate(actors))
+    return values
 
 
-def _newest(db: Database, conn: Connection, sources: Sequence[tuple[str, int]],
-            kinds: dict[str, str], bounds: dict[str, Any]) -> list[tuple[int, str, int]]:
-    """(newest id in range, followee, its cut) of each followee holding anything in range."""
-    found: list[tuple[int, str, int]] = []
-    below, above = "below" in bounds, "above" in bounds
+def _newest(db: Database, conn: Connection, sources: Sequence[tuple[str, Position]],
+            kinds: dict[str, str], bounds: dict[str, Any]
+            ) -> list[tuple[int, str, Position]]:
+    """(time of the newest event in range, followee, its cut) of each followee holding
+    anything in range."""
+    found: list[tuple[int, str, Position]] = []
+    below, above = "below_at" in bounds, "above_at" in bounds
     for cut, actors in _by_cut(sources):
         statement = newest_by_actor(len(actors), len(kinds), below, above)
         found += [(int(id_), actor, cut)
@@ -224,18 +258,16 @@ def _newest(db: Database, conn: Connection, sources: Sequence[tuple[str, int]],
     return found
 
 
-def _above_the_floor(db: Database, conn: Connection, newest: Sequence[tuple[int, str, int]],
-                     kinds: dict[str, str], limit: int, bounds: dict[str, Any]
+def _above_the_floor(db: Database, conn: Connection, reaching: Sequence[tuple[str, Position]],
+                     floor: int, kinds: dict[str, str], limit: int, bounds: dict[str, Any]
                      ) -> list[StoredEvent]:
-    """MariaDB's page (see the module's text) from ``newest``, at least ``limit`` followees'
-    newest ids, highest first."""
-    floor = newest[limit - 1][0]
-    reaching = [(actor, cut) for id_, actor, cut in newest if id_ >= floor]
-    below, above = "below" in bounds, "above" in bounds
+    """MariaDB's page (see the module's text) of the followees ``reaching`` at or after
+    ``floor``, a time at or after which at least ``limit`` of them hold an event in range."""
+    below, above = "below_at" in bounds, "above_at" in bounds
     found: list[StoredEvent] = []
     for cut, actors in _by_cut(reaching):
         params = {**_params(actors, cut, kinds, bounds), "floor": floor}
         statement = page_from(len(actors), len(kinds), below, above, limit)
         found += [stored_event(r) for r in db.fetch(conn, statement, params)]
-    found.sort(key=lambda ev: ev.id, reverse=True)
+    found.sort(key=_position, reverse=True)
     return found[:limit]

@@ -62,16 +62,16 @@ events = Table(
     Index(None, "actor", "type"),
     Index(None, "object"),
     Index(None, "created_at"),
-    # a followee's newest events (the pull model's read); on PostgreSQL only those not
-    # retracted, with their type: the read's scan never leaves the index (migration 0014),
-    # and actors compared byte by byte, not through the collation (migration 0015)
-    Index(None, "actor", "id", postgresql_include=["type"],
+    # a followee's newest events in the timeline's order (the pull model's read); on PostgreSQL
+    # only those not retracted, with their type: an index-only scan (migration 0014), actors
+    # compared byte by byte (0015), by time since 0027
+    Index(None, "actor", "created_at", "id", postgresql_include=["type"],
           postgresql_where=text("retracted_at IS NULL"),
           postgresql_ops={"actor": "varchar_pattern_ops"}),
-    # SQLite and MariaDB: the pull read's ids from an index alone (no partial index on MariaDB;
-    # SQLite would still read each row for the retraction its WHERE rules out: 0018, 0020)
-    Index("ix_events_actor_type_retracted_at", "actor", "type", "retracted_at").ddl_if(
-        dialect=NOT_PG),
+    # SQLite and MariaDB: the pull read from an index alone, by time within (actor, type), the id
+    # in every entry (no partial index on MariaDB; SQLite would still read each row: 0018, 0020)
+    Index("ix_events_actor_type_retracted_at_created_at", "actor", "type", "retracted_at",
+          "created_at").ddl_if(dialect=NOT_PG),
     # SQLite would otherwise hand the highest id out again once that event is deleted
     sqlite_autoincrement=True,
     **MYSQL,
@@ -222,37 +222,40 @@ bundle_locks = Table(
     **MYSQL,
 )
 
-# The push model's mailboxes: one row per (follower, event) of the actors a user follows.
+# The push model's mailboxes: a row per (follower, event), keyed in the timeline's order.
 timelines = Table(
     "timelines",
     metadata,
     Column("user_id", String(USER), nullable=False),
     Column("event_id", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
-    PrimaryKeyConstraint("user_id", "event_id"),
+    PrimaryKeyConstraint("user_id", "created_at", "event_id"),
     **MYSQL,
 )
 
-# Per mailbox: a bound of its entries (the cap's check) and its floor: entries at or below
-# ``floor_id`` are not all held (trimmed, or older than a back-fill): a read pulls them.
+# Per mailbox: a bound of its entries (the cap's check) and its floor: entries at or below the
+# position (``floor_at``, ``floor_id``) are not all held (trimmed, or older than a back-fill).
 timeline_state = Table(
     "timeline_state",
     metadata,
     Column("user_id", String(USER), primary_key=True),
     Column("entries", BigInteger, nullable=False),
     Column("floor_id", BigInteger, nullable=False),
+    Column("floor_at", BigInteger, nullable=False, server_default="0"),
     **MYSQL,
     **ROOM_TO_UPDATE,
 )
 
 # Per source (a followed actor): its follower count (hybrid's celebrity test), its model override,
-# and ``push_from``: posts with an id above it are in the followers' mailboxes (NULL: pulled).
+# and ``push_from``: posts above the position (``push_from_at``, ``push_from``) are in the
+# followers' mailboxes (NULL: pulled; 0: from the first post).
 timeline_sources = Table(
     "timeline_sources",
     metadata,
     Column("actor", String(USER), primary_key=True),
     Column("followers", BigInteger, nullable=False),
     Column("model", String(8)), Column("push_from", BigInteger),
+    Column("push_from_at", BigInteger),
     # the sources with an override: all a pull deployment's read needs of this table (partial on
     # PostgreSQL and SQLite, whole on MariaDB; 0014); those a push deployment's read needs (0023)
     Index(None, "actor", postgresql_where=text("model IS NOT NULL"),

@@ -1,4 +1,5 @@
-"""Push-model timelines (``TimelineStore`` on SQL): followers' mailboxes of event ids.
+"""Push-model timelines (``TimelineStore`` on SQL): followers' mailboxes of events, keyed in
+the timeline's order (user, created_at, event id).
 
 ``timeline_state`` keeps per mailbox an upper bound of its entries (raised by every push, set
 exact by a trim; on PostgreSQL a push counts only the entries it added, so it stays exact) and
@@ -16,12 +17,13 @@ from typing import Any
 
 from sqlalchemy import Connection, case, delete, func, select, text, update
 
-from tidings.domain.timeline import PULL, PUSH, Candidate, ReadPlan
+from tidings.domain.timeline import PULL, PUSH, START, Candidate, Position, ReadPlan
 from tidings.domain.views import TimelineEntry
 from tidings.store.sql import timeline_merged as merged
 from tidings.store.sql import timeline_read as read
 from tidings.store.sql import timelinecap
 from tidings.store.sql.database import Database
+from tidings.store.sql.positions import compared, params
 from tidings.store.sql.schema import events, timeline_state, timelines
 
 t = timelines.c
@@ -31,8 +33,8 @@ _PG_WRITE = text(f"""
 WITH new AS ({timelinecap.ENTRIES_INSERT}
   RETURNING user_id
 )
-INSERT INTO timeline_state (user_id, entries, floor_id)
-SELECT user_id, count(*), 0 FROM new GROUP BY user_id ORDER BY user_id
+INSERT INTO timeline_state (user_id, entries, floor_id, floor_at)
+SELECT user_id, count(*), 0, 0 FROM new GROUP BY user_id ORDER BY user_id
 ON CONFLICT (user_id) DO UPDATE
 SET entries = COALESCE(timeline_state.entries, 0) + EXCLUDED.entries
 """)
@@ -48,15 +50,15 @@ class SqlTimeline:
         # PostgreSQL's head() reads the reader's followees and mutes too, for SqlGraph
         self.prefetched = prefetched
 
-    def push(self, event_id: int, users: Sequence[str], now: int) -> None:
-        self._write([(user, event_id, now) for user in users])
+    def push(self, event_id: int, users: Sequence[str], created_at: int) -> None:
+        self._write([(user, event_id, created_at) for user in users])
 
     def push_many(self, entries: Sequence[tuple[int, Sequence[str], int]]) -> None:
-        self._write([(user, event_id, now) for event_id, users, now in entries
+        self._write([(user, event_id, at) for event_id, users, at in entries
                      for user in users])
 
     def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
-        rows = [(user, event_id, now) for event_id, users, now in entries for user in users]
+        rows = [(user, event_id, at) for event_id, users, at in entries for user in users]
         if self.db.backend == "postgresql":
             timelinecap.push_capped_pg(self.db, self.conn, rows, cap)
             return
@@ -78,18 +80,23 @@ class SqlTimeline:
             {"user_id": u, "event_id": i, "created_at": at} for u, i, at in rows], ignore=True)
         counts = Counter(u for u, _, _ in rows)
         self.db.add_rows(self.conn, timeline_state, ["user_id"], "entries", [
-            {"user_id": u, "entries": counts[u], "floor_id": 0} for u in sorted(counts)])
+            {"user_id": u, "entries": counts[u], "floor_id": 0, "floor_at": 0}
+            for u in sorted(counts)])
 
-    def page(self, user: str, *, limit: int, before: int | None,
-             after: int | None = None) -> list[TimelineEntry]:
+    def page(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None = None) -> list[TimelineEntry]:
         rows = self.db.fetch(self.conn, read.page(False, before is not None,
-                                                  after is not None, limit),
+                                                  after is not None, limit, self._rows),
                              read.bounds(user, before, after))
         return [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
                               payload=json.loads(r[4]), created_at=r[5]) for r in rows]
 
-    def head(self, user: str, *, limit: int, before: int | None,
-             after: int | None) -> tuple[int, list[TimelineEntry]]:
+    @property
+    def _rows(self) -> bool:
+        return self.db.backend == "postgresql"
+
+    def head(self, user: str, *, limit: int, before: Position | None,
+             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
         params = read.bounds(user, before, after)
         if self.db.backend == "postgresql" and self.prefetched is not None:
             # one statement: the page, then a row with the floor and the followees
@@ -97,18 +104,20 @@ class SqlTimeline:
                 before is not None, after is not None, limit), params)
             self.prefetched["followees", user] = json.loads(last[4])
             self.prefetched["mutes", user] = json.loads(last[3])
-            floor = int(last[6])
+            floor = (int(last[6]), int(last[7]))
         else:  # the floor rides along in the page's statement; an empty page reads it alone
             rows = self.db.fetch(self.conn, read.page(True, before is not None,
-                                                      after is not None, limit), params)
+                                                      after is not None, limit, self._rows),
+                                 params)
             if not rows:
                 return self.floor(user), []
-            floor = int(rows[0][6])
+            floor = (int(rows[0][6]), int(rows[0][7]))
         return floor, [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
                                      payload=json.loads(r[4]), created_at=r[5]) for r in rows]
 
-    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: int | None,
-               above: int | None) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
+    def merged(self, user: str, plan: ReadPlan, *, limit: int, below: Position | None,
+               above: Position | None
+               ) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
         if self.db.backend != "postgresql":
             return None  # no LATERAL on SQLite and MariaDB: the steps, each in one statement
         rows = self.db.fetch(self.conn, merged.statement(
@@ -119,15 +128,17 @@ class SqlTimeline:
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(
-            select(t.event_id).where(t.user_id == user)
-            .order_by(t.event_id.desc()).limit(1).offset(cap)
-        ).scalar()
+            select(t.created_at, t.event_id).where(t.user_id == user)
+            .order_by(t.created_at.desc(), t.event_id.desc()).limit(1).offset(cap)
+        ).first()
         removed = 0
         if boundary is not None:
             result = self.conn.execute(delete(timelines).where(
-                t.user_id == user, t.event_id <= boundary))
+                t.user_id == user,
+                compared("<=", t.created_at, t.event_id, "bound", rows=self._rows)),
+                params("bound", (boundary[0], boundary[1])))
             removed = max(result.rowcount, 0)
-            self.raise_floor(user, boundary)
+            self.raise_floor(user, (int(boundary[0]), int(boundary[1])))
         left = self.conn.execute(select(func.count()).select_from(timelines)
                                  .where(t.user_id == user)).scalar_one()
         self.conn.execute(update(timeline_state).where(st.user_id == user)
@@ -137,15 +148,16 @@ class SqlTimeline:
     def cap(self, users: Sequence[str], cap: int) -> int:
         return timelinecap.cap(self.conn, users, cap)
 
-    def floor(self, user: str) -> int:
+    def floor(self, user: str) -> Position:
         found = self.db.fetch(self.conn, read.FLOOR, {"user": user})
-        return int(found[0][0] or 0) if found else 0
+        return (int(found[0][0] or 0), int(found[0][1] or 0)) if found else START
 
-    def raise_floor(self, user: str, floor: int) -> None:
+    def raise_floor(self, user: str, floor: Position) -> None:
         if floor <= self.floor(user):
             return
         self.conn.execute(self.db.upsert(timeline_state, ["user_id"], {
-            "user_id": user, "entries": 0, "floor_id": floor}, ["floor_id"]))
+            "user_id": user, "entries": 0, "floor_at": floor[0], "floor_id": floor[1]},
+            ["floor_at", "floor_id"]))
 
     def remove_source(self, user: str, actor: str) -> int:
         ids = select(events.c.id).where(events.c.actor == actor)

@@ -3,17 +3,18 @@
 The mailbox page above its floor, the reader's followees with each one's cut decided in SQL
 (:func:`tidings.domain.timeline.decide` and :func:`~tidings.domain.timeline.pull_cut`, from
 ``timeline_sources`` and the deployment's model and threshold passed as parameters), their
-newest events up to it (``LATERAL``, through the partial index ``ix_events_actor_id`` on
-(actor, id) of unretracted events, ``type`` included: an index-only scan, no heap page read
-for the rows that do not make the page), merged by id with the mailbox copy winning, limited,
+newest events up to it (``LATERAL``, through the partial index ``ix_events_actor_created_at_id``
+on (actor, created_at, id) of unretracted events, ``type`` included: an index-only scan, no
+heap page read for the rows that do not make the page), merged in the timeline's order
+(created_at, then id) with the mailbox copy winning, limited,
 and only then joined to ``events`` for the page's own rows; the reader's mutes ride along in
 the last column. One round trip, prepared by psycopg, where the steps took two or three.
 
 A followee's pull is skipped outright when the mailbox alone fills the page above its cut
-(a pushed source), and no followee's pull goes below the mailbox page's last id then.
+(a pushed source), and no followee's pull goes below the mailbox page's last entry then.
 
 In the first pass, a followee pulled whole (no cut) is read with no lower or upper bound on
-``id`` when the read has none to apply (the mailbox page is not full, no ``:above``): each
+its position when the read has none to apply (the mailbox page is not full, no ``:above``): each
 bound on the index's second column costs about a microsecond a descent, a fifth of one, even
 where it excludes nothing. The followees with and without bounds are two branches of a
 ``UNION ALL``, each followee in exactly one of them.
@@ -28,35 +29,41 @@ from typing import Any
 
 from sqlalchemy import TextClause, text
 
-from tidings.domain.timeline import NO_BOUND, Candidate, ReadPlan
+from tidings.domain.timeline import NO_BOUND, Candidate, Position, ReadPlan
 from tidings.domain.views import TimelineEntry
+from tidings.store.sql import positions
 
-# each followee and its cut, as decide() and pull_cut() give them for the state stored
+# A position is two columns here, (…_at, …_id). A range of positions on events also names its
+# times alone (``created_at BETWEEN``): PostgreSQL estimates a row comparison poorly, and might
+# then take the index on created_at over the followee's own (actor, created_at, id). Each form
+# below lists the reader's followees as (actor, whole, pat, pid): ``whole`` when the source is
+# pulled whole (its cut is above every event), else its ``push_from`` position (pat, pid),
+# which the cut raises to the floor (:data:`CUTS`). ``fl`` (the floor: fat, fid) and ``low``
+# (lat, lid) are one-row CTEs.
+MODEL = """(CASE WHEN s.model IN ('push', 'pull') THEN s.model
+                WHEN CAST(:model AS TEXT) = 'hybrid' THEN
+                  CASE WHEN s.followers > CAST(:celebrity AS BIGINT) THEN 'pull'
+                       ELSE 'push' END
+                WHEN CAST(:model AS TEXT) = 'pull' THEN 'pull'
+                ELSE 'push' END)"""
+# each followee, as decide() and pull_cut() see it from the state stored
 SOURCES = f"""
   SELECT f.followee AS actor,
-    CASE WHEN (CASE WHEN s.model IN ('push', 'pull') THEN s.model
-                    WHEN CAST(:model AS TEXT) = 'hybrid' THEN
-                      CASE WHEN s.followers > CAST(:celebrity AS BIGINT) THEN 'pull'
-                           ELSE 'push' END
-                    WHEN CAST(:model AS TEXT) = 'pull' THEN 'pull'
-                    ELSE 'push' END) = 'pull'
-              OR (s.actor IS NOT NULL AND s.push_from IS NULL)
-         THEN {NO_BOUND}
-         ELSE greatest(coalesce(s.push_from, 0), (SELECT floor FROM fl)) END AS cut
+    {MODEL} = 'pull' OR (s.actor IS NOT NULL AND s.push_from IS NULL) AS whole,
+    coalesce(s.push_from_at, 0) AS pat, coalesce(s.push_from, 0) AS pid
   FROM follows f
-  LEFT JOIN LATERAL (SELECT actor, followers, model, push_from FROM timeline_sources
-                     WHERE actor = f.followee LIMIT 1) s ON true
+  LEFT JOIN LATERAL (SELECT actor, followers, model, push_from, push_from_at
+                     FROM timeline_sources WHERE actor = f.followee LIMIT 1) s ON true
   WHERE f.follower = :user"""
 # the same where the deployment is pull: a source is pulled whole unless overridden to push
 # (and pushed since): only the overrides are looked up, in their own small index, joined to
 # the followees as a set (a merge of two index scans where the overrides are few) rather than
 # probed once per followee. (The push/hybrid form above keeps its probe per followee: there
 # every source has a row, and a join would read them all.)
-PULLED = f"""
+PULLED = """
   SELECT f.followee AS actor,
-    CASE WHEN o.model = 'push' AND o.push_from IS NOT NULL
-         THEN greatest(o.push_from, (SELECT floor FROM fl))
-         ELSE {NO_BOUND} END AS cut
+    NOT (o.model = 'push' AND o.push_from IS NOT NULL) IS TRUE AS whole,
+    coalesce(o.push_from_at, 0) AS pat, coalesce(o.push_from, 0) AS pid
   FROM follows f
   LEFT JOIN timeline_sources o ON o.actor = f.followee AND o.model IS NOT NULL
   WHERE f.follower = :user"""
@@ -73,80 +80,105 @@ UNPUSHED = "(o.model IS NOT NULL OR o.push_from IS NULL OR o.push_from <> 0)"
 # the only time their cut matters. A pushed reader's first page then reads no source state:
 # before, one probe of timeline_sources per followee.
 PUSHED = f"""
-  SELECT f.followee AS actor,
-    CASE WHEN o.model = 'pull' OR o.push_from IS NULL THEN {NO_BOUND}
-         ELSE greatest(o.push_from, (SELECT floor FROM fl)) END AS cut
+  SELECT f.followee AS actor, o.model = 'pull' OR o.push_from IS NULL AS whole,
+    coalesce(o.push_from_at, 0) AS pat, coalesce(o.push_from, 0) AS pid
   FROM follows f
   JOIN timeline_sources o ON o.actor = f.followee AND {UNPUSHED}
   WHERE f.follower = :user
   UNION ALL
-  SELECT f.followee, (SELECT floor FROM fl) FROM follows f
-  WHERE f.follower = :user AND (SELECT floor FROM fl) > (SELECT id FROM low)
+  SELECT f.followee, false, 0, 0 FROM follows f
+  WHERE f.follower = :user
+    AND ((SELECT fat FROM fl), (SELECT fid FROM fl)) > ((SELECT lat FROM low),
+                                                        (SELECT lid FROM low))
     AND NOT EXISTS (SELECT 1 FROM timeline_sources o WHERE o.actor = f.followee
                     AND {UNPUSHED})"""
 FORMS = {"sources": SOURCES, "pulled": PULLED, "pushed": PUSHED}
+# a followee's cut: above everything when pulled whole, else the higher of its push_from and
+# the floor
+_HIGHER = "(x.pat, x.pid) > (fl.fat, fl.fid)"
+CUTS = f"""
+  SELECT x.actor,
+    CASE WHEN x.whole THEN {NO_BOUND} WHEN {_HIGHER} THEN x.pat ELSE fl.fat END AS cat,
+    CASE WHEN x.whole THEN {NO_BOUND} WHEN {_HIGHER} THEN x.pid ELSE fl.fid END AS cid
+  FROM fl CROSS JOIN ({{form}}) x"""
+WHOLE = f"(src.cat = {NO_BOUND} AND src.cid = {NO_BOUND})"
+NOTHING_LOW = "((SELECT lat FROM low) = 0 AND (SELECT lid FROM low) = 0)"
+LOW = "((SELECT lat FROM low), (SELECT lid FROM low))"
+BOUND = "((SELECT bat FROM bound), (SELECT bid FROM bound))"
 
 
 @lru_cache(maxsize=64)
 def statement(below: bool, above: bool, limit: int, form: str = "sources") -> TextClause:
     """``:user``, ``:model`` / ``:celebrity`` (the deployment's; the ``pulled`` and
     ``pushed`` forms, for a pull or a push deployment, ignore them), ``:types``
-    (:func:`array_text`), ``:below`` / ``:above``; one row per event of the page, newest
-    first."""
+    (:func:`array_text`), ``:below_at`` / ``:below_id`` and ``:above_at`` / ``:above_id``
+    (positions); one row per event of the page, newest first by position."""
     n = int(limit)
-    under = " AND {col} < CAST(:below AS BIGINT)" if below else ""
-    over = "greatest((SELECT floor FROM fl), CAST(:above AS BIGINT))" if above else (
-        "(SELECT floor FROM fl)")
-    least = "CAST(:above AS BIGINT)" if above else "0"
+    under = (" AND ({at}, {id}) < (CAST(:below_at AS BIGINT), CAST(:below_id AS BIGINT))"
+             if below else "")
+    over = (" AND (t.created_at, t.event_id) > (CAST(:above_at AS BIGINT),"
+            " CAST(:above_id AS BIGINT))" if above else "")
+    least_at, least_id = (("CAST(:above_at AS BIGINT)", "CAST(:above_id AS BIGINT)") if above
+                          else ("0", "0"))
     return text(f"""
 WITH fl AS (
-  SELECT coalesce(max(floor_id), 0) AS floor FROM timeline_state WHERE user_id = :user),
+  SELECT coalesce(max(floor_at), 0) AS fat, coalesce(max(floor_id), 0) AS fid
+  FROM timeline_state WHERE user_id = :user),
 box AS (
-  SELECT t.event_id AS id FROM timelines t JOIN events b ON b.id = t.event_id
+  SELECT t.created_at AS at, t.event_id AS id
+  FROM fl CROSS JOIN timelines t JOIN events b ON b.id = t.event_id
   WHERE t.user_id = :user AND b.retracted_at IS NULL
-    AND t.event_id > {over}{under.format(col="t.event_id")}
-  ORDER BY t.event_id DESC LIMIT {n}),
+    AND (t.created_at, t.event_id) > (fl.fat, fl.fid){over}{
+        under.format(at="t.created_at", id="t.event_id")}
+  ORDER BY t.created_at DESC, t.event_id DESC LIMIT {n}),
 low AS (
-  SELECT CASE WHEN count(*) = {n} THEN min(id) ELSE {least} END AS id FROM box),
-src AS ({FORMS[form]}),
+  SELECT CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[1] ELSE {least_at} END AS lat,
+         CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[2] ELSE {least_id} END AS lid
+  FROM box),
+src AS ({CUTS.format(form=FORMS[form])}),
 newest AS (
-  SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
-    SELECT e.id FROM events e
+  SELECT src.actor, src.cat, src.cid, p.at, p.id FROM src CROSS JOIN LATERAL (
+    SELECT e.created_at AS at, e.id FROM events e
     WHERE e.actor = src.actor
       AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[])){
-        under.format(col="e.id")}
-    ORDER BY e.id DESC LIMIT 1) p
-  WHERE src.cut = {NO_BOUND} AND (SELECT id FROM low) = 0
+        under.format(at="e.created_at", id="e.id")}
+    ORDER BY e.created_at DESC, e.id DESC LIMIT 1) p
+  WHERE {WHOLE} AND {NOTHING_LOW}
   UNION ALL
-  SELECT src.actor, src.cut, p.id FROM src CROSS JOIN LATERAL (
-    SELECT e.id FROM events e
-    WHERE e.actor = src.actor AND e.id <= src.cut AND e.id > (SELECT id FROM low)
+  SELECT src.actor, src.cat, src.cid, p.at, p.id FROM src CROSS JOIN LATERAL (
+    SELECT e.created_at AS at, e.id FROM events e
+    WHERE e.actor = src.actor AND (e.created_at, e.id) <= (src.cat, src.cid)
+      AND (e.created_at, e.id) > {LOW}
+      AND e.created_at BETWEEN (SELECT lat FROM low) AND src.cat
       AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[])){
-        under.format(col="e.id")}
-    ORDER BY e.id DESC LIMIT 1) p
-  WHERE src.cut > (SELECT id FROM low)
-    AND (src.cut <> {NO_BOUND} OR (SELECT id FROM low) <> 0)),
+        under.format(at="e.created_at", id="e.id")}
+    ORDER BY e.created_at DESC, e.id DESC LIMIT 1) p
+  WHERE (src.cat, src.cid) > {LOW} AND NOT ({WHOLE} AND {NOTHING_LOW})),
 bound AS (
-  SELECT coalesce((SELECT id FROM newest ORDER BY id DESC OFFSET {n - 1} LIMIT 1),
-                  (SELECT id FROM low) + 1) AS id),
+  SELECT coalesce(nth.at, (SELECT lat FROM low)) AS bat,
+         coalesce(nth.id, (SELECT lid FROM low) + 1) AS bid
+  FROM (SELECT 1) AS one LEFT JOIN (
+    SELECT at, id FROM newest ORDER BY at DESC, id DESC OFFSET {n - 1} LIMIT 1) nth ON true),
 pulled AS (
-  SELECT p.id FROM newest CROSS JOIN LATERAL (
-    SELECT e.id FROM events e
-    WHERE e.actor = newest.actor AND e.id <= newest.id AND e.id >= (SELECT id FROM bound)
+  SELECT p.at, p.id FROM newest CROSS JOIN LATERAL (
+    SELECT e.created_at AS at, e.id FROM events e
+    WHERE e.actor = newest.actor AND (e.created_at, e.id) <= (newest.at, newest.id)
+      AND (e.created_at, e.id) >= {BOUND}
+      AND e.created_at BETWEEN (SELECT bat FROM bound) AND newest.at
       AND e.retracted_at IS NULL AND e.type = ANY(CAST(:types AS VARCHAR[]))
-    ORDER BY e.id DESC LIMIT {n}) p
-  WHERE newest.id >= (SELECT id FROM bound)
-  ORDER BY p.id DESC LIMIT {n}),
+    ORDER BY e.created_at DESC, e.id DESC LIMIT {n}) p
+  WHERE (newest.at, newest.id) >= {BOUND}
+  ORDER BY p.at DESC, p.id DESC LIMIT {n}),
 page AS (
-  SELECT id, min(pulled) AS pulled
-  FROM (SELECT id, 0 AS pulled FROM box UNION ALL SELECT id, 1 FROM pulled) c
-  GROUP BY id ORDER BY id DESC LIMIT {n})
+  SELECT at, id, min(pulled) AS pulled
+  FROM (SELECT at, id, 0 AS pulled FROM box UNION ALL SELECT at, id, 1 FROM pulled) c
+  GROUP BY at, id ORDER BY at DESC, id DESC LIMIT {n})
 SELECT e.id, e.type, e.actor, e.object, e.payload, e.created_at, page.pulled,
   CASE WHEN page.pulled = 1 AND e.exclude <> '[]' THEN e.exclude END,
   (SELECT json_agg(json_build_array(m.kind, m.value))::text FROM mutes m
    WHERE m.user_id = :user)
 FROM page JOIN events e ON e.id = page.id
-ORDER BY e.id DESC""")
+ORDER BY e.created_at DESC, e.id DESC""")
 
 
 @lru_cache(maxsize=16)
@@ -158,15 +190,11 @@ def array_text(values: tuple[str, ...]) -> str:
     return "{" + ",".join(quoted) + "}"
 
 
-def params(user: str, plan: ReadPlan, below: int | None, above: int | None
+def params(user: str, plan: ReadPlan, below: Position | None, above: Position | None
            ) -> dict[str, Any]:
-    values: dict[str, Any] = {"user": user, "model": plan.model,
-                              "celebrity": plan.celebrity, "types": array_text(plan.types)}
-    if below is not None:
-        values["below"] = below
-    if above is not None:
-        values["above"] = above
-    return values
+    return {"user": user, "model": plan.model, "celebrity": plan.celebrity,
+            "types": array_text(plan.types), **positions.params("below", below),
+            **positions.params("above", above)}
 
 
 # the C scanner json.loads ends in, without loads' and raw_decode's Python around it (their

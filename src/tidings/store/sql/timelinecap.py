@@ -5,8 +5,9 @@ the steps below as data-modifying CTEs, each mailbox's own excess as its OFFSET)
 Elsewhere the mailboxes over the cap are grouped by their excess ``k`` (their
 ``timeline_state.entries`` bound minus the cap: one group after an ordinary push), and:
 
-1. a SELECT finds every mailbox's boundary, its ``k``-th oldest entry (a correlated
-   ``ORDER BY event_id LIMIT 1 OFFSET k-1``: an index scan from the oldest end per mailbox;
+1. a SELECT finds every mailbox's boundary, its ``k``-th oldest entry by position (created_at,
+   event id: the timeline's order; a correlated ``ORDER BY created_at, event_id LIMIT 1
+   OFFSET k-1``: an index scan from the oldest end per mailbox;
    MariaDB: one statement for every group, a ``UNION ALL`` part each);
 2. a DELETE removes each mailbox's entries up to its boundary (SQLite: one statement the driver
    runs per mailbox; MariaDB: an OR of per-mailbox index ranges);
@@ -39,6 +40,7 @@ from sqlalchemy import (
     func,
     select,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -55,9 +57,10 @@ st = timeline_state.c
 
 
 def _boundary(user: str, excess: str) -> str:
-    """SQL of a mailbox's boundary: its ``excess``-th oldest entry, read from the oldest end."""
-    return (f"(SELECT o.event_id FROM timelines o WHERE o.user_id = {user}\n"
-            f"          ORDER BY o.event_id LIMIT 1 OFFSET {excess} - 1)")
+    """SQL of a mailbox's boundary: its ``excess``-th oldest entry as an array [created_at,
+    event_id] (arrays compare element by element), read from the oldest end."""
+    return (f"(SELECT ARRAY[o.created_at, o.event_id] FROM timelines o WHERE o.user_id = {user}\n"
+            f"          ORDER BY o.created_at, o.event_id LIMIT 1 OFFSET {excess} - 1)")
 
 
 def _trimmed(bounds: str) -> str:
@@ -65,7 +68,8 @@ def _trimmed(bounds: str) -> str:
     deleted) and ``counted`` (how many went per mailbox)."""
     return f"""gone AS (
   DELETE FROM timelines t USING {bounds}
-  WHERE t.user_id = {bounds}.user_id AND t.event_id <= {bounds}.bound
+  WHERE t.user_id = {bounds}.user_id AND (t.created_at, t.event_id) <= ({bounds}.bound_at,
+                                                                      {bounds}.bound_id)
   RETURNING t.user_id
 ), counted AS (
   SELECT user_id, count(*) AS n FROM gone GROUP BY user_id
@@ -75,15 +79,22 @@ def _trimmed(bounds: str) -> str:
 # PostgreSQL: all of it in one statement, the users sent as one array and each mailbox's
 # excess (its OFFSET) read from its own row
 _PG_CAP = text(f"""
-WITH over AS (
+WITH boundaries AS (
   SELECT s.user_id,
          {_boundary("s.user_id", "s.entries - :cap")} AS bound
   FROM timeline_state s
   WHERE s.user_id = ANY(ARRAY(SELECT json_array_elements_text(CAST(:users AS JSON))))
     AND s.entries > :cap
+), over AS (
+  SELECT user_id, bound, bound[1] AS bound_at, bound[2] AS bound_id FROM boundaries
 ), {_trimmed("over")}
 UPDATE timeline_state s
-SET floor_id = GREATEST(s.floor_id, COALESCE(over.bound, 0)),
+SET floor_at = CASE WHEN over.bound IS NOT NULL
+                         AND (over.bound_at, over.bound_id) > (s.floor_at, s.floor_id)
+                    THEN over.bound_at ELSE s.floor_at END,
+    floor_id = CASE WHEN over.bound IS NOT NULL
+                         AND (over.bound_at, over.bound_id) > (s.floor_at, s.floor_id)
+                    THEN over.bound_id ELSE s.floor_id END,
     entries = CASE WHEN over.bound IS NULL
                    THEN (SELECT count(*) FROM timelines c WHERE c.user_id = s.user_id)
                    ELSE GREATEST(s.entries - COALESCE(counted.n, 0), 0) END
@@ -115,9 +126,9 @@ ENTRIES_INSERT = _ENTRIES + """
 def _push_capped(entries: str) -> TextClause:
     return text(f"""
 WITH new AS ({entries}
-  RETURNING user_id, event_id
+  RETURNING user_id, created_at, event_id
 ), added AS (
-  SELECT n.user_id, count(*) AS n, min(n.event_id) AS low,
+  SELECT n.user_id, count(*) AS n, min(ARRAY[n.created_at, n.event_id]) AS low,
          coalesce(max(s.entries), 0) AS entries
   FROM new n LEFT JOIN timeline_state s ON s.user_id = n.user_id
   GROUP BY n.user_id
@@ -125,20 +136,27 @@ WITH new AS ({entries}
   DELETE FROM timelines t
   WHERE t.ctid = ANY(ARRAY(
     SELECT o.ctid FROM added a CROSS JOIN LATERAL (
-      SELECT ctid FROM timelines WHERE user_id = a.user_id AND event_id < a.low
-      ORDER BY event_id LIMIT greatest(a.entries + a.n - :cap, 0)) o
+      SELECT ctid FROM timelines
+      WHERE user_id = a.user_id AND (created_at, event_id) < (a.low[1], a.low[2])
+      ORDER BY created_at, event_id LIMIT greatest(a.entries + a.n - :cap, 0)) o
     WHERE a.entries + a.n > :cap AND a.n <= :cap))
-  RETURNING t.user_id, t.event_id
+  RETURNING t.user_id, t.created_at, t.event_id
 ), counted AS (
-  SELECT user_id, count(*) AS n, max(event_id) AS bound FROM gone GROUP BY user_id
+  SELECT user_id, count(*) AS n, max(ARRAY[created_at, event_id]) AS bound
+  FROM gone GROUP BY user_id
 ), kept AS (
-  INSERT INTO timeline_state (user_id, entries, floor_id)
-  SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(c.bound, 0)
+  INSERT INTO timeline_state (user_id, entries, floor_at, floor_id)
+  SELECT a.user_id, a.n - coalesce(c.n, 0), coalesce(c.bound[1], 0), coalesce(c.bound[2], 0)
   FROM added a LEFT JOIN counted c ON c.user_id = a.user_id
   ORDER BY a.user_id
   ON CONFLICT (user_id) DO UPDATE
   SET entries = GREATEST(timeline_state.entries + EXCLUDED.entries, 0),
-      floor_id = GREATEST(timeline_state.floor_id, EXCLUDED.floor_id)
+      floor_at = CASE WHEN (EXCLUDED.floor_at, EXCLUDED.floor_id)
+                           > (timeline_state.floor_at, timeline_state.floor_id)
+                      THEN EXCLUDED.floor_at ELSE timeline_state.floor_at END,
+      floor_id = CASE WHEN (EXCLUDED.floor_at, EXCLUDED.floor_id)
+                           > (timeline_state.floor_at, timeline_state.floor_id)
+                      THEN EXCLUDED.floor_id ELSE timeline_state.floor_id END
 )
 SELECT a.user_id FROM added a LEFT JOIN counted c ON c.user_id = a.user_id
 WHERE a.entries + a.n - coalesce(c.n, 0) > :cap
@@ -228,15 +246,21 @@ def _marks(n: int) -> str:
 
 # MariaDB: each mailbox's boundary, (user, boundary, excess) rows from one UNION ALL part per
 # excess (MariaDB takes no column as an OFFSET)
-_MYSQL_BOUNDARY = ("SELECT s.user_id, (SELECT o.event_id FROM timelines o WHERE o.user_id = "
-                   "s.user_id ORDER BY o.event_id LIMIT 1 OFFSET {offset}), {excess} "
+_MYSQL_OLDEST = ("(SELECT o.{column} FROM timelines o WHERE o.user_id = s.user_id "
+                 "ORDER BY o.created_at, o.event_id LIMIT 1 OFFSET {offset})")
+_MYSQL_BOUNDARY = ("SELECT s.user_id, " + _MYSQL_OLDEST.replace("{column}", "created_at") + ", "
+                   + _MYSQL_OLDEST.replace("{column}", "event_id") + ", {excess} "
                    "FROM timeline_state s WHERE s.user_id IN ({marks})")
-# MariaDB: the floors and bounds of (user, boundary, excess) rows given as one JSON text, joined
-# to their rows by primary key
+# MariaDB: the floors and bounds of (user, boundary time, boundary id, excess) rows given as one
+# JSON text, joined to their rows by primary key (MariaDB may set floor_id before it compares
+# for floor_at: floor_at comes out the same either way)
 _MYSQL_RAISE = """UPDATE timeline_state s JOIN JSON_TABLE(%s, '$[*]' COLUMNS (
   user_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$[0]',
-  bound BIGINT PATH '$[1]', k BIGINT PATH '$[2]')) AS b ON s.user_id = b.user_id
-SET s.floor_id = GREATEST(s.floor_id, b.bound), s.entries = s.entries - b.k"""
+  bound_at BIGINT PATH '$[1]', bound BIGINT PATH '$[2]', k BIGINT PATH '$[3]'
+  )) AS b ON s.user_id = b.user_id
+SET s.floor_id = IF((b.bound_at, b.bound) > (s.floor_at, s.floor_id), b.bound, s.floor_id),
+    s.floor_at = IF((b.bound_at, b.bound) > (s.floor_at, s.floor_id), b.bound_at, s.floor_at),
+    s.entries = s.entries - b.k"""
 
 
 def _cap_mysql(conn: Connection, wanted: list[str], cap: int, again: bool = True) -> int:
@@ -273,20 +297,21 @@ def _trim_mysql(conn: Connection, over: list[tuple[str, int]]) -> tuple[int, boo
         by_excess[excess].append(user)
     parts = [_MYSQL_BOUNDARY.format(offset=excess - 1, excess=excess, marks=_marks(len(group)))
              for excess, group in by_excess.items()]
-    found = [(str(u), int(b), int(k)) for u, b, k in conn.exec_driver_sql(
+    found = [(str(u), int(a), int(b), int(k)) for u, a, b, k in conn.exec_driver_sql(
         " UNION ALL ".join(parts), tuple(u for group in by_excess.values() for u in group))
         if b is not None]
     gone = 0
     for start in range(0, len(found), OR_TERMS):
         part = found[start:start + OR_TERMS]
-        terms = " OR ".join(["(user_id = %s AND event_id <= %s)"] * len(part))
+        terms = " OR ".join(["(user_id = %s AND created_at <= %s AND (created_at < %s OR "
+                             "event_id <= %s))"] * len(part))
         gone += max(conn.exec_driver_sql(
             f"DELETE FROM timelines WHERE {terms}",
-            tuple(v for u, b, _ in part for v in (u, b))).rowcount, 0)
-    exact = len(found) == len(over) and gone == sum(k for _, _, k in found)
+            tuple(v for u, a, b, _ in part for v in (u, a, a, b))).rowcount, 0)
+    exact = len(found) == len(over) and gone == sum(k for *_, k in found)
     if found:
         conn.exec_driver_sql(_MYSQL_RAISE, (json.dumps(
-            [(u, b, k if exact else 0) for u, b, k in found]),))
+            [(u, a, b, k if exact else 0) for u, a, b, k in found]),))
     if not exact:
         users = [u for u, _ in over]
         conn.exec_driver_sql(
@@ -299,10 +324,15 @@ def _trim(conn: Connection, users: list[str], excess: int) -> tuple[int, bool]:
     """SQLite: takes the ``excess`` oldest entries out of each of ``users``' mailboxes:
     (entries removed, whether the bounds were exact; if not, they are counted again)."""
     oldest = timelines.alias("oldest")
-    boundary = (select(oldest.c.event_id).where(oldest.c.user_id == st.user_id)
-                .order_by(oldest.c.event_id).limit(1).offset(excess - 1).scalar_subquery())
-    found = [(r.user_id, int(r.boundary)) for r in conn.execute(
-        select(st.user_id, boundary.label("boundary")).where(st.user_id.in_(users)))
+
+    def boundary(column: str) -> Any:
+        return (select(oldest.c[column]).where(oldest.c.user_id == st.user_id)
+                .order_by(oldest.c.created_at, oldest.c.event_id).limit(1)
+                .offset(excess - 1).scalar_subquery())
+
+    found = [(r.user_id, int(r.bound_at), int(r.boundary)) for r in conn.execute(
+        select(st.user_id, boundary("created_at").label("bound_at"),
+               boundary("event_id").label("boundary")).where(st.user_id.in_(users)))
         if r.boundary is not None]
     gone = _delete(conn, found) if found else 0
     exact = len(found) == len(users) and gone == excess * len(found)
@@ -317,19 +347,23 @@ def _trim(conn: Connection, users: list[str], excess: int) -> tuple[int, bool]:
     return gone, exact
 
 
-def _delete(conn: Connection, found: list[tuple[str, int]]) -> int:
+def _delete(conn: Connection, found: list[tuple[str, int, int]]) -> int:
     """SQLite: each mailbox's entries up to its boundary, one statement the driver runs per
     mailbox, in process."""
     result = conn.execute(delete(timelines).where(
-        t.user_id == bindparam("w_user"), t.event_id <= bindparam("w_bound")),
-        [{"w_user": u, "w_bound": b} for u, b in found])
+        t.user_id == bindparam("w_user"),
+        tuple_(t.created_at, t.event_id) <= tuple_(bindparam("w_at"), bindparam("w_bound"))),
+        [{"w_user": u, "w_at": a, "w_bound": b} for u, a, b in found])
     return max(result.rowcount, 0)
 
 
-def _raise(conn: Connection, found: list[tuple[str, int]], entries: object) -> None:
+def _raise(conn: Connection, found: list[tuple[str, int, int]], entries: object) -> None:
     """SQLite: each floor up to its boundary (kept if higher) and the bounds set to
     ``entries``, as in :func:`_delete`: no statement built per call."""
+    at: BindParameter[Any] = bindparam("w_at")
     bound: BindParameter[Any] = bindparam("w_bound")
+    higher = tuple_(st.floor_at, st.floor_id) < tuple_(at, bound)
     conn.execute(update(timeline_state).where(st.user_id == bindparam("w_user")).values(
-        floor_id=case((st.floor_id < bound, bound), else_=st.floor_id), entries=entries),
-        [{"w_user": u, "w_bound": b} for u, b in found])
+        floor_at=case((higher, at), else_=st.floor_at),
+        floor_id=case((higher, bound), else_=st.floor_id), entries=entries),
+        [{"w_user": u, "w_at": a, "w_bound": b} for u, a, b in found])

@@ -93,7 +93,7 @@ local function set_base(h, on, stored, solo)
   end
 end
 
--- A new row's HSET arguments: c and f at 2 and 4, d at 14 (deliver.lua sets them per user on
+-- A new row's HSET arguments: c and f at 2 and 4 (f = c: deliver.lua sets a later delivery), d at 14 (deliver.lua sets them per user on
 -- a table built once per event), then the optional actor, object and queryable fields (q: a
 -- JSON object of texts, or '' for none).
 local function row_fields(c, t, k, s, a, o, b, d, w, q)
@@ -117,7 +117,7 @@ local function store_row(id, m, c, b, d, fields, solo)
   redis.call('HSET', nkey(id), unpack(fields))
   redis.call('ZADD', P .. ':ids', c, m)
   redis.call('ZADD', P .. ':base', c, m)
-  redis.call('ZADD', P .. ':unread', c, m)
+  redis.call('ZADD', P .. ':unread', fields[4], m)  -- its f
   if solo then
     redis.call('HSET', P .. ':solo', d, id)
   else
@@ -319,4 +319,27 @@ local function group_of(d, scan)
     end
   end
   return info
+end
+
+-- A timeline mailbox (u .. ':tl', score = the event's created_at, member = enc(id)) has its
+-- floor at u .. ':tlf', a position "created_at:id": raise it to (at, id), never lower it.
+local function raise_floor(u, at, id)
+  local floor = redis.call('GET', u .. ':tlf') or '0:0'
+  local fat, fid = string.match(floor, '^(%d+):(%d+)$')
+  fat, fid = tonumber(fat or 0), fid or '0'
+  if at > fat or (at == fat and enc(id) > enc(fid)) then
+    redis.call('SET', u .. ':tlf', string.format('%.0f', at) .. ':' .. id)
+  end
+end
+
+-- Keep the newest cap entries of a mailbox (by rank: time, then id), the floor raised to the
+-- newest removed; returns how many went.
+local function cap_timeline(u, cap)
+  local tl = u .. ':tl'
+  local n = redis.call('ZCARD', tl)
+  if n <= cap then return 0 end
+  local gone = redis.call('ZRANGE', tl, n - cap - 1, n - cap - 1, 'WITHSCORES')
+  redis.call('ZREMRANGEBYRANK', tl, 0, n - cap - 1)
+  raise_floor(u, tonumber(gone[2]), dec(gone[1]))
+  return n - cap
 end

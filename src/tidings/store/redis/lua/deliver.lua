@@ -6,16 +6,19 @@
 -- back-filled one keeps its date and only looks at the newest base older than itself, so it
 -- never takes a newer group over. Each user's keys stay in that user's slot. The row's fields
 -- are built once for the event: only a bundled row's date and group differ from user to user.
+-- A row is dated at the event's own time (created), fresh from its delivery (never before its
+-- date): read state compares the fresh time to the watermarks.
 -- ARGV: id, created, type, category, section, actor, object, bundle, bundled (1|0), writer,
---       own display hash, backfill (1|0), queryable fields (JSON object, or '')
+--       own display hash, backfill (1|0), queryable fields (JSON object, or ''), delivered
 -- Returns per user 1 (written, or written before by the same writer) or 0.
 local users, A = users_of()
 local id, writer = A[1], A[10]
 local backfill, bundled = A[12] == '1', A[9] == '1'
 local m, created0 = enc(id), tonumber(A[2])
-local c0 = string.format('%.0f', created0)
+local c0, delivered = string.format('%.0f', created0), tonumber(A[14])
 local fields = row_fields(c0, A[3], A[4], A[5], opt(A[6]), opt(A[7]), A[8], A[11], writer,
   A[13])
+fields[4] = string.format('%.0f', math.max(created0, delivered))
 local out = {}
 for j = 1, #users do
   P = users[j]
@@ -35,7 +38,8 @@ for j = 1, #users do
         end
       end
       c = string.format('%.0f', created)
-      fields[2], fields[4], fields[14] = c, c, group
+      fields[2], fields[4], fields[14] = c, string.format('%.0f', math.max(created, delivered)),
+        group
     end
     store_row(id, m, c, A[8], group, fields, not bundled)
     out[j] = 1

@@ -1,4 +1,4 @@
--- Raise a timeline mailbox's floor (:tlf) to ARGV[1], never lower it.
-local floor = tonumber(redis.call('GET', P .. ':tlf') or '0')
-if tonumber(ARGV[1]) > floor then redis.call('SET', P .. ':tlf', ARGV[1]) end
+-- Raise a timeline mailbox's floor (:tlf, "created_at:id") to the position ARGV[1], ARGV[2],
+-- never lower it.
+raise_floor(P, tonumber(ARGV[1]), ARGV[2])
 return 0
