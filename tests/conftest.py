@@ -47,6 +47,7 @@ import pytest
 from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
 from engines import drop_memory_store, open_tidings
 from redis_servers import hot_url, redis_cluster, redis_server  # noqa: F401 (fixtures)
+from smtp import sink  # noqa: F401 (a fixture)
 from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings

@@ -5,6 +5,9 @@
         sink.wait_for(1)
         message = sink.messages[0]          # email.message.EmailMessage
         raw = sink.raw[0]                   # the bytes as received (headers not decoded)
+
+or as the ``sink`` fixture (conftest.py takes it in), which skips without aiosmtpd (fails
+with ``CI=true``).
 """
 
 from __future__ import annotations
@@ -13,9 +16,13 @@ import email
 import email.policy
 import threading
 import time
+from collections.abc import Iterator
 from email.message import EmailMessage
 from typing import Any
 
+import pytest
+
+from backends import require
 from live import free_port
 
 
@@ -77,3 +84,11 @@ class SmtpSink:
 def check_aiosmtpd() -> None:
     with SmtpSink():
         pass
+
+
+@pytest.fixture
+def sink() -> Iterator[SmtpSink]:
+    """A real SMTP server receiving the test's mail."""
+    require("SMTP test server (aiosmtpd)", check_aiosmtpd)
+    with SmtpSink() as server:
+        yield server

@@ -53,13 +53,6 @@ def mail_store(request: pytest.FixtureRequest) -> Iterator[str]:
     stores.drop(url)
 
 
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    require("SMTP test server (aiosmtpd)", check_aiosmtpd)
-    with SmtpSink() as server:
-        yield server
-
-
 class World:
     def __init__(self, url: str, sink: SmtpSink, **settings: Any) -> None:
         self.clock = FrozenClock(MONDAY)

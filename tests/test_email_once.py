@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from backends import require
-from smtp import SmtpSink, check_aiosmtpd
+from smtp import SmtpSink
 from stores import SqlStores
 from tidings.clock import FrozenClock
 from tidings.config import Config
@@ -36,13 +35,6 @@ def mail_url(request: pytest.FixtureRequest) -> Iterator[str]:
     url = stores.clone()
     yield url
     stores.drop(url)
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    require("SMTP test server (aiosmtpd)", check_aiosmtpd)
-    with SmtpSink() as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from backends import require
-from smtp import SmtpSink, check_aiosmtpd
+from smtp import SmtpSink
 from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.events import Event
@@ -21,13 +20,6 @@ from tidings.engine import Tidings
 TYPE = EventType("page-edited", category="edits", channels=("web", "email"),
                  audience=("recipients", "object_subscribers", "actor_followers"),
                  templates=Templates(title="{{ actor }} edited {{ object_title }}"))
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    require("SMTP test server (aiosmtpd)", check_aiosmtpd)
-    with SmtpSink() as server:
-        yield server
 
 
 @pytest.fixture(params=[5000, 1], ids=["one-job", "chunked"])

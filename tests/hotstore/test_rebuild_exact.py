@@ -42,6 +42,21 @@ def _server(kind: str, request: pytest.FixtureRequest) -> str:
                else request.getfixturevalue("redis_server"))
 
 
+def _places(kind: str, request: pytest.FixtureRequest, sqlite_stores: SqlStores
+            ) -> tuple[str, str, str, str]:
+    """A test's own places: the Redis server, its key prefix, the hot store's URL and a
+    SQLite database of its own."""
+    server = _server(kind, request)
+    prefix = f"x{secrets.token_hex(5)}:"
+    return server, prefix, f"{server}?prefix={prefix}", sqlite_stores.clone()
+
+
+def _declare(t: Tidings) -> None:
+    for event_type in TYPES:
+        t.define_type(event_type)
+    t.define_type(REVIEW)
+
+
 def _snapshot(t: Tidings) -> dict[str, Any]:
     """Every inbox as the API shows it, every count, every timeline."""
     seen: dict[str, Any] = {}
@@ -115,16 +130,11 @@ def _play(t: Tidings, clock: FrozenClock, rng: random.Random, steps: int = STEPS
 def test_a_rebuild_after_losing_redis_gives_back_every_inbox_exactly(
         kind: str, seed: int, request: pytest.FixtureRequest, sqlite_stores: SqlStores,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    server = _server(kind, request)
-    prefix = f"x{secrets.token_hex(5)}:"
-    hot_url = f"{server}?prefix={prefix}"
-    sql_url = sqlite_stores.clone()
+    server, prefix, hot_url, sql_url = _places(kind, request, sqlite_stores)
     clock = FrozenClock()
     t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url)
     try:
-        for event_type in TYPES:
-            t.define_type(event_type)
-        t.define_type(REVIEW)
+        _declare(t)
         _play(t, clock, random.Random(seed))
         before = _snapshot(t)
         assert sum(len(s["read"]) for s in before.values()) > 0
@@ -180,17 +190,12 @@ def test_a_rebuild_after_the_journal_was_compacted_past_retention_is_exact(
     a row (many rows, and a last row taking what the folded rows had no room for)."""
     if seed == 5:
         monkeypatch.setattr(hotcompact, "KEYS_A_ROW", 1)
-    server = _server(kind, request)
-    prefix = f"z{secrets.token_hex(5)}:"
-    hot_url = f"{server}?prefix={prefix}"
-    sql_url = sqlite_stores.clone()
+    server, prefix, hot_url, sql_url = _places(kind, request, sqlite_stores)
     clock = FrozenClock()
     t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url,
                      retention_days=RETENTION_DAYS)
     try:
-        for event_type in TYPES:
-            t.define_type(event_type)
-        t.define_type(REVIEW)
+        _declare(t)
         rng = random.Random(seed)
         _play(t, clock, rng, 40)  # day 0
         _maintain(t)  # the first checkpoint
@@ -245,16 +250,11 @@ def test_a_rebuild_overtaken_by_a_fold_of_the_journal_starts_again(
     """The retention job folds the journal while a rebuild is reading it: the rows the
     rebuild had not read yet are gone into a snapshot it had read past. The rebuild sees the
     new checkpoint and replays again, and the inboxes come back exactly."""
-    server = _server(kind, request)
-    prefix = f"w{secrets.token_hex(5)}:"
-    hot_url = f"{server}?prefix={prefix}"
-    sql_url = sqlite_stores.clone()
+    server, prefix, hot_url, sql_url = _places(kind, request, sqlite_stores)
     clock = FrozenClock()
     t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url)
     try:
-        for event_type in TYPES:
-            t.define_type(event_type)
-        t.define_type(REVIEW)
+        _declare(t)
         rng = random.Random(7)
         _play(t, clock, rng, 40)
         _maintain(t)  # a checkpoint
@@ -292,10 +292,7 @@ def test_a_rebuild_overtaken_by_a_fold_of_the_journal_starts_again(
 def test_reads_of_an_emptied_hot_store_answer_unavailable_not_missing_rows(
         kind: str, request: pytest.FixtureRequest, sqlite_stores: SqlStores,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    server = _server(kind, request)
-    prefix = f"y{secrets.token_hex(5)}:"
-    hot_url = f"{server}?prefix={prefix}"
-    sql_url = sqlite_stores.clone()
+    server, prefix, hot_url, sql_url = _places(kind, request, sqlite_stores)
     t = open_tidings(sql_url, hot_store_url=hot_url)
     other = open_tidings(sql_url, hot_store_url=hot_url)
     try:
