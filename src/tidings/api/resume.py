@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 REPLAY_BOUND = 100  # the most items (and timeline entries) a reconnecting stream replays
 
-_ID = re.compile(r"(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,18})")
+_ID = re.compile(r"(0|[1-9][0-9]{0,17})-(0|[1-9][0-9]{0,17})-(0|[1-9][0-9]{0,17})")
 _MAX = 2**63 - 1  # BIGINT columns: anything larger is no position of ours
 
 

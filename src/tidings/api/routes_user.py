@@ -79,7 +79,10 @@ LastEventId = Annotated[str | None, Header(
     alias="Last-Event-ID",
     description="The `id:` of the last event a stream delivered: the stream replays what came "
                 "after it (at most 100 items and 100 timeline entries; beyond, one `resync` "
-                "event). Browsers' EventSource sends it when reconnecting.")]
+                "event). Browsers' EventSource sends it when reconnecting.",
+    # the ids a stream sends, stated for clients and schema-driven tests; not enforced by the
+    # framework, so any other text gets the contract's 400 invalid_last_event_id
+    json_schema_extra={"pattern": "^" + r"(0|[1-9][0-9]{0,17})-" * 2 + r"(0|[1-9][0-9]{0,17})$"})]
 
 
 def _types(value: str | None) -> list[str] | None:
