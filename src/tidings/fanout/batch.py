@@ -219,7 +219,8 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
         if event is None:
             continue  # gone or retracted: nothing to deliver
         item = _item(tx, event, kinds[i], followers, jobs[i], chunk) if i in simple else None
-        if item is not None and tx.inbox.unreachable(item.users):
+        if item is not None and (tx.inbox.unreachable(item.users)
+                                 or tx.inbox.index_unreachable(event.id)):
             item = None  # some users' server is away: the one-event handler splits them off
         size = len(item.users) if item is not None else max(chunk // ONE_JOB_SHARE, 1)
         if taken and taken + size > budget:  # this one and the rest: later, in their order

@@ -101,6 +101,7 @@ class FanOut:
     def run_chunk(self, ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         event = tx.events.get(int(job.args["event_id"]), lock=True)
         if event is None or event.retracted_at is not None:
+            self.unhold(tx, job)
             return None
         kind = job.args["source"]
         if kind == "users":
@@ -118,18 +119,39 @@ class FanOut:
                  users: list[str], timeline: list[str]) -> Replacements:
         """Deliver to ``users`` (``timeline``: the followers among them); the users whose
         inboxes are on a server away now go to a job of their own, retried with backoff,
-        unless all are (then this job tries them: its failure gives it back)."""
+        unless all are (then this job tries them: its failure gives it back). When the
+        event's index of holders is on a server away, the users here are delivered to all
+        the same and carried by that job as ``holders``, indexed once the server answers."""
+        held = sorted(job.args.get("holders", ()))
         away = tx.inbox.unreachable(users)
-        later: Replacements = None
-        if away and not away.issuperset(users):
-            retry = int(job.args.get("retry", 0)) + 1
-            delay = backoff_us(retry, int(ctx.config.job_backoff_seconds * SECOND),
-                               MAX_AWAY_BACKOFF_US)
-            later = [away_spec(job.args, event.id, sorted(away),
-                               sorted(away.intersection(timeline)), job.priority, retry,
-                               ctx.clock.now_us() + delay)]
-            users = [u for u in users if u not in away]
-            timeline = [u for u in timeline if u not in away]
-        deliver(ctx, tx, event, users, self.channels, at=job.args.get("at"),
-                timeline=timeline, writer=f"job:{job.id}")
-        return later
+        later_index = bool(users) and tx.inbox.index_unreachable(event.id)
+        if not (away or later_index) or away.issuperset(users):
+            tx.inbox.index(event.id, held)  # fails with the server if still away: retried
+            deliver(ctx, tx, event, users, self.channels, at=job.args.get("at"),
+                    timeline=timeline, writer=f"job:{job.id}")
+            return None
+        if later_index:
+            tx.inbox.index_later(event.id)
+        else:
+            tx.inbox.index(event.id, held)
+        here = [u for u in users if u not in away]
+        notified = deliver(ctx, tx, event, here, self.channels, at=job.args.get("at"),
+                           timeline=[u for u in timeline if u not in away],
+                           writer=f"job:{job.id}")
+        retry = int(job.args.get("retry", 0)) + 1
+        delay = backoff_us(retry, int(ctx.config.job_backoff_seconds * SECOND),
+                           MAX_AWAY_BACKOFF_US)
+        holders = sorted(set(held).union(notified)) if later_index else []
+        return [away_spec(job.args, event.id, sorted(away), sorted(away.intersection(timeline)),
+                          job.priority, retry, ctx.clock.now_us() + delay, holders)]
+
+    @staticmethod
+    def unhold(tx: Tx, job: Job) -> None:
+        """The event of a job carrying ``holders`` was retracted or removed before their
+        index was complete: a retraction or retention sweep read the index without them,
+        so their rows of it go here (the index's server away still: the job is retried)."""
+        event_id = int(job.args["event_id"])
+        keys = [k for user in job.args.get("holders", ()) for k in tx.inbox.keys_of(user,
+                                                                                [event_id])]
+        if keys:
+            tx.inbox.remove(keys)

@@ -42,14 +42,19 @@ def users_spec(args: dict[str, Any], event_id: int, users: list[str], priority: 
 
 
 def away_spec(args: dict[str, Any], event_id: int, users: list[str], timeline: list[str],
-              priority: int, retry: int, run_after: int) -> JobSpec:
+              priority: int, retry: int, run_after: int, holders: list[str] | None = None
+              ) -> JobSpec:
     """The users of a chunk whose inboxes were on a server away (a stopped cluster node),
     delivered by a job of their own from ``run_after`` (``retry``: how many times so far);
-    ``timeline``: those of them whose timelines the event joins. Keyed by the users, so the
-    same split made twice queues one job."""
-    digest = hashlib.sha1("\n".join(users).encode()).hexdigest()[:20]
+    ``timeline``: those of them whose timelines the event joins; ``holders``: users already
+    delivered to while the event's index of holders was on a server away, for the job to
+    name in that index (or, the event retracted or gone meanwhile, to remove their rows).
+    Keyed by the users and holders, so the same split made twice queues one job."""
+    named = "\n".join(users) + ("\n|\n" + "\n".join(holders) if holders else "")
+    digest = hashlib.sha1(named.encode()).hexdigest()[:20]
     return JobSpec(FANOUT_CHUNK, {**args, "source": "users", "users": users,
-                                  "timeline": timeline, "retry": retry},
+                                  "timeline": timeline, "retry": retry,
+                                  "holders": holders or []},
                    unique_key=f"fanout:{event_id}:away:{digest}", priority=priority,
                    run_after=run_after)
 

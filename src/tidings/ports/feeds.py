@@ -66,6 +66,17 @@ class InboxStore(Protocol):
         later job and serves the others. A store on one server answers none: its outage
         fails the whole unit."""
 
+    def index_unreachable(self, event_id: int) -> bool:
+        """Whether the event's index of holders lives on a server known to be away now (as
+        :meth:`unreachable`); a store without such an index answers False."""
+
+    def index_later(self, event_id: int) -> None:
+        """This unit's deliveries of the event leave its index of holders alone: the caller
+        carries the users it delivered to and gives them to :meth:`index` later."""
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        """Name ``users`` (who hold a notification of the event) in its index of holders."""
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         """Write base rows; a (user, event) already stored is skipped. Registers the users
         written to (as ``GraphStore.add_user`` would, dated with their row, no watermark) and

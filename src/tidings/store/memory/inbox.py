@@ -113,6 +113,15 @@ class MemoryInbox:
     def unreachable(self, users: Sequence[str]) -> set[str]:
         return set()
 
+    def index_unreachable(self, event_id: int) -> bool:
+        return False
+
+    def index_later(self, event_id: int) -> None:
+        return None
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        return None
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         for new in rows:
             if new.event_id in self._s.notes.get(new.user_id, {}):

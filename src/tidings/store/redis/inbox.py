@@ -56,6 +56,7 @@ class RedisInbox(RedisMarkers):
         self.compact = compact  # the journal's compaction, in the unit (hotcompact)
         # rows this unit's buffer will write, per user: (created, id), for the cap's check
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.unindexed: set[int] = set()  # events whose index the fan-out completes later
 
     def _rows(self, user: str, name: str, args: Sequence[Any]) -> list[Row]:
         return [Row(r) for r in self.redis.run(name, self.keys.user(user), args)]
@@ -98,8 +99,17 @@ class RedisInbox(RedisMarkers):
     def unreachable(self, users: Sequence[str]) -> set[str]:
         return self.redis.unreachable(users, self.keys.user)
 
+    def index_unreachable(self, event_id: int) -> bool:
+        return bool(self.redis.unreachable([self.keys.recipients(event_id)], str))
+
+    def index_later(self, event_id: int) -> None:
+        self.unindexed.add(event_id)
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        self._index(event_id, users)
+
     def _index(self, event_id: int, users: Sequence[str]) -> None:
-        if users:
+        if users and event_id not in self.unindexed:
             self.buffer.command("SADD", [self.keys.recipients(event_id), *users], phase=INDEX)
 
     def insert(self, rows: Sequence[NewNotification]) -> None:

@@ -155,6 +155,15 @@ class SqlInbox:
     def unreachable(self, users: Sequence[str]) -> set[str]:
         return set()  # one database: reachable or not as a whole
 
+    def index_unreachable(self, event_id: int) -> bool:
+        return False  # the rows are their own index
+
+    def index_later(self, event_id: int) -> None:
+        return None
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        return None
+
     def insert(self, rows: Sequence[NewNotification]) -> None:
         fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
         if fields:  # every chunk of an event carries the same rows: the first one stays
