@@ -159,7 +159,7 @@ def test_more_missed_than_the_bound_is_one_resync(server: LiveServer) -> None:
 
 
 @pytest.mark.parametrize("header", ["nonsense", "1-2", "1-2-3-4", "-1-2-3",
-                                    f"{2**63}-1-1", "01-2-3"])
+                                    f"{10**19}-1-1", "01-2-3"])
 def test_a_last_event_id_no_stream_sent_is_a_clear_400(shared_live: LiveServer,
                                                        header: str) -> None:
     with shared_live.http(shared_live.token("bob")) as http:

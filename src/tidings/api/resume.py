@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 REPLAY_BOUND = 100  # the most items (and timeline entries) a reconnecting stream replays
 
-_ID = re.compile(r"(0|[1-9][0-9]{0,17})-(0|[1-9][0-9]{0,17})-(0|[1-9][0-9]{0,17})")
+_ID = re.compile(r"(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,18})-(0|[1-9][0-9]{0,18})")
 _MAX = 2**63 - 1  # BIGINT columns: anything larger is no position of ours
 
 
@@ -55,8 +55,10 @@ class Position:
 def parse_last_event_id(text: str) -> Position:
     """The position a stream wrote as ``text``; :class:`BadLastEventId` for anything else."""
     found = _ID.fullmatch(text.strip())
-    numbers = [int(part) for part in found.groups()] if found else []
-    if not numbers or max(numbers) > _MAX:
+    # a number past the columns' range is a place ahead of every inbox: the stream goes on
+    # from the newest item, as for any id ahead
+    numbers = [min(int(part), _MAX) for part in found.groups()] if found else []
+    if not numbers:
         raise BadLastEventId("Last-Event-ID is not an id this server's stream sent (three "
                              "numbers joined by dashes, as the stream's `id:` lines give)")
     return Position((numbers[0], numbers[1]), numbers[2])

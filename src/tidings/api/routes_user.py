@@ -75,14 +75,16 @@ NOT_MODIFIED: dict[int | str, dict[str, Any]] = {304: {
                    "addition; every 200 carries an `ETag`, a hash of its body)."}}
 IfNoneMatch = Annotated[str | None, Header(
     description="An `ETag` this route gave (or several, or `*`): 304 while it still holds.")]
-LastEventId = Annotated[str | None, Header(
+LastEventId = Annotated[str, Header(
     alias="Last-Event-ID",
     description="The `id:` of the last event a stream delivered: the stream replays what came "
                 "after it (at most 100 items and 100 timeline entries; beyond, one `resync` "
                 "event). Browsers' EventSource sends it when reconnecting.",
     # the ids a stream sends, stated for clients and schema-driven tests; not enforced by the
     # framework, so any other text gets the contract's 400 invalid_last_event_id
-    json_schema_extra={"pattern": "^" + r"(0|[1-9][0-9]{0,17})-" * 2 + r"(0|[1-9][0-9]{0,17})$"})]
+    # (empty: no id, as EventSource sends before its first)
+    json_schema_extra={"pattern": r"^$|^" + r"(0|[1-9][0-9]{0,18})-" * 2
+                       + r"(0|[1-9][0-9]{0,18})$"})]
 
 
 def _types(value: str | None) -> list[str] | None:
@@ -278,7 +280,7 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
               "description": "Server-Sent Events: `unread` and `notification` (and, "
                              "additions, `timeline` and `resync`), each with an `id:`."}})
     async def stream(user: User, state: State, request: Request,
-                     locale: LocaleQuery = None, last_event_id: LastEventId = None
+                     locale: LocaleQuery = None, last_event_id: LastEventId = ""
                      ) -> StreamingResponse:
         """Live unread count and new items. Browsers may pass ``?access_token=``."""
         # and, an addition to v1, `timeline` frames: a new entry of the user's timeline
