@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from engines import enqueue, open_tidings
 from tidings import __version__
 from tidings.cli import app
+from tidings.cli_errors import CommandError
 from tidings.domain.types import EventType
 from tidings.jobs.model import JobSpec
 
@@ -57,6 +58,26 @@ def test_jobs_shows_queued_jobs_per_function(store_url: str) -> None:
             if "│" in line]
     assert ["fanout", "2"] in rows
     assert ["retention", "1"] in rows
+
+
+def test_jobs_retry_queues_a_job_that_failed_for_good_again(store_url: str) -> None:
+    with open_tidings(store_url) as t:
+        enqueue(t, JobSpec("webhook", {"url": "https://x.example"}))
+        (job,) = t.queue.claim(1)
+        t.store.transact(lambda tx: tx.jobs.record_failure(job, "answered 500", final=True,
+                                                           now=t.clock.now_us()))
+        t.store.transact(lambda tx: tx.jobs.complete(job))
+
+    result = runner.invoke(app, ["jobs", "--database-url", store_url, "--retry", str(job.id)])
+    assert result.exit_code == 0, result.output
+    assert f"job {job.id} queued again" in result.output
+    rows = [re.split(r"\s*│\s*", line.strip("│ ")) for line in result.output.splitlines()
+            if "│" in line]
+    assert ["webhook", "1"] in rows
+
+    again = runner.invoke(app, ["jobs", "--database-url", store_url, "--retry", str(job.id)])
+    assert isinstance(again.exception, CommandError)  # `tidings` prints it as one line, exit 2
+    assert f"job {job.id} has no final failure to retry" in str(again.exception)
 
 
 def test_import_says_a_worker_must_run_the_jobs_it_queued(store_url: str, tmp_path: Path) -> None:

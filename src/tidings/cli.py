@@ -243,13 +243,20 @@ def import_(
 @app.command()
 def jobs(database_url: DatabaseOption = None,
          failures: Annotated[int, typer.Option(
-             metavar="N", help="Recent failures to list.")] = 10) -> None:
+             metavar="N", help="Recent failures to list.")] = 10,
+         retry: Annotated[list[int] | None, typer.Option(
+             metavar="JOB", help="Queue again a job that failed for good (repeatable).")
+         ] = None) -> None:
     """Show the job queue: queued, runnable, running, failed, queued per function, and recent
-    failures."""
+    failures; --retry JOB queues a job that failed for good again first."""
     from tidings.engine import Tidings
 
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
+    for job_id in retry or ():
+        if not tidings.queue.retry(job_id):
+            raise CommandError(f"job {job_id} has no final failure to retry (see `tidings jobs`)")
+        console.print(f"job {job_id} queued again")
     stats = tidings.queue.stats()
     table = Table(*stats)
     table.add_row(*(str(v) for v in stats.values()))
