@@ -107,3 +107,25 @@ def test_types_shows_long_names_whole(store_url: str) -> None:
     assert result.exit_code == 0, result.output
     assert name in result.output and "c" * 64 in result.output, result.output
     assert "recipients, object_subscribers, actor_followers" in result.output, result.output
+
+
+def test_migrate_says_where_the_schema_was_and_is(empty_store_url: str) -> None:
+    first = runner.invoke(app, ["migrate", "--database-url", empty_store_url])
+    again = runner.invoke(app, ["migrate", "--database-url", empty_store_url])
+
+    assert first.exit_code == 0 and again.exit_code == 0, first.output + again.output
+    moved = re.fullmatch(r"schema at (\d{4}) \(was empty\)", first.output.strip())
+    assert moved, first.output
+    assert again.output.strip() == f"schema at {moved[1]} (unchanged)"
+    with open_tidings(empty_store_url) as t:
+        t.check_schema()  # at head: what the server and the worker ask of it
+
+
+def test_rebuild_hot_store_needs_a_hot_store(store_url: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIDINGS_HOT_STORE_URL", raising=False)
+
+    result = runner.invoke(app, ["rebuild-hot-store", "--database-url", store_url])
+
+    assert result.exit_code == 2
+    assert "TIDINGS_HOT_STORE_URL is not set: there is no hot store" in result.output

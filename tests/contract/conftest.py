@@ -3,7 +3,7 @@
 A test that takes ``store`` runs once per store — ``memory``, ``sqlite``, ``postgresql``,
 ``mysql``, and for the inbox and timeline ports also ``redis`` and ``cluster`` (SQLite with
 its hot parts on the local Redis or on the session's Redis Cluster, ``tests/redis_servers.py``)
-— each on a clean store built by :func:`tidings.store.factory.open_store`, with the
+— each on a clean store built by :func:`tidings.wiring.open_store`, with the
 shared :class:`tidings.clock.FrozenClock` (``clock``) so a test moves time by hand. The SQL
 stores come from the session's database factories of ``tests/conftest.py``: a missing server
 skips its runs, or fails them under ``CI=true``.
@@ -19,7 +19,7 @@ from redis_servers import hot_url_of
 from stores import SqlStores
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.store.factory import open_store
+from tidings.wiring import open_store
 
 STORES = ["memory", "sqlite", "postgresql", "mysql", "redis", "cluster"]
 HOT = ("redis", "cluster")

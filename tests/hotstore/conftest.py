@@ -14,7 +14,7 @@ from stores import SqlStores
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
-from tidings.store.factory import open_store
+from tidings.wiring import open_store
 
 KINDS = ["sqlite", "redis", "cluster"]
 
