@@ -86,7 +86,7 @@ def test_a_new_site_on_sqlite_migrates_tidings_beside_it_and_its_tests_pass(
     assert {"events", "notifications", "alembic_version"} <= set(tables)
     env = {**env, "TIDINGS_DATABASE_URL": f"sqlite:///{tmp_path / 'tidings-test.db'}"}
     said = run(site, "manage.py", "test", "blog", "-v", "2", env=env)
-    assert "Ran 6 tests" in said and "OK" in said
+    assert "Ran 8 tests" in said and "OK" in said
 
 
 @pytest.fixture
@@ -131,4 +131,4 @@ def test_a_site_on_postgresql_gets_a_tidings_database_of_its_own_and_its_tests_p
     url = with_database(postgres_server(), f"{postgres}_tt")
     env = {**env, "TIDINGS_DATABASE_URL": url}
     said = run(site, "manage.py", "test", "blog", "-v", "2", env=env)
-    assert "Ran 6 tests" in said and "OK" in said
+    assert "Ran 8 tests" in said and "OK" in said

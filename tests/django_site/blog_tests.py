@@ -94,3 +94,51 @@ class Notifications(TransactionTestCase):
         self.assertEqual(self.tidings.following(ann).items, [])
         self.assertEqual(self.tidings.followers(ann).items, [])
         self.assertEqual(self.tidings.muted(ann), {"actors": [], "objects": []})
+
+
+class Admin(TransactionTestCase):
+    def setUp(self):
+        users = get_user_model()
+        self.admin = users.objects.create_superuser("root", password="pw")
+        self.ann = users.objects.create_user("ann", password="pw")
+        self.bob = users.objects.create_user("bob", password="pw")
+        self.tidings = get_tidings()
+
+    def tearDown(self):
+        self.tidings.retract(type="comment-posted")
+
+    def test_the_admin_lists_types_shows_an_inbox_and_retries_a_failed_job(self):
+        post = Post.objects.create(author=self.ann, title="Hello")
+        Comment.objects.create(post=post, author=self.bob, text="hi")
+        self.tidings.run_jobs()
+        from tidings.jobs.model import JobSpec
+        self.tidings.store.transact(
+            lambda tx: tx.jobs.enqueue_many([JobSpec("webhook", {"url": "https://x.test"})]))
+        (job,) = self.tidings.queue.claim(1, funcs=["webhook"])
+        self.tidings.store.transact(lambda tx: tx.jobs.record_failure(
+            job, "answered 500", final=True, now=self.tidings.clock.now_us()))
+        self.tidings.store.transact(lambda tx: tx.jobs.complete(job))
+
+        self.client.force_login(self.admin)
+        index = self.client.get("/admin/").content.decode()
+        for entry in ("Event types", "User inboxes", "Failed jobs"):
+            self.assertIn(entry, index)
+        types = self.client.get("/admin/tidings/eventtype/").content.decode()
+        self.assertIn("<td>comment-posted</td>", types)
+        inbox = self.client.get("/admin/tidings/inbox/", {"user": "ann"}).content.decode()
+        self.assertIn("bob commented on Hello", inbox)
+        self.assertIn("ann: 1 unread", inbox)
+        failed = self.client.get("/admin/tidings/failedjob/").content.decode()
+        self.assertIn("answered 500", failed)
+        answer = self.client.post("/admin/tidings/failedjob/", {"job": str(job.id)})
+        self.assertEqual(answer.status_code, 302)
+        self.assertEqual(self.tidings.queue.counts_by_func().get("webhook"), 1)
+        self.assertEqual(self.tidings.queue.failures(final_only=True), [])
+        (again,) = self.tidings.queue.claim(1, funcs=["webhook"])
+        self.tidings.store.transact(lambda tx: tx.jobs.complete(again))
+
+    def test_the_admin_pages_need_staff(self):
+        self.client.force_login(self.bob)
+        for page in ("eventtype", "inbox", "failedjob"):
+            answer = self.client.get(f"/admin/tidings/{page}/")
+            self.assertEqual(answer.status_code, 302)  # to the admin's login
