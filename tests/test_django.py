@@ -22,7 +22,7 @@ pytest.importorskip("django", reason="the django extra is not installed")
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "django.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
-PLACE = re.compile(r"# (\S+)( \(add at the end\))?\n")
+PLACE = re.compile(r"(?:# |<!-- )(\S+?)( \(add at the end\))?(?: -->)?\n")
 
 
 def snippets() -> list[tuple[str, str, bool]]:
@@ -49,6 +49,7 @@ def build(site: Path, env: dict[str, str], database: str | None = None) -> None:
     run(site, "-m", "django", "startapp", "blog", env=env)
     for path, body, append in snippets():
         target = site / path
+        target.parent.mkdir(parents=True, exist_ok=True)
         if append:
             target.write_text(target.read_text(encoding="utf-8") + "\n" + body, encoding="utf-8")
         else:
@@ -69,7 +70,8 @@ def env() -> dict[str, str]:
 
 def test_the_doc_names_every_file_it_asks_for() -> None:
     assert [p for p, _, _ in snippets()] == [
-        "mysite/settings.py", "tidings.toml", "blog/models.py", "mysite/urls.py"]
+        "mysite/settings.py", "tidings.toml", "blog/models.py", "blog/views.py",
+        "blog/templates/blog/home.html", "mysite/urls.py"]
 
 
 def test_a_new_site_on_sqlite_migrates_tidings_beside_it_and_its_tests_pass(
