@@ -19,8 +19,8 @@ round times, one request after another from one client: ``unread_count`` of rand
 users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
 
 ``--baseline`` times, right after each of tidings' phases and for the same users, the raw
-statements of :mod:`tidings.bench.inbox_raw`; ``--sweep`` adds the reads of one user per inbox
-size (:mod:`tidings.bench.sweep`).
+statements of :mod:`tidings_benchmarks.inbox_raw`; ``--sweep`` adds the reads of one user per inbox
+size (:mod:`tidings_benchmarks.sweep`).
 """
 
 from __future__ import annotations
@@ -36,19 +36,19 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import delete, func, insert, select, true
 
-from tidings.bench import BenchFailure, inbox_storage
-from tidings.bench import sweep as sweep_workload
-from tidings.bench.compare import Side, comparison, comparison_table, sweep_table
-from tidings.bench.inbox_raw import RawInbox, baselines
-from tidings.bench.measure import Latencies, Timed, alternating, frozen_heap, median
-from tidings.bench.report import environment, fmt_ms, fmt_rate
-from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.demo import wiki_types
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql.schema import notifications, read_markers
+from tidings_benchmarks import BenchFailure, inbox_storage
+from tidings_benchmarks import sweep as sweep_workload
+from tidings_benchmarks.compare import Side, comparison, comparison_table, sweep_table
+from tidings_benchmarks.inbox_raw import RawInbox, baselines
+from tidings_benchmarks.measure import Latencies, Timed, alternating, frozen_heap, median
+from tidings_benchmarks.report import environment, fmt_ms, fmt_rate
+from tidings_benchmarks.sql import notifications
+from tidings_benchmarks.stores import BenchStore, database_of, redacted
 
 TYPES = ("page-linked", "mention", "edit-user-talk", "thank-you-edit")
 LINK_WATCHERS = 4
@@ -199,11 +199,13 @@ def _oldest_groups(rows: Sequence[Any], share: int) -> list[int]:
 
 
 def save_markers(t: Tidings) -> list[dict[str, Any]]:
+    read_markers = database_of(t).table("read_markers")
     with database_of(t).read() as conn:
         return [dict(r._mapping) for r in conn.execute(select(read_markers))]
 
 
 def restore_markers(t: Tidings, rows: list[dict[str, Any]]) -> None:
+    read_markers = database_of(t).table("read_markers")
     with database_of(t).write() as conn:
         conn.execute(delete(read_markers))
         for start in range(0, len(rows), 1000):
@@ -278,7 +280,7 @@ def open_loaded(store: BenchStore, scale: float, rng: random.Random,
         t.define_type(event_type)
     world = World(users, rng)
     data = load(t, world, target, progress)
-    store.analyze(database_of(t))
+    store.analyze()
     return t, world, data
 
 
@@ -298,7 +300,7 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
                 sweep_users = sweep_workload.load(
                     t, store.url, settings.sizes, partial(next, stream), bench_types(),
                     READ_SHARE, progress)
-                store.analyze(database_of(t))
+                store.analyze()
             with frozen_heap():  # the generated world, out of the GC's passes
                 one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
                           "warming up")

@@ -13,24 +13,23 @@ from collections.abc import Callable
 
 from sqlalchemy import and_, distinct, func, select
 
-from tidings.bench import BenchFailure
-from tidings.bench.processes import WorkerProcesses
 from tidings.fanout.specs import FANOUT, FANOUT_CHUNK
-from tidings.store.sql.database import Database
-from tidings.store.sql.schema import follows, jobs, notifications
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks.processes import WorkerProcesses
+from tidings_benchmarks.sql import SqlDatabase, follows, jobs, notifications
 
 # Emptied between rounds: everything but the follow graph and the types.
 KEEP_BETWEEN_ROUNDS = ("follows", "event_types", "alembic_version")
 
 
-def fanout_jobs_left(db: Database) -> int:
+def fanout_jobs_left(db: SqlDatabase) -> int:
     with db.read() as conn:
         return int(conn.execute(
             select(func.count()).select_from(jobs)
             .where(jobs.c.func.in_([FANOUT, FANOUT_CHUNK]))).scalar_one())
 
 
-def wait_for_fanout(db: Database, started: float, deadline: float, procs: WorkerProcesses,
+def wait_for_fanout(db: SqlDatabase, started: float, deadline: float, procs: WorkerProcesses,
                     what: str, on_poll: Callable[[int], None] | None = None) -> float:
     """Poll until no fan-out job is left; return the seconds since ``started``."""
     polls = 0
@@ -47,7 +46,7 @@ def wait_for_fanout(db: Database, started: float, deadline: float, procs: Worker
     return time.perf_counter() - started
 
 
-def wait_for_queue(db: Database, deadline: float, procs: WorkerProcesses) -> None:
+def wait_for_queue(db: SqlDatabase, deadline: float, procs: WorkerProcesses) -> None:
     """Let the workers finish what the round left (inbox-cap checks) before the next one."""
     while True:
         with db.read() as conn:
@@ -59,13 +58,13 @@ def wait_for_queue(db: Database, deadline: float, procs: WorkerProcesses) -> Non
         time.sleep(0.05)
 
 
-def count_rows(db: Database) -> int:
+def count_rows(db: SqlDatabase) -> int:
     """Every inbox row in the store (counted once a round is over)."""
     with db.read() as conn:
         return int(conn.execute(select(func.count()).select_from(notifications)).scalar_one())
 
 
-def delivered(db: Database, actor: str) -> dict[str, int]:
+def delivered(db: SqlDatabase, actor: str) -> dict[str, int]:
     """What one event to ``actor``'s followers left (counted once its round is over, in the
     server): inbox ``rows``, distinct ``users`` among them, ``strangers`` (rows of users who do
     not follow ``actor``), and the followers' count ``due``. Nothing was lost or doubled when

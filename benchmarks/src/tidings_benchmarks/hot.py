@@ -27,7 +27,7 @@ the service asks it)
 =========================  ===============================================================
 
 The fan-out and the page also run beside the floor of the seed's layout
-(:mod:`tidings.bench.hot_floor`), a third side in the same turns.
+(:mod:`tidings_benchmarks.hot_floor`), a third side in the same turns.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ from typing import Any, TypeVar
 
 from rich.progress import Progress
 
-from tidings.bench import BenchFailure
-from tidings.bench.hot_floor import FIELDS, Floor
 from tidings.clock import SystemClock
 from tidings.domain.events import Event
 from tidings.domain.views import Delivery, Filters
+from tidings.engine import Tidings
 from tidings.store.hot import HotStore
-from tidings.store.sql.migrate import upgrade
 from tidings.store.sql.store import SqlStore
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks.hot_floor import FIELDS, Floor
 
 FOLLOWERS = 43
 CAP = 800
@@ -86,7 +86,7 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
     events = max(100, round(20_000 * scale))
     prefix = f"tidings_bench_{secrets.token_hex(4)}:"
     sql_url = f"sqlite:///{folder}/bench.db"
-    upgrade(sql_url)
+    Tidings.open(sql_url, migrate=True, hot_store_url=None).close()
     store = HotStore(SqlStore(sql_url, SystemClock()), _with_prefix(url, prefix))
     client = store.redis.client
     try:

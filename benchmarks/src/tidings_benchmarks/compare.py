@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from rich.table import Table
 
-from tidings.bench.measure import Latencies, median
-from tidings.bench.report import fmt_ms, fmt_rate
+from tidings_benchmarks.measure import Latencies, median
+from tidings_benchmarks.report import fmt_ms, fmt_rate
 
 
 class Phase(Protocol):

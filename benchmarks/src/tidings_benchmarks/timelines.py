@@ -1,7 +1,7 @@
 """W1 — timelines (the seed ``../seeds/002_…``): push, pull and hybrid through the engine, beside
 the seed's own SQL run on the same database and the same data.
 
-For each graph (``uniform``, ``skewed``; :mod:`tidings.bench.timeline_data`) the history is
+For each graph (``uniform``, ``skewed``; :mod:`tidings_benchmarks.timeline_data`) the history is
 bulk-loaded once; then for each model the mailboxes it would have written are rebuilt in bulk
 (push: every follower's newest ``timeline_cap``; hybrid: the same without the posts of users
 with more than ``--celebrity-followers`` followers; pull: none), the planner's statistics
@@ -16,12 +16,12 @@ round times, one request after another from one client:
   unit): a block's clock stops when its last mailbox row is committed. The rows are then
   counted against the followers due.
 
-With ``--baseline`` the seed's statements (:mod:`tidings.bench.timeline_seed`; on PostgreSQL
+With ``--baseline`` the seed's statements (:mod:`tidings_benchmarks.timeline_seed`; on PostgreSQL
 the raw limit's too) run for the same users and the same messages, the sides taking turns in
 blocks (pages: 20 requests; submits: one ``--submit-batch``), which side goes first
 alternating (hybrid is compared with the seed's push). Storage is measured once per model,
 before the submit rounds. On PostgreSQL the push submit also runs beside its SQL floor
-(:mod:`tidings.bench.timeline_floor`: tidings' own statements for each block, with the cap
+(:mod:`tidings_benchmarks.timeline_floor`: tidings' own statements for each block, with the cap
 and without), which tells the database's share of the figure from tidings'.
 """
 
@@ -36,18 +36,16 @@ from typing import Any, Protocol
 
 from rich.progress import Progress
 
-from tidings.bench import BenchFailure, timeline_seed
-from tidings.bench import timeline_data as tl
-from tidings.bench.measure import Timed, alternating, frozen_heap
-from tidings.bench.report import environment
-from tidings.bench.storage import table_bytes
-from tidings.bench.stores import BenchStore, redacted
-from tidings.bench.timeline_floor import FloorPostgres
-from tidings.bench.timeline_report import summarise
 from tidings.config import Config
 from tidings.engine import Tidings
-from tidings.store.sql.database import Database
-from tidings.store.sql.schema import metadata
+from tidings_benchmarks import BenchFailure, timeline_seed
+from tidings_benchmarks import timeline_data as tl
+from tidings_benchmarks.measure import Timed, alternating, frozen_heap
+from tidings_benchmarks.report import environment
+from tidings_benchmarks.storage import table_bytes
+from tidings_benchmarks.stores import BenchStore, redacted
+from tidings_benchmarks.timeline_floor import FloorPostgres
+from tidings_benchmarks.timeline_report import summarise
 
 MODELS = ("push", "pull", "hybrid")
 FIGURES = ("submit", "first page", "later page")
@@ -161,7 +159,7 @@ def reads(t: Tidings, seed: Seed | None, model: str, users: list[int],
           phases: Phases, raw: Seed | None = None) -> None:
     """Time the first and later pages of ``users`` on tidings and on the seed (and the raw
     limit's pull pages, if given), the sides taking turns in blocks
-    (:func:`~tidings.bench.measure.alternating`)."""
+    (:func:`~tidings_benchmarks.measure.alternating`)."""
     def first(u: int) -> object:
         return t.timeline(tl.user_id(u), limit=20)
 
@@ -246,7 +244,7 @@ def due_rows(data: tl.Data, model: str, messages: list[tuple[int, str]],
 
 
 def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSettings,
-              seed: timeline_seed.SeedTimelines | None, db: Database, rng: random.Random,
+              seed: timeline_seed.SeedTimelines | None, rng: random.Random,
               progress: Progress, raw: timeline_seed.RawPostgres | None = None,
               floors: Sequence[FloorPostgres] = ()) -> dict[str, Any] | None:
     celebrities = data.celebrities(settings.threshold()) if model == "hybrid" else []
@@ -259,10 +257,10 @@ def one_model(store: BenchStore, data: tl.Data, model: str, settings: TimelineSe
         rows = tl.prepare_model(store.url, data, model, t.config.timeline_cap,
                                 settings.threshold(), partial(progress.advance, task))
         progress.remove_task(task)
-        store.analyze(db)
+        store.analyze()
         load_seconds = tl.elapsed(started)
         check(t, store.url, data, seed, model, rng, raw)
-        sizes = table_bytes(store.url, [tb.name for tb in metadata.sorted_tables])
+        sizes = table_bytes(store.url, store.tables)
         seed_sizes = table_bytes(store.url, timeline_seed.TABLES) if seed else None
         floors = floors if model == "push" else ()
         for side in floors:  # from the mailboxes just built
@@ -302,12 +300,11 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
     task = progress.add_task(f"{graph}: generating the data", total=None)
     data = tl.generate(graph, settings.scale, settings.seed)
     progress.remove_task(task)
-    db = Database(store.url, pool_size=0)
     seed: timeline_seed.SeedTimelines | None = None
     raw: timeline_seed.RawPostgres | None = None
     floors: list[FloorPostgres] = []
     try:
-        store.empty_tables(db, keep=("alembic_version",))
+        store.empty_tables()
         started = time.perf_counter()
         task = progress.add_task(f"{graph}: loading {data.messages:,} messages",
                                  total=data.messages)
@@ -334,7 +331,7 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
         models = []
         with frozen_heap():  # the data set, kept for the whole graph, out of the GC's passes
             for model in settings.models:
-                done = one_model(store, data, model, settings, seed, db, rng, progress,
+                done = one_model(store, data, model, settings, seed, rng, progress,
                                  raw, floors)
                 if done is None:
                     notes.append(f"{model}: not in this build of tidings (Config has no "
@@ -346,7 +343,6 @@ def one_graph(store: BenchStore, graph: str, settings: TimelineSettings, rng: ra
         for side in (seed, raw, *floors):
             if side is not None:
                 side.close()
-        db.dispose()
 
 
 def run(settings: TimelineSettings, progress: Progress) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """W4 — HTTP: the W2 reads and publishing through ``tidings serve`` on loopback.
 
-The W2 data set (:mod:`tidings.bench.inbox`: Echo's type mix, bundles, 30 % read) is loaded in
+The W2 data set (:mod:`tidings_benchmarks.inbox`: Echo's type mix, bundles, 30 % read) is loaded in
 a fresh store, then ``tidings serve --workers P --no-worker`` (P server processes, default 2)
 and one ``tidings worker`` process are started on ``127.0.0.1``. A closed-loop load generator
-in this process (:mod:`tidings.bench.loadgen`, N keep-alive connections, each renewed after
+in this process (:mod:`tidings_benchmarks.loadgen`, N keep-alive connections, each renewed after
 :data:`RENEW_AFTER` requests) times, each round, for ``--seconds`` each:
 
 * ``GET /v1/users/{user}/notifications/unread-count`` of random users,
@@ -18,7 +18,7 @@ in this process (:mod:`tidings.bench.loadgen`, N keep-alive connections, each re
 Figures are medians over rounds; latencies (p50/p90/p99) are of every request of every round.
 Answers with another status (a 503 under load, say) are counted as errors, not as throughput.
 
-``--baseline`` also starts the minimal ASGI app of :mod:`tidings.bench.baseline_app` (Starlette
+``--baseline`` also starts the minimal ASGI app of :mod:`tidings_benchmarks.baseline_app` (Starlette
 under uvicorn, as many processes, the raw statements) and times it with the same load generator
 right after each of tidings' phases.
 """
@@ -40,20 +40,20 @@ from rich.progress import Progress
 from rich.table import Table
 from sqlalchemy import func, select
 
-from tidings.bench import BenchFailure
-from tidings.bench.baseline_app import EVENT_SQL
-from tidings.bench.compare import Side, comparison, comparison_table
-from tidings.bench.inbox import World, open_loaded
-from tidings.bench.inbox_raw import ANCHOR, PAGE_SQL, UNREAD_SQL
-from tidings.bench.loadgen import Load, Request, run_load
-from tidings.bench.measure import Latencies, median
-from tidings.bench.memory import RssSampler, memory_table, server_targets, supported
-from tidings.bench.processes import Server, WorkerProcesses, child_env, started
-from tidings.bench.report import environment, fmt_ms, fmt_rate
-from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.engine import Tidings
-from tidings.store.sql.schema import jobs
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks.baseline_app import EVENT_SQL
+from tidings_benchmarks.compare import Side, comparison, comparison_table
+from tidings_benchmarks.inbox import World, open_loaded
+from tidings_benchmarks.inbox_raw import ANCHOR, PAGE_SQL, UNREAD_SQL
+from tidings_benchmarks.loadgen import Load, Request, run_load
+from tidings_benchmarks.measure import Latencies, median
+from tidings_benchmarks.memory import RssSampler, memory_table, server_targets, supported
+from tidings_benchmarks.processes import Server, WorkerProcesses, child_env, started
+from tidings_benchmarks.report import environment, fmt_ms, fmt_rate
+from tidings_benchmarks.sql import jobs
+from tidings_benchmarks.stores import BenchStore, database_of, redacted
 
 UNREAD, PAGE, PUBLISH = "GET unread-count", "GET first page (20)", "POST /v1/events"
 PUBLISH_BUSY = "POST /v1/events, fan-out meanwhile"
@@ -219,12 +219,12 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
 
 
 def baseline_server(url: str, processes: int, api_key: str) -> Server:
-    """The minimal ASGI app of :mod:`tidings.bench.baseline_app` under uvicorn, with as many
+    """The minimal ASGI app of :mod:`tidings_benchmarks.baseline_app` under uvicorn, with as many
     processes as ``tidings serve`` gets."""
     env = child_env(url, TIDINGS_API_KEY=api_key)
     return Server("the baseline app", lambda port: [
-        sys.executable, "-m", "uvicorn", "tidings.bench.baseline_app:app_from_env", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
+        sys.executable, "-m", "uvicorn", "tidings_benchmarks.baseline_app:app_from_env",
+        "--factory", "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
         "--no-access-log", "--log-level", "warning"], env)
 
 

@@ -22,15 +22,18 @@ from typing import Protocol
 import httpx
 
 import tidings
-from tidings.bench import BenchFailure
+import tidings_benchmarks as benchmarks
+from tidings_benchmarks import BenchFailure
 
 READY = "worker started"
-SRC = str(Path(tidings.__file__).resolve().parents[1])
+# where this process found tidings and the benchmarks, installed or not
+SRC = os.pathsep.join(dict.fromkeys(
+    str(Path(module.__file__ or "").resolve().parents[1]) for module in (tidings, benchmarks)))
 
 
 def child_env(url: str, **settings: str) -> dict[str, str]:
-    """The environment of a `tidings` child process on ``url``: the same tidings as this
-    process (installed or not), plus ``settings``."""
+    """The environment of a `tidings` child process on ``url``: the same tidings and benchmarks
+    as this process (installed or not), plus ``settings``."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": SRC + (os.pathsep + path if path else ""),
             "TIDINGS_DATABASE_URL": url, **settings}
@@ -137,7 +140,7 @@ class Server:
     """An HTTP server on a free loopback port, as a context manager; ``port`` once started.
 
     :meth:`tidings_serve` makes one for ``tidings serve``; the HTTP baseline
-    (:mod:`tidings.bench.baseline_app`) runs under uvicorn the same way.
+    (:mod:`tidings_benchmarks.baseline_app`) runs under uvicorn the same way.
     """
 
     def __init__(self, name: str, argv: Callable[[int], list[str]], env: dict[str, str], *,

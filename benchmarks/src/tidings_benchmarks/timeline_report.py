@@ -8,9 +8,9 @@ from typing import Any
 
 from rich.table import Table
 
-from tidings.bench.compare import Side, comparison, fmt_ratio, ratio
-from tidings.bench.measure import Latencies, median
-from tidings.bench.report import fmt_ms, fmt_rate
+from tidings_benchmarks.compare import Side, comparison, fmt_ratio, ratio
+from tidings_benchmarks.measure import Latencies, median
+from tidings_benchmarks.report import fmt_ms, fmt_rate
 
 # The seed article's figures (MySQL 5.1, 2008; ../shared/BENCH.md W1), by (model, figure).
 ARTICLE = {("push", "submit"): 560.0, ("push", "first page"): 1300.0,
@@ -190,7 +190,7 @@ def raw_table(result: dict[str, Any], graph: str) -> Table:
 
 
 def floor_table(result: dict[str, Any], graph: str) -> Table:
-    """Push submit of ``graph`` beside its SQL floor (:mod:`tidings.bench.timeline_floor`)."""
+    """Push submit of ``graph`` beside its SQL floor (:mod:`tidings_benchmarks.timeline_floor`)."""
     table = Table(title=f"W1 push submit, {graph} graph: beside its SQL floor (tidings' own "
                         "statements per block — publish with the jobs, claim, push with the "
                         "cap, jobs deleted — with nothing run between them; the same rounds)",

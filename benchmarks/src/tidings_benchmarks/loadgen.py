@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tidings.bench import BenchFailure
+from tidings_benchmarks import BenchFailure
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tidings.bench.raw import RawConnection
 from tidings.domain.bundling import bundle_hash, display_hash
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
+from tidings_benchmarks.raw import RawConnection
 
 ANCHOR = "bench-anchors/raw_postgresql.py"
 EVENT_TYPE = EventType("bench.post", category="bench", audience=("actor_followers",))

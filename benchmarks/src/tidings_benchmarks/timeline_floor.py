@@ -24,10 +24,10 @@ from typing import Any
 
 import psycopg
 
-from tidings.bench import BenchFailure
-from tidings.bench.raw import parse, pg_params
-from tidings.bench.timeline_data import POST, payload, user_id
 from tidings.store.sql import timelinecap
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks.raw import parse, pg_params
+from tidings_benchmarks.timeline_data import POST, payload, user_id
 
 SCHEMA = "tidings_bench_floor"
 TABLES = ("events", "jobs", "timelines", "timeline_state")

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tidings.bench.raw import RawConnection
-from tidings.bench.timeline_data import Data, empty_table
+from tidings_benchmarks.raw import RawConnection
+from tidings_benchmarks.timeline_data import Data, empty_table
 
 ANCHOR_MARIADB = "bench-anchors/seed_sql_mariadb.py"
 ANCHOR_PG = "bench-anchors/raw_postgresql.py"

@@ -1,16 +1,17 @@
 """W3 — fan-out (LiveJournal ESN): one event to N followers, delivered by W worker processes;
-then the seed's many small fan-outs (events to ~43 followers, :mod:`tidings.bench.push`).
+then the seed's many small fan-outs (events to ~43 followers, :mod:`tidings_benchmarks.push`).
 
 For each N the store is emptied and N follows of one actor are loaded in bulk (``COPY`` on
 PostgreSQL, multi-row ``INSERT`` elsewhere). For each W, W ``tidings worker`` processes are
 started and left to reach their polling loop; then, each round, one event is published and the
-clock runs until every inbox row is written (read off the job queue: :mod:`tidings.bench.jobwait`).
-The notifications are then counted once, in the server: N rows for N distinct users, each a
-follower, or the bench fails (nothing lost or doubled). Each worker's RSS is sampled from before
-the first round's event to after the last (:mod:`tidings.bench.memory`): start, peak, end.
+clock runs until every inbox row is written (read off the job queue:
+:mod:`tidings_benchmarks.jobwait`). The notifications are then counted once, in the server: N
+rows for N distinct users, each a follower, or the bench fails (nothing lost or doubled). Each
+worker's RSS is sampled from before the first round's event to after the last
+(:mod:`tidings_benchmarks.memory`): start, peak, end.
 
 ``--baseline`` then writes the same N rows with the raw statements of
-:mod:`tidings.bench.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
+:mod:`tidings_benchmarks.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
 client), round by round, and the push rounds with the seed's push statement. ``--sweep`` runs
 1, 2 and 4 workers and adds each figure's curve over the number of workers.
 """
@@ -28,19 +29,24 @@ from typing import Any, TypeVar
 from rich.progress import Progress
 from rich.table import Table
 
-from tidings.bench import BenchFailure
-from tidings.bench import push as push_workload
-from tidings.bench.compare import Side, comparison, comparison_table, point, sweep_table
-from tidings.bench.fanout_raw import EVENT_TYPE, OBJECT, STATEMENTS, RawFanout, write_follows
-from tidings.bench.jobwait import KEEP_BETWEEN_ROUNDS, delivered, wait_for_fanout, wait_for_queue
-from tidings.bench.measure import median, percentile
-from tidings.bench.memory import RssSampler, fmt_pct, memory_table
-from tidings.bench.processes import WorkerProcesses
-from tidings.bench.report import environment, fmt_rate
-from tidings.bench.stores import BenchStore, database_of, redacted
 from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks import push as push_workload
+from tidings_benchmarks.compare import Side, comparison, comparison_table, point, sweep_table
+from tidings_benchmarks.fanout_raw import EVENT_TYPE, OBJECT, STATEMENTS, RawFanout, write_follows
+from tidings_benchmarks.jobwait import (
+    KEEP_BETWEEN_ROUNDS,
+    delivered,
+    wait_for_fanout,
+    wait_for_queue,
+)
+from tidings_benchmarks.measure import median, percentile
+from tidings_benchmarks.memory import RssSampler, fmt_pct, memory_table
+from tidings_benchmarks.processes import WorkerProcesses
+from tidings_benchmarks.report import environment, fmt_rate
+from tidings_benchmarks.stores import BenchStore, database_of, redacted
 
 T = TypeVar("T")
 ACTOR = "bench-star"
@@ -124,7 +130,7 @@ def raw_rounds(store: BenchStore, t: Tidings, raw: RawFanout, subscribers: int, 
     task = progress.add_task(f"baseline: {subscribers:,} rows", total=2 * rounds)
     for name, job in (("INSERT…SELECT", raw.insert_select), ("COPY", raw.copy)):
         for _ in range(rounds):
-            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
             started = time.perf_counter()
             written = job(ACTOR, time.time_ns() // 1000)
             seconds[name].append(time.perf_counter() - started)
@@ -156,7 +162,7 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                 bool(settings.push_events) * (len(workers) + (raw is not None)))
             overall = progress.add_task("fan-out runs (rounds)", total=runs * settings.rounds)
             for subscribers in settings.subscribers:
-                store.empty_tables(database_of(t))
+                store.empty_tables()
                 t.define_type(EVENT_TYPE)  # before the workers start, so they read it
                 loading = progress.add_task(f"loading {subscribers:,} follows",
                                             total=subscribers)
@@ -164,13 +170,13 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                                                   for i in range(subscribers)),
                                                  partial(progress.advance, loading)))
                 progress.remove_task(loading)
-                store.analyze(database_of(t))
+                store.analyze()
                 for count in workers:
                     seconds: list[float] = []
                     with _workers(store, settings, count) as procs, \
                             RssSampler(procs.pids) as rss:
                         for r in range(settings.rounds):
-                            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+                            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
                             seconds.append(one_round(t, settings, subscribers, procs,
                                                      progress, label))
@@ -215,11 +221,11 @@ def _workers(store: BenchStore, settings: FanoutSettings, count: int) -> WorkerP
 def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, settings: FanoutSettings,
           workers: Sequence[int], rng: random.Random, progress: Progress) -> dict[str, Any]:
     """Events to ~43 followers: tidings at each worker count, then the seed's statement."""
-    store.empty_tables(database_of(t))
+    store.empty_tables()
     t.define_type(EVENT_TYPE)
     users = max(push_workload.FOLLOWEES + 1, round(settings.push_users * settings.scale))
     graph = push_workload.load_graph(store.url, users, rng, progress)
-    store.analyze(database_of(t))
+    store.analyze()
     actors = [rng.choices(graph.users, k=settings.push_events) for _ in range(settings.rounds)]
     seconds: dict[str, list[float]] = {}
     task = progress.add_task(f"{settings.push_events:,} events to ~43 followers",
@@ -227,13 +233,13 @@ def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, settings: Fanout
     for count in workers:
         with _workers(store, settings, count) as procs:
             for chosen in actors:
-                store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+                store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
                 seconds.setdefault(str(count), []).append(push_workload.tidings_round(
                     t, graph, chosen, procs, settings.timeout))
                 progress.advance(task)
     if raw is not None:
         for chosen in actors:
-            store.empty_tables(database_of(t), keep=KEEP_BETWEEN_ROUNDS)
+            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
             seconds.setdefault("baseline", []).append(push_workload.raw_round(raw, graph, chosen))
             progress.advance(task)
     progress.remove_task(task)

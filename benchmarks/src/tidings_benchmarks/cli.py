@@ -18,19 +18,19 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tidings.bench import HELP as BENCH_HELP
-from tidings.bench import BenchFailure
-from tidings.bench import fanout as fanout_workload
-from tidings.bench import http as http_workload
-from tidings.bench import inbox as inbox_workload
-from tidings.bench import plot as bench_plot
-from tidings.bench import sweep as sweep_workload
-from tidings.bench import timelines as timelines_workload
-from tidings.bench.compare import Side, comparison
-from tidings.bench.report import environment, write_json
-from tidings.bench.timeline_data import GRAPHS
-from tidings.bench.timeline_report import tables as timeline_tables
 from tidings.config import Config
+from tidings_benchmarks import HELP as BENCH_HELP
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks import fanout as fanout_workload
+from tidings_benchmarks import http as http_workload
+from tidings_benchmarks import inbox as inbox_workload
+from tidings_benchmarks import plot as bench_plot
+from tidings_benchmarks import sweep as sweep_workload
+from tidings_benchmarks import timelines as timelines_workload
+from tidings_benchmarks.compare import Side, comparison
+from tidings_benchmarks.report import environment, write_json
+from tidings_benchmarks.timeline_data import GRAPHS
+from tidings_benchmarks.timeline_report import tables as timeline_tables
 
 bench_app = typer.Typer(
     help=BENCH_HELP,
@@ -41,7 +41,7 @@ if not console.is_terminal:  # a file or a pipe: keep each table row on one line
     console = Console(width=200)
 err = Console(stderr=True)
 S = TypeVar("S")
-# What each figure of the Redis hot-store bench (tidings.bench.hot) runs as its baseline.
+# What each figure of the Redis hot-store bench (tidings_benchmarks.hot) runs as its baseline.
 HOT_BASELINES = {
     "fan-out rows/s": ("rows/s", "server-side Lua fan-out: ZADD + trim per follower, 43 "
                                  "followers a message, one message a round trip"),
@@ -68,7 +68,7 @@ BaselineOption = Annotated[bool, typer.Option(
 PlotOption = Annotated[Path | None, typer.Option(
     "--plot", metavar="FILE.png", dir_okay=False,
     help="Also draw the ratios (and --sweep's curves) to this PNG; needs matplotlib: "
-         "pip install 'tidings[bench]'.")]
+         "pip install -e './benchmarks[plot]'.")]
 
 
 def _counts(text: str, option: str, scale: float = 1.0) -> tuple[int, ...]:
@@ -189,7 +189,7 @@ def inbox(
 def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict[str, Any]:
     import tempfile
 
-    from tidings.bench import hot
+    from tidings_benchmarks import hot
 
     url, scale, rounds, ops, seed = settings
     with tempfile.TemporaryDirectory(prefix="tidings-bench-") as folder:
@@ -208,7 +208,7 @@ def _hot(settings: tuple[str, float, int, int, int], progress: Progress) -> dict
 
 
 def _hot_table(result: dict[str, Any]) -> list[Table]:
-    from tidings.bench import hot, hot_floor
+    from tidings_benchmarks import hot, hot_floor
 
     tables: list[Table] = [hot.table(result)]
     if result["data"].get("floors"):
@@ -300,7 +300,7 @@ def timelines(
 
 def _hot_timelines(settings: timelines_workload.TimelineSettings, progress: Progress
                    ) -> dict[str, Any]:
-    from tidings.bench import timeline_hot
+    from tidings_benchmarks import timeline_hot
 
     assert settings.store is not None
     return timeline_hot.run(settings, settings.store, progress)

@@ -1,10 +1,12 @@
-"""Benchmarks that ship with tidings: `tidings bench fanout` (W3), `tidings bench inbox` (W2).
+"""The benchmarks of tidings, a package of their own (the repository's ``benchmarks/``) that
+``tidings bench`` loads when it is installed: `tidings bench timelines` (W1), `tidings bench
+inbox` (W2), `tidings bench fanout` (W3), `tidings bench http` (W4).
 
-Each workload module sets up a throwaway store (:mod:`tidings.bench.stores`), loads data, times
-the operations through the public :class:`~tidings.engine.Tidings` API (or real ``tidings worker``
-processes) and returns a plain dict that :mod:`tidings.bench.report` prints as a table and writes
-as JSON. Figures are medians over rounds, with p50/p90/p99 latencies for per-request figures.
-They are never asserted in tests: the machines are shared and noisy.
+Each workload module sets up a throwaway store (:mod:`tidings_benchmarks.stores`), loads data,
+times the operations through the public :class:`~tidings.engine.Tidings` API (or real ``tidings
+worker`` processes) and returns a plain dict that :mod:`tidings_benchmarks.report` prints as a
+table and writes as JSON. Figures are medians over rounds, with p50/p90/p99 latencies for
+per-request figures. They are never asserted in tests: the machines are shared and noisy.
 """
 
 from __future__ import annotations

@@ -29,9 +29,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from tidings.bench.raw import RawConnection
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
+from tidings_benchmarks.raw import RawConnection
 
 FOLLOWEES = 42.9
 SKEW = 0.8

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tidings.bench.raw import RawConnection
+from tidings_benchmarks.raw import RawConnection
 
 
 def table_bytes(url: str, tables: Sequence[str]) -> dict[str, int]:

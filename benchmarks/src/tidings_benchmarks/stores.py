@@ -15,15 +15,16 @@ import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from tidings.engine import Tidings
 from tidings.exceptions import ConfigError
-from tidings.store.sql.database import Database, normalise_url
-from tidings.store.sql.migrate import upgrade
-from tidings.store.sql.schema import metadata
+from tidings_benchmarks.sql import SqlDatabase, normalise_url
+
+# The bench's own connections to the bench stores now open, by URL (see database_of).
+_OPEN: dict[str, SqlDatabase] = {}
 
 
 def redacted(url: str) -> str:
@@ -67,6 +68,8 @@ class BenchStore:
                 f"--store: unsupported backend {self.backend!r}; use sqlite, postgresql or "
                 "mysql+pymysql")
         self._created = False
+        self._db: SqlDatabase | None = None
+        self.tables: list[str] = []  # tidings' own, made by its migrations
 
     def __enter__(self) -> BenchStore:
         self.create()
@@ -88,7 +91,17 @@ class BenchStore:
                 raise ConfigError(f"--store: cannot create a database on "
                                   f"{redacted(self.requested)}: {first}") from None
         self._created = True
-        upgrade(self.url)
+        # tidings' migrations alone: a hot store named in the environment is not this store
+        Tidings.open(self.url, migrate=True, hot_store_url=None).close()
+        self.tables = [t.name for t in self.db.tables() if t.name != "alembic_version"]
+
+    @property
+    def db(self) -> SqlDatabase:
+        """The bench's own connection to this store (counts, the job queue, emptying)."""
+        if self._db is None:
+            self._db = SqlDatabase(self.url)
+            _OPEN[self._db.url] = self._db  # replacing any unpooled one
+        return self._db
 
     def drop(self) -> None:
         """Remove the database (or files) this store made; safe to call twice."""
@@ -96,6 +109,10 @@ class BenchStore:
             self._remove_temp_dir()
             return
         self._created = False
+        if self._db is not None:
+            _OPEN.pop(self._db.url, None)
+            self._db.dispose()
+            self._db = None
         if self.backend == "postgresql":
             self._admin(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -126,14 +143,9 @@ class BenchStore:
 
     # -- inside the store ----------------------------------------------------------------------
 
-    def empty_tables(self, db: Database, *, keep: Collection[str] = ()) -> None:
+    def empty_tables(self, *, keep: Collection[str] = ()) -> None:
         """Delete every row of every tidings table except those in ``keep``."""
-        if make_url(db.url).database != make_url(normalise_url(self.url)).database:
-            raise ValueError(f"{redacted(db.url)} is not this bench's store")
-        with db.read() as conn:
-            present = set(inspect(conn).get_table_names())
-        names = [t.name for t in reversed(metadata.sorted_tables)
-                 if t.name in present and t.name not in keep]
+        names = [name for name in reversed(self.tables) if name not in keep]
         if not names:
             return
 
@@ -149,30 +161,32 @@ class BenchStore:
 
         # retried on a deadlock: a worker process left running between rounds may start a
         # unit of its own (its periodic jobs) just as the tables are emptied
-        db.transact(empty)
+        self.db.transact(empty)
 
-    def analyze(self, db: Database) -> None:
+    def analyze(self) -> None:
         """Refresh the planner's statistics after a bulk load, as a deployment's background
         maintenance would; on PostgreSQL also the visibility map (``VACUUM``, autovacuum's job),
         without which an index-only scan (the capped unread count) reads every row's heap page
         to check it is visible."""
         if self.backend == "postgresql":
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            with self.db.read() as conn:
                 conn.execute(text("VACUUM ANALYZE"))  # VACUUM runs outside a transaction
             return
-        with db.write() as conn:
+        with self.db.write() as conn:
             if self.backend == "mysql":
-                present = set(inspect(conn).get_table_names())
-                names = ", ".join(f"`{t.name}`" for t in metadata.sorted_tables
-                                  if t.name in present)
+                names = ", ".join(f"`{name}`" for name in self.tables)
                 conn.execute(text(f"ANALYZE TABLE {names}"))
             else:
                 conn.execute(text("ANALYZE"))
 
 
-def database_of(t: Tidings) -> Database:
-    """The SQL database under an engine: the benchmarks' raw baselines talk to it directly."""
-    db = getattr(t.store, "db", None)
-    if not isinstance(db, Database):
-        raise ConfigError(f"this benchmark needs a SQL store, not {t.store.backend!r}")
+def database_of(t: Tidings) -> SqlDatabase:
+    """The bench's own connection to the SQL store under an engine: a :class:`BenchStore`'s
+    while it is open, else one that keeps no connection open between uses."""
+    url = normalise_url(t.config.database_url)
+    db = _OPEN.get(url)
+    if db is None:
+        if not url.startswith(("sqlite", "postgresql", "mysql")):
+            raise ConfigError(f"this benchmark needs a SQL store, not {redacted(url)}")
+        db = _OPEN[url] = SqlDatabase(url, pooled=False)
     return db

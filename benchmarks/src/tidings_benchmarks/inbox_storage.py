@@ -1,7 +1,7 @@
 """W2's storage figure: bytes on disk per notification row, indexes included.
 
 Measured once the W2 data set is loaded and the statistics refreshed (``VACUUM ANALYZE`` on
-PostgreSQL), with :mod:`tidings.bench.storage`. Three figures, each divided by the number of
+PostgreSQL), with :mod:`tidings_benchmarks.storage`. Three figures, each divided by the number of
 notification rows:
 
 * ``notifications`` — the inbox table itself with its primary key and indexes: one row per
@@ -22,9 +22,9 @@ from typing import Any
 
 from rich.table import Table
 
-from tidings.bench import BenchFailure, inbox_django
-from tidings.bench.raw import RawConnection
-from tidings.bench.storage import relation_bytes, table_bytes
+from tidings_benchmarks import BenchFailure, inbox_django
+from tidings_benchmarks.raw import RawConnection
+from tidings_benchmarks.storage import relation_bytes, table_bytes
 
 GOAL_BYTES = 100
 ANCHOR_BYTES = 195
@@ -40,7 +40,7 @@ FIGURES = (
 def measure(url: str, rows: int, *, baseline: bool = False) -> dict[str, Any]:
     """The storage figures of the store at ``url`` holding ``rows`` notifications; with
     ``baseline``, on PostgreSQL, those of the same rows in django-notifications-hq's table
-    (:mod:`tidings.bench.inbox_django`) too."""
+    (:mod:`tidings_benchmarks.inbox_django`) too."""
     sizes = table_bytes(url, FIGURES[-1][1])
     figures = [{"figure": name, "tables": list(tables),
                 "bytes": sum(sizes[table] for table in tables),

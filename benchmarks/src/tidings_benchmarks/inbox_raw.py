@@ -9,7 +9,7 @@ all read, from ``../shared/bench-anchors/raw_postgresql.py``, on tidings' own ta
   row a watermark needs, the Gazelle design the anchors point to).
 
 Each is one statement, one round trip, autocommit. The same SQL serves the HTTP baseline
-(:mod:`tidings.bench.baseline_app`).
+(:mod:`tidings_benchmarks.baseline_app`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tidings.bench.raw import RawConnection
 from tidings.domain.bundling import UNREAD_CAP
+from tidings_benchmarks.raw import RawConnection
 
 ANCHOR = "bench-anchors/raw_postgresql.py"
 

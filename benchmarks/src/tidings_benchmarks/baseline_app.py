@@ -1,8 +1,8 @@
 """W4's baseline: a minimal ASGI app (Starlette) answering the routes W4 times with the raw
-statements of W2's baseline (:mod:`tidings.bench.inbox_raw`), run by uvicorn with as many
+statements of W2's baseline (:mod:`tidings_benchmarks.inbox_raw`), run by uvicorn with as many
 processes as ``tidings serve`` gets::
 
-    TIDINGS_DATABASE_URL=… TIDINGS_API_KEY=… uvicorn tidings.bench.baseline_app:app_from_env \\
+    TIDINGS_DATABASE_URL=… TIDINGS_API_KEY=… uvicorn tidings_benchmarks.baseline_app:app_from_env \\
         --factory --workers 2
 
 * ``GET /v1/users/{user}/notifications/unread-count`` — the capped count, ``{"count": n}``;
@@ -38,8 +38,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tidings.bench.inbox_raw import PAGE_COLUMNS, PAGE_SQL, UNREAD_SQL
-from tidings.bench.raw import RawConnection, Row, parse, pg_params, style
+from tidings_benchmarks.inbox_raw import PAGE_COLUMNS, PAGE_SQL, UNREAD_SQL
+from tidings_benchmarks.raw import RawConnection, Row, parse, pg_params, style
 
 POOL_SIZE = 5
 _EVENT_INSERT = ("INSERT INTO events (type, actor, object, payload, recipients, exclude, "

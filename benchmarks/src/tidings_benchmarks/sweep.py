@@ -22,10 +22,6 @@ from typing import Any
 
 from rich.progress import Progress
 
-from tidings.bench.compare import point
-from tidings.bench.inbox_raw import RawInbox
-from tidings.bench.measure import Timed, median, time_each
-from tidings.bench.raw import RawConnection
 from tidings.domain.bundling import (
     ACTOR_SCAN,
     Summary,
@@ -39,6 +35,10 @@ from tidings.domain.events import Event, Limits, validate_event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.store.sql import groupsummary
+from tidings_benchmarks.compare import point
+from tidings_benchmarks.inbox_raw import RawInbox
+from tidings_benchmarks.measure import Timed, median, time_each
+from tidings_benchmarks.raw import RawConnection
 
 SIZES = (100, 1_000, 10_000, 100_000)
 STEP_US = 1_000  # the sweep's notifications arrived a millisecond apart

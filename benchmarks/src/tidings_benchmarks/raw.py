@@ -18,7 +18,7 @@ import psycopg
 import pymysql  # type: ignore[import-untyped]
 from sqlalchemy.engine import URL, make_url
 
-from tidings.store.sql.database import normalise_url
+from tidings_benchmarks.sql import normalise_url
 
 Row = tuple[Any, ...]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidings.bench.raw import RawConnection
-from tidings.bench.storage import relation_bytes, table_bytes
+from tidings_benchmarks.raw import RawConnection
+from tidings_benchmarks.storage import relation_bytes, table_bytes
 
 TABLE = "notifications_notification"
 WHAT = ("django-notifications-hq 1.8's notifications_notification (11 indexes) filled with the "

@@ -25,14 +25,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from rich.progress import Progress
 
-from tidings.bench import timeline_data as tl
-from tidings.bench.hot import RAW_LUA
-from tidings.bench.measure import frozen_heap
-from tidings.bench.raw import RawConnection
-from tidings.bench.report import environment
-from tidings.bench.storage import table_bytes
-from tidings.bench.timeline_report import REDIS_GOALS, summarise
-from tidings.bench.timelines import (
+from tidings.engine import Tidings
+from tidings.store.redis.client import Redis
+from tidings.store.redis.keys import Keys
+from tidings.store.redis.timeline import enc
+from tidings_benchmarks import timeline_data as tl
+from tidings_benchmarks.hot import RAW_LUA
+from tidings_benchmarks.measure import frozen_heap
+from tidings_benchmarks.raw import RawConnection
+from tidings_benchmarks.report import environment
+from tidings_benchmarks.storage import table_bytes
+from tidings_benchmarks.timeline_report import REDIS_GOALS, summarise
+from tidings_benchmarks.timelines import (
     Phases,
     TimelineSettings,
     check,
@@ -41,10 +45,6 @@ from tidings.bench.timelines import (
     reads,
     submits,
 )
-from tidings.store.redis.client import Redis
-from tidings.store.redis.keys import Keys
-from tidings.store.redis.timeline import enc
-from tidings.store.sql.migrate import upgrade
 
 CAP = 800
 ANCHOR = "bench-anchors/raw_redis.py"
@@ -259,7 +259,7 @@ def run(settings: TimelineSettings, url: str, progress: Progress) -> dict[str, A
         with tempfile.TemporaryDirectory(prefix="tidings-bench-") as folder:
             for graph in settings.graphs:
                 sql_url = f"sqlite:///{folder}/{graph}.db"
-                upgrade(sql_url)
+                Tidings.open(sql_url, migrate=True, hot_store_url=None).close()
                 data = tl.generate(graph, settings.scale, settings.seed)
                 task = progress.add_task(f"{graph}: loading {data.messages:,} messages",
                                          total=data.messages)

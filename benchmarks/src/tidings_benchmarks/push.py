@@ -7,7 +7,7 @@ events, one after another through :meth:`Tidings.publish` (each durable on retur
 users, while W ``tidings worker`` processes fan them out; the clock stops when the last inbox
 row is committed, and the rows are then counted against the followers the actors have. The
 baseline runs the seed's push statement for the same actors, committed per event
-(:meth:`tidings.bench.fanout_raw.RawFanout.push`).
+(:meth:`tidings_benchmarks.fanout_raw.RawFanout.push`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from rich.progress import Progress
 
-from tidings.bench import BenchFailure
-from tidings.bench.fanout_raw import EVENT_TYPE, OBJECT, RawFanout, write_follows
-from tidings.bench.jobwait import count_rows, wait_for_fanout, wait_for_queue
-from tidings.bench.processes import WorkerProcesses
-from tidings.bench.stores import database_of
 from tidings.domain.events import Event
 from tidings.engine import Tidings
+from tidings_benchmarks import BenchFailure
+from tidings_benchmarks.fanout_raw import EVENT_TYPE, OBJECT, RawFanout, write_follows
+from tidings_benchmarks.jobwait import count_rows, wait_for_fanout, wait_for_queue
+from tidings_benchmarks.processes import WorkerProcesses
+from tidings_benchmarks.stores import database_of
 
 FOLLOWEES = 43
 

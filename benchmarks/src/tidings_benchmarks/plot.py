@@ -1,8 +1,8 @@
 """``--plot FILE.png``: a bench's ratios as bars and, after ``--sweep``, its curves.
 
-matplotlib is optional (``pip install 'tidings[bench]'``): :func:`require` says how to get it
+matplotlib is optional (the ``plot`` extra): :func:`require` says how to get it
 before a bench starts, rather than after it has run for minutes. It is imported as a plain
-module (``Any``), so type-checking tidings never needs it installed.
+module (``Any``), so type-checking the benchmarks never needs it installed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-INSTALL = "pip install 'tidings[bench]'"
+INSTALL = "pip install -e './benchmarks[plot]' (from a checkout of tidings)"
 
 
 class PlotUnavailable(Exception):
