@@ -106,8 +106,10 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
     app.add_middleware(SecurityHeaders, docs_paths=docs.PAGES)
-    # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
+    # Bearer tokens, no cookies: by default any site may embed <tidings-bell> and call the
+    # API; TIDINGS_CORS_ORIGINS narrows that to the sites named.
+    app.add_middleware(CORSMiddleware, allow_origins=list(tidings.config.cors_origins),
+                       allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
                        expose_headers=["X-Request-Id", "Retry-After"])
     if demo_users is not None:
