@@ -28,8 +28,9 @@ from tidings.api import (
     web,
 )
 from tidings.api.auth import Authenticator
-from tidings.api.deps import me_user, no_unknown_query, path_user
+from tidings.api.deps import me_user, no_unknown_query, path_user, principal
 from tidings.api.headers import SecurityHeaders
+from tidings.api.hostauth import UserResolver, principal_with
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
 from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
@@ -56,12 +57,16 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
                max_body_bytes: int = 4 * 1024 * 1024, max_header_bytes: int = 32 * 1024,
                max_streams: int = 200,
                max_streams_per_user: int = 5, stream_write_timeout: float | None = None,
-               demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
+               demo_users: list[tuple[str, str]] | None = None,
+               user_resolver: UserResolver | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process;
     ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's;
     ``user_rate_per_second`` is each user token's request rate (0: no limit);
     ``stream_write_timeout`` (default ``TIDINGS_STREAM_WRITE_TIMEOUT``) is how long a write to
-    a stream may wait for its client to read before the connection is cut."""
+    a stream may wait for its client to read before the connection is cut.
+    ``user_resolver``, a FastAPI dependency of a host application that returns the signed-in
+    user's id (or None), makes that sign-in a user of the API (:mod:`tidings.api.hostauth`;
+    mounting the app in another: docs/mount.md)."""
     metrics = Metrics(queue=tidings.queue.figures)
     write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
                      else stream_write_timeout)
@@ -100,7 +105,10 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     docs.install(app)
-    hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    if user_resolver is None:  # the hot reads know tidings' own credentials only
+        hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    else:
+        app.dependency_overrides[principal] = principal_with(user_resolver)
     hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
