@@ -73,6 +73,14 @@ def test_every_part_of_tidings_is_served_under_the_prefix(site: LiveServer) -> N
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         page = http.get(f"{PREFIX}/nothing-here")
         assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+        assert f'href="{PREFIX}/static/tidings.css"' in page.text
+        assert f'href="{PREFIX}/"' in page.text and 'href="/static' not in page.text
+        # the one-click unsubscribe posts a form, not JSON, under the prefix too
+        form = http.post(f"{PREFIX}/v1/unsubscribe/bob.0123abcd",
+                         data={"List-Unsubscribe": "One-Click"})
+        assert form.status_code == 404, form.text
+        lost = http.get(f"{PREFIX}/static/missing.css")  # 404 of the static files, likewise
+        assert lost.status_code == 404 and f'href="{PREFIX}/"' in lost.text
 
 
 def test_the_python_client_and_the_worker_work_through_the_mount(site: LiveServer) -> None:

@@ -32,6 +32,7 @@ from tidings.api.deps import me_user, no_unknown_query, path_user, principal
 from tidings.api.headers import SecurityHeaders
 from tidings.api.hostauth import UserResolver, principal_with
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
+from tidings.api.paths import keep_root
 from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
 from tidings.config import Config
@@ -47,6 +48,7 @@ class Api(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope[TRANSPORT] = transport_of(send)
+            keep_root(scope)
         await super().__call__(scope, receive, send)
 
 

@@ -17,6 +17,8 @@ from fastapi.openapi.docs import (
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from tidings.api.paths import app_root
+
 SWAGGER = "/docs"
 REDOC = "/redoc"
 OAUTH2_REDIRECT = "/docs/oauth2-redirect"
@@ -56,5 +58,4 @@ def install(app: FastAPI) -> None:
 
 def _root(request: Request) -> str:
     """The prefix the app is mounted under ("" at the root): the pages' links carry it."""
-    root: str = request.scope.get("root_path", "")
-    return root.rstrip("/")
+    return app_root(request.scope)
