@@ -6,17 +6,20 @@ read by its own dependency) is the user; the server key stays the server."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI, Request
 
-from servers import SERVER_KEY, LiveServer, wait_for
+from engines import TYPES
+from servers import SERVER_KEY, TOKEN_SECRET, LiveServer, serve, wait_for
+from stores import SqlStores
 from tidings.client import ApiError, Client
 
 pytest_plugins = ["servers"]
-pytestmark = pytest.mark.parametrize("api_backend", ["sqlite"])
+ON_SQLITE = pytest.mark.parametrize("api_backend", ["sqlite"])  # the HTTP layer is the point
 
 PREFIX = "/notifications"
 
@@ -50,6 +53,7 @@ def browser_of(site: LiveServer, user: str | None = None, **headers: str) -> htt
     return httpx.Client(base_url=site.base_url, cookies=cookies, headers=headers, timeout=10)
 
 
+@ON_SQLITE
 def test_every_part_of_tidings_is_served_under_the_prefix(site: LiveServer) -> None:
     with browser_of(site) as http:
         assert http.get("/").json() == {"site": "the host's own page"}
@@ -83,6 +87,7 @@ def test_every_part_of_tidings_is_served_under_the_prefix(site: LiveServer) -> N
         assert lost.status_code == 404 and f'href="{PREFIX}/"' in lost.text
 
 
+@ON_SQLITE
 def test_the_python_client_and_the_worker_work_through_the_mount(site: LiveServer) -> None:
     with Client(f"{site.base_url}{PREFIX}", SERVER_KEY) as server:
         server.publish("mention", actor="alice", recipients=["bob"], object="page:Fog")
@@ -92,6 +97,7 @@ def test_the_python_client_and_the_worker_work_through_the_mount(site: LiveServe
         assert [i["actor"] for i in bob.notifications()["items"]] == ["alice"]
 
 
+@ON_SQLITE
 def test_the_hosts_sign_in_is_the_user(site: LiveServer) -> None:
     with Client(f"{site.base_url}{PREFIX}", SERVER_KEY) as server:
         server.publish("mention", actor="alice", recipients=["bob"], object="page:Fog")
@@ -120,6 +126,7 @@ def test_the_hosts_sign_in_is_the_user(site: LiveServer) -> None:
         assert answer.status_code == 401 and "user id" in answer.json()["error"]["message"]
 
 
+@ON_SQLITE
 def test_the_event_stream_under_the_prefix_follows_the_hosts_user(site: LiveServer) -> None:
     events: list[tuple[str, Any]] = []
     with browser_of(site, "bob") as bob, bob.stream(
@@ -141,8 +148,48 @@ def test_the_event_stream_under_the_prefix_follows_the_hosts_user(site: LiveServ
     assert events[-1][0] == "notification" and "alice" in events[-1][1]
 
 
+@ON_SQLITE
 def test_a_user_the_host_does_not_know_gets_no_one_elses_data(site: LiveServer) -> None:
     with Client(f"{site.base_url}{PREFIX}", None) as anonymous, \
             pytest.raises(ApiError) as refused:
         anonymous.notifications()
     assert refused.value.status == 401
+
+
+MOUNT_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "mount.md"
+
+
+def test_the_guides_example_runs_as_written(sqlite_stores: SqlStores,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    guide = MOUNT_GUIDE.read_text(encoding="utf-8")
+    section = guide.split("## Mounted in a FastAPI or Starlette application", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    url = sqlite_stores.clone()
+    for name, value in {"TIDINGS_DATABASE_URL": url, "TIDINGS_API_KEY": SERVER_KEY,
+                        "TIDINGS_TOKEN_SECRET": TOKEN_SECRET,
+                        "SITE_SECRET": "the site's own secret"}.items():
+        monkeypatch.setenv(name, value)
+    scope: dict[str, Any] = {}
+    exec(compile(example, str(MOUNT_GUIDE), "exec"), scope)  # the guide's own code
+    app, engine = scope["app"], scope["engine"]
+    engine.define_type(TYPES[0])
+
+    @app.get("/login/{user}")  # the site's own sign-in, which the guide leaves to the site
+    async def login(user: str, request: Request) -> dict[str, str]:
+        request.session["user_id"] = user
+        return {"signed_in": user}
+
+    try:
+        with serve(app) as base, httpx.Client(base_url=base, timeout=10) as browser:
+            assert browser.get("/notifications/v1/me/notifications").status_code == 401
+            assert browser.get("/login/bob").status_code == 200  # the session cookie
+            with Client(f"{base}{PREFIX}", SERVER_KEY) as server:
+                server.publish(TYPES[0].name, actor="alice", recipients=["bob"],
+                               object="page:Fog")
+            assert wait_for(lambda: browser.get(
+                "/notifications/v1/me/notifications/unread-count").json()["count"] == 1)
+            items = browser.get("/notifications/v1/me/notifications").json()["items"]
+            assert [item["actor"] for item in items] == ["alice"]
+    finally:
+        engine.close()
+        sqlite_stores.drop(url)
