@@ -28,9 +28,11 @@ from tidings.api import (
     web,
 )
 from tidings.api.auth import Authenticator
-from tidings.api.deps import me_user, no_unknown_query, path_user
+from tidings.api.deps import me_user, no_unknown_query, path_user, principal
 from tidings.api.headers import SecurityHeaders
+from tidings.api.hostauth import UserResolver, principal_with
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
+from tidings.api.paths import keep_root
 from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
 from tidings.config import Config
@@ -46,6 +48,7 @@ class Api(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope[TRANSPORT] = transport_of(send)
+            keep_root(scope)
         await super().__call__(scope, receive, send)
 
 
@@ -56,12 +59,16 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
                max_body_bytes: int = 4 * 1024 * 1024, max_header_bytes: int = 32 * 1024,
                max_streams: int = 200,
                max_streams_per_user: int = 5, stream_write_timeout: float | None = None,
-               demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
+               demo_users: list[tuple[str, str]] | None = None,
+               user_resolver: UserResolver | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process;
     ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's;
     ``user_rate_per_second`` is each user token's request rate (0: no limit);
     ``stream_write_timeout`` (default ``TIDINGS_STREAM_WRITE_TIMEOUT``) is how long a write to
-    a stream may wait for its client to read before the connection is cut."""
+    a stream may wait for its client to read before the connection is cut.
+    ``user_resolver``, a FastAPI dependency of a host application that returns the signed-in
+    user's id (or None), makes that sign-in a user of the API (:mod:`tidings.api.hostauth`;
+    mounting the app in another: docs/mount.md)."""
     metrics = Metrics(queue=tidings.queue.figures)
     write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
                      else stream_write_timeout)
@@ -100,14 +107,19 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     docs.install(app)
-    hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    if user_resolver is None:  # the hot reads know tidings' own credentials only
+        hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    else:
+        app.dependency_overrides[principal] = principal_with(user_resolver)
     hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
     app.add_middleware(SecurityHeaders, docs_paths=docs.PAGES)
-    # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
+    # Bearer tokens, no cookies: by default any site may embed <tidings-bell> and call the
+    # API; TIDINGS_CORS_ORIGINS narrows that to the sites named.
+    app.add_middleware(CORSMiddleware, allow_origins=list(tidings.config.cors_origins),
+                       allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
                        expose_headers=["X-Request-Id", "Retry-After"])
     if demo_users is not None:
