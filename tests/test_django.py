@@ -71,7 +71,7 @@ def env() -> dict[str, str]:
 def test_the_doc_names_every_file_it_asks_for() -> None:
     assert [p for p, _, _ in snippets()] == [
         "mysite/settings.py", "tidings.toml", "blog/models.py", "blog/views.py",
-        "blog/templates/blog/home.html", "mysite/urls.py"]
+        "blog/templates/blog/home.html", "mysite/urls.py", "mysite/asgi.py"]
 
 
 def test_a_new_site_on_sqlite_migrates_tidings_beside_it_and_its_tests_pass(

@@ -1,10 +1,12 @@
-"""The bell on a Django page, in a real Chromium: the project of docs/django.md served by
-``manage.py runserver``, its API by ``tidings serve`` on another origin, a comment saved in
-Django reaching the post author's bell through ``manage.py tidings_worker``."""
+"""The project of docs/django.md served for real: by ``manage.py runserver`` with its API under
+``tidings serve`` on another origin (the bell in Chromium, a comment saved in Django reaching the
+post author's bell through ``manage.py tidings_worker``), and by uvicorn with tidings mounted in
+the site's own ASGI application, the Django session standing for the tidings user."""
 
 # ruff: noqa: F811  (pytest fixtures imported from test_web)
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -98,3 +100,46 @@ def test_a_comment_saved_in_django_reaches_the_bell_on_a_django_page(
     page.locator("tidings-bell .item", has_text="bob commented on Hello").wait_for()
     assert errors == []
     context.close()
+
+
+def test_the_site_serves_tidings_under_its_prefix_and_its_sign_in_is_the_user(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    site = tmp_path / "site"
+    build(site, env)
+    run(site, "manage.py", "makemigrations", "blog", env=env)
+    run(site, "manage.py", "migrate", env=env)
+    run(site, "manage.py", "shell", "-c",
+        "from django.contrib.auth import get_user_model as g; from blog.models import Comment, "
+        "Post; ann = g().objects.create_superuser('ann', password='pw'); "
+        "bob = g().objects.create_user('bob', password='pw'); "
+        "Comment.objects.create(post=Post.objects.create(author=ann, title='Hello'), "
+        "author=bob, text='hi')", env=env)
+    run(site, "manage.py", "tidings_worker", "--once", env=env)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    served = {**env, "TIDINGS_SERVER_URL": "/notifications", "TIDINGS_API_KEY": "server-key"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "mysite.asgi:application", "--port", str(port)],
+        cwd=site, env=served, text=True)
+    try:
+        _up(url + "/notifications/healthz", server)
+        with httpx.Client(base_url=url) as http:
+            assert http.get("/notifications/v1/me/notifications").status_code == 401
+            assert http.get("/notifications/tidings-bell.js").status_code == 200
+            form = http.get("/admin/login/")
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+            assert csrf is not None
+            signed_in = http.post("/admin/login/?next=/", data={
+                "csrfmiddlewaretoken": csrf.group(1), "username": "ann", "password": "pw"})
+            assert signed_in.status_code == 302, signed_in.text
+            mine = http.get("/notifications/v1/me/notifications")
+            assert mine.status_code == 200, mine.text
+            assert [i["title"] for i in mine.json()["items"]] == ["bob commented on Hello"]
+            assert http.get("/notifications/v1/users/bob/notifications").status_code == 403
+            home = http.get("/").text
+            assert '<tidings-bell api="/notifications" token="' in home
+            http.cookies.clear()
+            assert http.get("/notifications/v1/me/notifications").status_code == 401
+    finally:
+        server.terminate()
+        server.wait(20)
