@@ -17,7 +17,10 @@ from sqlalchemy import create_engine, text
 
 from backends import postgres_server, require, with_database
 
-pytest.importorskip("django", reason="the django extra is not installed")
+
+@pytest.fixture(autouse=True)
+def _django() -> None:
+    require("Django", lambda: __import__("django"))  # the test extra installs it
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "django.md"
@@ -68,14 +71,35 @@ def env() -> dict[str, str]:
     return {**clean, "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
+@pytest.fixture(scope="session")
+def django_lts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A directory holding Django 4.2 (the LTS), from the package index, to put before the
+    installed Django on a project's path."""
+    where = tmp_path_factory.mktemp("django-4.2")
+
+    def install() -> None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--disable-pip-version-check", "--target", str(where),
+                        "Django>=4.2,<4.3"], check=True, capture_output=True, timeout=300)
+
+    require("Django 4.2 from the package index", install)
+    return str(where)
+
+
 def test_the_doc_names_every_file_it_asks_for() -> None:
     assert [p for p, _, _ in snippets()] == [
         "mysite/settings.py", "tidings.toml", "blog/models.py", "blog/views.py",
         "blog/templates/blog/home.html", "mysite/urls.py", "mysite/asgi.py"]
 
 
+@pytest.mark.parametrize("django", ["installed", "4.2"])
 def test_a_new_site_on_sqlite_migrates_tidings_beside_it_and_its_tests_pass(
-        tmp_path: Path, env: dict[str, str]) -> None:
+        tmp_path: Path, env: dict[str, str], django: str, request: pytest.FixtureRequest) -> None:
+    if django == "4.2":
+        lts = request.getfixturevalue("django_lts")
+        env = {**env, "PYTHONPATH": os.pathsep.join([lts, env["PYTHONPATH"]])}
+        version = run(tmp_path, "-m", "django", "--version", env=env)
+        assert version.startswith("4.2."), version
     site = tmp_path / "site"
     build(site, env)
     run(site, "manage.py", "makemigrations", "blog", env=env)

@@ -17,11 +17,15 @@ from typing import Any
 import httpx
 import pytest
 
+from backends import require
 from live import free_port
 from test_django import build, env, run  # noqa: F401  (the env fixture)
 from test_web import browser  # noqa: F401  (fixture)
 
-pytest.importorskip("django", reason="the django extra is not installed")
+
+@pytest.fixture(autouse=True)
+def _django() -> None:
+    require("Django", lambda: __import__("django"))  # the test extra installs it
 
 SECRET = "change-me-to-a-long-random-secret"  # docs/django.md's settings default
 
