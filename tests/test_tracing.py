@@ -9,8 +9,14 @@ several out in one unit; and nothing traced, nothing broken, with the switch off
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -157,6 +163,35 @@ def test_a_unit_of_several_fanouts_keeps_each_event_in_its_own_trace(
         assert len(mails) == events
         assert {parent_of(s) for s in mails} == {s.context.span_id for s in fanouts}
         assert len(named(trace, "tidings.send email_send")) == events
+
+
+def test_a_worker_process_set_up_by_the_otel_variables_continues_the_trace(
+        url: str, spans: InMemorySpanExporter, tmp_path: Path) -> None:
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "OTEL_"))},
+           "PYTHONPATH": src, "TIDINGS_DATABASE_URL": url,
+           "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "tidings-test-worker"}
+    out = tmp_path / "spans.json"
+    with Tidings(Config(database_url=url), types=TYPES) as t, out.open("wb") as sink:
+        t.publish(Event("mention", actor="amy", recipients=["bob"]))
+        worker = subprocess.Popen([sys.executable, "-m", "tidings.cli", "worker", "--poll",
+                                   "0.05"], env=env, stdout=sink, stderr=subprocess.DEVNULL)
+        try:
+            assert wait_for(lambda: t.unread_count("bob").count == 1, timeout=60)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+    (publish,) = named(list(spans.get_finished_spans()), "tidings.publish")
+    text, decoder, exported = out.read_text(), json.JSONDecoder(), []
+    at = text.find("{")
+    while at >= 0:  # the console exporter's spans, one JSON object after another
+        found, end = decoder.raw_decode(text, at)
+        exported.append(found)
+        at = text.find("{", end)
+    (fanout,) = [s for s in exported if s["name"] == "tidings.job fanout"]
+    assert fanout["context"]["trace_id"] == f"0x{publish.context.trace_id:032x}"
+    assert fanout["parent_id"] == f"0x{publish.context.span_id:016x}"
+    assert fanout["resource"]["attributes"]["service.name"] == "tidings-test-worker"
 
 
 def test_off_nothing_is_traced_and_everything_is_delivered(
