@@ -35,6 +35,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
+from tidings.exceptions import ConfigError
 from tidings.jobs.model import JobSpec
 from tidings.store.sql.schema import jobs
 
@@ -101,6 +102,7 @@ def test_one_trace_from_the_request_through_fanout_to_the_mail_and_the_webhook(
         api = start(stack, url, types=TYPES, run_worker=False, config=settings(url, sink))
         worker = stack.enter_context(worker_engine(url, sink))
         recipient(worker, "bob", receiver.url)
+        assert httpx.get(f"{api.base_url}/healthz").status_code == 200  # a probe: untraced
         answer = httpx.post(f"{api.base_url}/v1/events", headers={
             "Authorization": f"Bearer {SERVER_KEY}", "traceparent": INCOMING},
             json={"type": "mention", "actor": "amy", "recipients": ["bob"]})
@@ -116,6 +118,8 @@ def test_one_trace_from_the_request_through_fanout_to_the_mail_and_the_webhook(
     assert {s.context.trace_id for s in found} == {TRACE_ID}  # every span, one trace
     (server,) = [s for s in found if s.kind is SpanKind.SERVER]
     assert server.parent is not None and server.parent.span_id == 0xB7AD6B7169203331
+    assert parent_of(server) not in {parent_of(s) for s in found if s is not server}
+    assert not [s for s in found if s.name.endswith((" http send", " http receive"))]
     (publish,) = named(found, "tidings.publish")
     assert parent_of(publish) == server.context.span_id
     # the unit of the requests' events, where it is one in a thread (not PostgreSQL's step)
@@ -224,6 +228,37 @@ def test_without_a_provider_jobs_carry_nothing() -> None:
     spec = JobSpec("fanout", {"event_id": 1})
     assert spec.args == {"event_id": 1}
     assert tracing.carrier() is None and tracing.span("x").__enter__() is None
+
+
+def test_off_tidings_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
+    """Installed but with no provider set: publishing and running the jobs import no part of
+    it, building the app neither the SDK nor an instrumentation (FastAPI itself imports the
+    API): tracing off costs nothing at start-up."""
+    probe = (
+        "import sys\n"
+        "from tidings.config import Config\n"
+        "from tidings.domain.types import EventType\n"
+        "from tidings.engine import Tidings\n"
+        f"t = Tidings(Config(database_url='sqlite:///{tmp_path}/t.db'),\n"
+        "            types=[EventType('mention', audience=('recipients',))])\n"
+        "t.migrate()\n"
+        "t.publish({'type': 'mention', 'actor': 'amy', 'recipients': ['bob']})\n"
+        "assert t.run_jobs() >= 1 and t.unread_count('bob').count == 1\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+        "from tidings.api.app import create_app\n"
+        "create_app(t, api_keys=('k',), token_secret=None)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(\n"
+        "    ('opentelemetry.sdk', 'opentelemetry.instrumentation'))))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "OTEL_"))}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "[]"]
+
+
+def test_an_exporter_not_installed_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="OTEL_TRACES_EXPORTER names 'nonesuch'"):
+        tracing.configure({"OTEL_TRACES_EXPORTER": "nonesuch"})
 
 
 @pytest.mark.parametrize(("env", "wanted"), [

@@ -212,14 +212,24 @@ def job_spans(jobs: Sequence[tuple[str, int, int, Mapping[str, Any]]]
             one.end()
 
 
+# the probes' routes, traced only if OTEL_PYTHON_[FASTAPI_]EXCLUDED_URLS says otherwise
+PROBES = "//[^/]+/healthz$,//[^/]+/readyz$,//[^/]+/metrics$"
+
+
 def instrument_app(app: Any) -> None:
-    """Trace the HTTP requests of a FastAPI app (an incoming ``traceparent`` continues)."""
+    """Trace the HTTP requests of a FastAPI app (an incoming ``traceparent`` continues):
+    one span a request, none for each message of its body or answer (a live stream's
+    events), none for the health checks and scrapes (:data:`PROBES`)."""
     found = provider()
     if found is None:
         return
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
-    FastAPIInstrumentor.instrument_app(app, tracer_provider=found)
+    chosen = any(k in os.environ for k in ("OTEL_PYTHON_FASTAPI_EXCLUDED_URLS",
+                                           "OTEL_PYTHON_EXCLUDED_URLS"))
+    FastAPIInstrumentor.instrument_app(app, tracer_provider=found,
+                                       excluded_urls=None if chosen else PROBES,
+                                       exclude_spans=["receive", "send"])
 
 
 def instrument_engine(engine: Any) -> None:
@@ -329,6 +339,6 @@ def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
     return exporter
 
 
-__all__ = ["SWITCH", "TRACEPARENT", "TRACESTATE", "carrier", "configure", "failed",
+__all__ = ["PROBES", "SWITCH", "TRACEPARENT", "TRACESTATE", "carrier", "configure", "failed",
            "instrument_app", "instrument_engine", "job_span", "job_spans", "provider",
            "resumed", "span", "stamp", "tracer", "use", "wanted"]
