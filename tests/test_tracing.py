@@ -28,6 +28,7 @@ from opentelemetry.trace import SpanKind
 from sqlalchemy import select
 
 from hooks import LOOPBACK, SECRET, Receiver
+from live import free_port
 from servers import SERVER_KEY, TOKEN_SECRET, start, wait_for
 from smtp import SmtpSink
 from tidings import tracing
@@ -186,16 +187,62 @@ def test_a_worker_process_set_up_by_the_otel_variables_continues_the_trace(
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(timeout=30) == 0
     (publish,) = named(list(spans.get_finished_spans()), "tidings.publish")
-    text, decoder, exported = out.read_text(), json.JSONDecoder(), []
-    at = text.find("{")
-    while at >= 0:  # the console exporter's spans, one JSON object after another
-        found, end = decoder.raw_decode(text, at)
-        exported.append(found)
-        at = text.find("{", end)
+    exported = console_spans(out)
     (fanout,) = [s for s in exported if s["name"] == "tidings.job fanout"]
     assert fanout["context"]["trace_id"] == f"0x{publish.context.trace_id:032x}"
     assert fanout["parent_id"] == f"0x{publish.context.span_id:016x}"
     assert fanout["resource"]["attributes"]["service.name"] == "tidings-test-worker"
+
+
+def test_tidings_serve_set_up_by_the_otel_variables_continues_an_incoming_trace(
+        url: str, tmp_path: Path) -> None:
+    with Tidings(Config(database_url=url), types=TYPES) as t:
+        t.load_types()  # stored, for the server to read
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "OTEL_"))},
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src"),
+           "TIDINGS_DATABASE_URL": url, "TIDINGS_API_KEY": SERVER_KEY,
+           "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "tidings-test-api"}
+    out = tmp_path / "spans.json"
+    with out.open("wb") as sink:
+        server = subprocess.Popen([sys.executable, "-m", "tidings.cli", "serve", "--no-worker",
+                                   "--port", str(port)], env=env, stdout=sink,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            assert wait_for(lambda: _ready(base), timeout=60)
+            answer = httpx.post(f"{base}/v1/events", headers={
+                "Authorization": f"Bearer {SERVER_KEY}", "traceparent": INCOMING},
+                json={"type": "mention", "actor": "amy", "recipients": ["bob"]})
+            assert answer.status_code == 202, answer.text
+        finally:
+            server.send_signal(signal.SIGTERM)  # uvicorn ends by raising it again
+            assert server.wait(timeout=30) in (0, -signal.SIGTERM)
+    exported = console_spans(out)
+    (request,) = [s for s in exported if s["kind"] == "SpanKind.SERVER"]
+    assert request["context"]["trace_id"] == f"0x{TRACE_ID:032x}"
+    assert request["parent_id"] == "0xb7ad6b7169203331"
+    (publish,) = [s for s in exported if s["name"] == "tidings.publish"]
+    assert publish["parent_id"] == request["context"]["span_id"]
+    assert publish["resource"]["attributes"]["service.name"] == "tidings-test-api"
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def console_spans(path: Path) -> list[dict[str, Any]]:
+    """The spans the console exporter wrote: one JSON object after another."""
+    text, decoder, exported = path.read_text(), json.JSONDecoder(), []
+    at = text.find("{")
+    while at >= 0:
+        found, end = decoder.raw_decode(text, at)
+        exported.append(found)
+        at = text.find("{", end)
+    return exported
 
 
 def test_off_nothing_is_traced_and_everything_is_delivered(

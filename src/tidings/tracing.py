@@ -216,6 +216,15 @@ def job_spans(jobs: Sequence[tuple[str, int, int, Mapping[str, Any]]]
 PROBES = "//[^/]+/healthz$,//[^/]+/readyz$,//[^/]+/metrics$"
 
 
+def flush(timeout_seconds: float = 5.0) -> None:
+    """Export the spans still buffered (a server's shutdown: uvicorn ends by raising the
+    signal it caught again, and the SDK's exit hook would not run)."""
+    found = provider()
+    force_flush = getattr(found, "force_flush", None)
+    if force_flush is not None:
+        force_flush(int(timeout_seconds * 1000))
+
+
 def instrument_app(app: Any) -> None:
     """Trace the HTTP requests of a FastAPI app (an incoming ``traceparent`` continues):
     one span a request, none for each message of its body or answer (a live stream's
@@ -340,5 +349,5 @@ def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
 
 
 __all__ = ["PROBES", "SWITCH", "TRACEPARENT", "TRACESTATE", "carrier", "configure", "failed",
-           "instrument_app", "instrument_engine", "job_span", "job_spans", "provider",
+           "flush", "instrument_app", "instrument_engine", "job_span", "job_spans", "provider",
            "resumed", "span", "stamp", "tracer", "use", "wanted"]

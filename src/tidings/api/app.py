@@ -86,6 +86,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             if worker is not None:
                 await run_in_threadpool(worker.stop)
             process_ended()  # its live gauges (open streams) leave the shared sum
+            tracing.flush()  # the spans still buffered, before the process ends
 
     app = Api(title="tidings", version="1", lifespan=lifespan,
               description="Notification and activity-feed engine: the HTTP API v1.",
