@@ -43,6 +43,8 @@ SCOPE = "tidings"  # the instrumentation scope of tidings' own spans
 SERVICE_NAME = "tidings"  # the service's name unless OTEL_SERVICE_NAME says another
 
 _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+_UNKNOWN = object()
+_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ  # a provider the API loads by name
 _given: TracerProvider | None = None  # a provider given to use()
 _tracer: Tracer | None = None  # tidings' tracer, once a provider is found
 
@@ -61,6 +63,10 @@ def provider() -> TracerProvider | None:
         return _given
     api = sys.modules.get("opentelemetry.trace")  # never imported: no provider was set
     if api is None:
+        return None
+    # the API's own global: None until a provider is set (a look-up, where asking the API
+    # reads the environment each time); an SDK-loaded provider is looked for the API's way
+    if getattr(api, "_TRACER_PROVIDER", _UNKNOWN) is None and not _FROM_ENV:
         return None
     found: TracerProvider = api.get_tracer_provider()
     if isinstance(found, api.ProxyTracerProvider | api.NoOpTracerProvider):
