@@ -167,9 +167,11 @@ def worker(
     from tidings.exporter import single_process
 
     single_process()  # before prometheus-client is imported
+    from tidings import tracing
     from tidings.engine import Tidings
     from tidings.metrics import serve_metrics
 
+    tracing.configure()  # OTEL_*: before the engine, whose SQL it traces
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
     _logging(json_logs)

@@ -35,6 +35,7 @@ from tidings.observe import Listener
 from tidings.ports import JobAdmin, Store
 from tidings.services.graph import named
 from tidings.services.inbox import Narrowing
+from tidings.services.publishing import Traces
 
 __all__ = ["Follow", "Notification", "Page", "Published", "Tidings", "TimelineEntry",
            "UnreadCount"]
@@ -156,10 +157,10 @@ class Tidings:
         """Publish several events in one transaction: all are accepted, or none (bad input)."""
         return self.publishing.publish_many(batch, scope=idempotency_scope)
 
-    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
-                     ) -> list[Published | TidingsError]:
+    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                     traces: Traces = None) -> list[Published | TidingsError]:
         """(event, idempotency scope) items in one transaction, each answered on its own."""
-        return self.publishing.publish_each(items)
+        return self.publishing.publish_each(items, traces)
 
     def get_event(self, event_id: str | int) -> StoredEvent:
         return self.publishing.get_event(event_id)

@@ -13,6 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from tidings import tracing
 from tidings.api import (
     docs,
     errors,
@@ -92,6 +93,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             if worker is not None:
                 await run_in_threadpool(worker.stop)
             process_ended()  # its live gauges (open streams) leave the shared sum
+            tracing.flush()  # the spans still buffered, before the process ends
 
     app = Api(title="tidings", version="1", lifespan=lifespan,
               description="Notification and activity-feed engine: the HTTP API v1.",
@@ -131,6 +133,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             return {"items": users}
 
     web.mount(app)
+    tracing.instrument_app(app)  # tracing on: every request's span (a traceparent continues)
     return app
 
 
@@ -139,6 +142,7 @@ def app_from_env() -> FastAPI:
     config = Config.from_env()
     if not config.api_keys:
         raise ConfigError("TIDINGS_API_KEY is not set: the server needs at least one key")
+    tracing.configure()  # OTEL_*: in each server process, before the engine (its SQL traced)
     tidings = Tidings(config)
     tidings.check_schema()
     tidings.load_types()  # stores the types file's types, so every process reads them
