@@ -28,6 +28,7 @@ from tidings.api import web
 from tidings.exceptions import (
     IdempotencyConflict,
     InvalidInput,
+    LinkExpired,
     NotFound,
     PayloadTooLarge,
     QuotaExceeded,
@@ -90,6 +91,8 @@ def status_of(exc: TidingsError) -> int:
         return 422
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, LinkExpired):
+        return 410
     if isinstance(exc, IdempotencyConflict | QuotaExceeded):
         return 409
     if isinstance(exc, StoreUnavailable | SchemaOutOfDate):

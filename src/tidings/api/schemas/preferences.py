@@ -16,6 +16,10 @@ class EmailPreferences(Strict):
     timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(
         "UTC", description="An IANA time zone name (`Europe/Berlin`); others: 422.")
     digest_hour: JsonInt = Field(8, ge=0, le=23)
+    muted_objects: list[ObjectKey] = Field(
+        default_factory=list, max_length=1000,
+        description="Objects (pages, threads) that send no mail; the web inbox still gets "
+                    "them. An unsubscribe link's \"this page\" adds one.")
 
 
 class Muted(Strict):
