@@ -489,7 +489,8 @@ def test_timeline_shows_the_events_of_those_followed(live: LiveServer) -> None:
 def test_preferences_round_trip_and_mutes_apply_to_fanout(live: LiveServer) -> None:
     preferences = {
         "email": {"address": "bob@example.org", "frequency": "daily",
-                  "timezone": "Europe/Berlin", "digest_hour": 7},
+                  "timezone": "Europe/Berlin", "digest_hour": 7,
+                  "muted_objects": ["page:Sandbox"]},
         "channels": {"mention": {"web": True, "email": False}},
         "muted": {"actors": ["spammer"], "objects": ["page:Noisy"]},
         "locale": "en",
