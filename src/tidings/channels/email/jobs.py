@@ -77,6 +77,8 @@ def prepare_send(ctx: JobContext, tx: Tx, job: Job) -> MailPlan | None:
     address = _address(tx, prefs, mandatory=event_type.mandatory)
     if address is None:
         return None
+    if event_type.email_unless_read and not _unread_events(tx, user, [event.id]):
+        return None  # read on the web while the mail waited (email_delay_seconds)
     now = ctx.clock.now_us()
     sent_today = tx.mail.sent_count(user, "single", now - DAY_US)
     if sent_today >= ctx.config.email_daily_cap and not event_type.mandatory:
@@ -100,6 +102,12 @@ def prepare_bundle(ctx: JobContext, tx: Tx, job: Job) -> MailPlan | None:
     newest = tx.events.get(rows[0].event_id)
     if address is None or newest is None:
         return MailPlan(None, used=used)
+    if ctx.catalog.get(newest.type).email_unless_read:  # what was read meanwhile goes unmailed
+        unread = _unread_events(tx, user, [r.event_id for r in rows])
+        rows = [r for r in rows if r.event_id in unread]
+        newest = tx.events.get(rows[0].event_id) if rows else None
+        if newest is None:
+            return MailPlan(None, used=used)
     actors = tx.events.actors_of([r.event_id for r in rows])
     one = item(ctx.config, ctx.catalog.get(newest.type), newest, actors, len(rows), prefs)
     return MailPlan(compose(ctx.config, user, address, prefs, "bundle",

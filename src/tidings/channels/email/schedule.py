@@ -33,9 +33,9 @@ def send_key(user: str, event_id: int) -> str:
     return f"email:{event_id}:{user}"[:255]
 
 
-def send_spec(user: str, event_id: int) -> JobSpec:
+def send_spec(user: str, event_id: int, run_after: int | None = None) -> JobSpec:
     return JobSpec(SEND, {"user": user, "event_id": event_id},
-                   unique_key=send_key(user, event_id), priority=3)
+                   unique_key=send_key(user, event_id), priority=3, run_after=run_after)
 
 
 def digest_spec(user: str, prefs: Mapping[str, Any], now: int) -> JobSpec:
@@ -78,6 +78,8 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
     window = int(ctx.config.email_window_seconds * 1_000_000)
     bundled = out.event_type.bundle != "none"
     priority, now, event_id = out.event_type.priority, out.now, out.event.id
+    delay = out.event_type.email_delay_seconds
+    send_at = now + delay * 1_000_000 if delay else None  # the type's "email after N seconds"
     sends: list[JobSpec] = []
     batch: list[MailBatchRow] = []
     for user, plan in out.plans.items():
@@ -88,11 +90,11 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
             sends.append(digest_spec(user, out.prefs.get(user, {}), now))
             continue
         if not bundled:
-            sends.append(send_spec(user, event_id))
+            sends.append(send_spec(user, event_id, send_at))
             continue
         last = tx.mail.last_email_at(user, out.bundle_hash)
         if last is None or last + window <= now:
-            sends.append(send_spec(user, event_id))
+            sends.append(send_spec(user, event_id, send_at))
             tx.mail.set_last_email_at(user, out.bundle_hash, now)
         else:
             batch.append(batch_row(user, event_id, "bundle", out.bundle_hash, priority, now))
