@@ -490,7 +490,8 @@ def test_preferences_round_trip_and_mutes_apply_to_fanout(live: LiveServer) -> N
     preferences = {
         "email": {"address": "bob@example.org", "frequency": "daily",
                   "timezone": "Europe/Berlin", "digest_hour": 7,
-                  "muted_objects": ["page:Sandbox"]},
+                  "muted_objects": ["page:Sandbox"],
+                  "delays": {"talk": {"email_delay_seconds": 60, "email_unless_read": True}}},
         "channels": {"mention": {"web": True, "email": False}},
         "muted": {"actors": ["spammer"], "objects": ["page:Noisy"]},
         "locale": "en",

@@ -32,6 +32,8 @@ TYPES = [
               templates=Templates(title="{{ actor }} replied")),
     EventType("reminder", channels=("web", "email"), audience=("recipients",),
               email_delay_seconds=DELAY, templates=Templates(title="{{ actor }} reminds you")),
+    EventType("chat", category="talk", channels=("web", "email"), audience=("recipients",),
+              templates=Templates(title="{{ actor }} wrote")),
     EventType("like", bundle="object", channels=("web", "email"), audience=("recipients",),
               email_delay_seconds=DELAY, email_unless_read=True,
               templates=Templates(title="{{ actor }} liked {{ object }}",
@@ -135,6 +137,36 @@ def test_a_bundle_window_mails_only_what_is_still_unread(
     t.run_jobs()
     time.sleep(0.3)
     assert len(sink.to(BOB)) == 1  # nothing unread at the window's end: no second mail
+
+
+def test_a_users_category_setting_delays_and_skips_what_was_read(
+        world: tuple[Tidings, FrozenClock], sink: SmtpSink) -> None:
+    t, clock = world
+    t.set_preferences("bob", {"email": {"address": BOB, "delays": {
+        "talk": {"email_delay_seconds": DELAY, "email_unless_read": True}}}})
+    t.set_preferences("cy", {"email": {"address": "cy@example.org"}})
+    for who in ("bob", "cy"):
+        t.publish(Event("chat", actor="alice", object="page:T", recipients=[who]))
+    t.run_jobs()
+    assert len(sink.wait_for(1)) == 1 and sink.to("cy@example.org")  # cy: at once
+    assert sink.to(BOB) == []
+    t.mark_read("bob", [t.notifications("bob").items[0].id])
+    publish(t, "chat", actor="dan", object="page:U")  # left unread
+    clock.advance(DELAY + 1)
+    t.run_jobs()
+    sink.wait_for(2)
+    time.sleep(0.2)
+    assert [m["Subject"] for m in sink.to(BOB)] == ["dan wrote"]  # exactly one: the unread
+
+
+def test_a_users_setting_overrides_the_types_delay(world: tuple[Tidings, FrozenClock],
+                                                   sink: SmtpSink) -> None:
+    t, _clock = world
+    t.set_preferences("bob", {"email": {"address": BOB, "delays": {
+        "general": {"email_delay_seconds": 0}}}})
+    publish(t, "reply")  # the type waits 600 s; bob wants it at once
+    (mail,) = sink.wait_for(1)
+    assert mail["Subject"] == "alice replied"
 
 
 @pytest.mark.parametrize(("key", "value"), [("email_delay_seconds", -1),

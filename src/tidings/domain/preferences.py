@@ -11,6 +11,7 @@ from typing import Any
 from tidings.domain.types import EventType
 
 FREQUENCIES = ("immediate", "daily", "weekly", "never")
+WEEK = 7 * 86_400  # the longest mail delay
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,18 @@ def within(plan: Plan, channels: frozenset[str] | None) -> Plan:
     return Plan(web=plan.web and "web" in channels, email=plan.email if mail else None,
                 address=plan.address if mail else None,
                 webhook=plan.webhook if "webhook" in channels else None)
+
+
+def mail_delay(prefs: Mapping[str, Any] | None, event_type: EventType) -> tuple[int, bool]:
+    """How long the type's immediate mail waits and whether it then goes only if still unread:
+    the user's setting for the type's category (``email.delays``), else the type's own."""
+    own = (((prefs or {}).get("email") or {}).get("delays") or {}).get(event_type.category)
+    if not isinstance(own, Mapping):
+        return event_type.email_delay_seconds, event_type.email_unless_read
+    seconds = own.get("email_delay_seconds", 0)
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= WEEK:
+        seconds = 0  # stored through the library unchecked: no delay rather than a failure
+    return seconds, own.get("email_unless_read") is True
 
 
 def email_switched(prefs: Mapping[str, Any], purpose: str, target: str, *,

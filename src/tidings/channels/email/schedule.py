@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tidings.channels.registry import Outgoing
 from tidings.clock import from_datetime, to_datetime
+from tidings.domain.preferences import mail_delay
 from tidings.domain.views import MailBatchRow
 from tidings.jobs.context import JobContext
 from tidings.jobs.model import JobSpec
@@ -78,13 +79,13 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
     window = int(ctx.config.email_window_seconds * 1_000_000)
     bundled = out.event_type.bundle != "none"
     priority, now, event_id = out.event_type.priority, out.now, out.event.id
-    delay = out.event_type.email_delay_seconds
-    send_at = now + delay * 1_000_000 if delay else None  # the type's "email after N seconds"
     sends: list[JobSpec] = []
     batch: list[MailBatchRow] = []
     for user, plan in out.plans.items():
         if plan.email is None:
             continue
+        delay = mail_delay(out.prefs.get(user), out.event_type)[0]
+        send_at = now + delay * 1_000_000 if delay else None  # "email after N seconds"
         if plan.email in ("daily", "weekly"):
             batch.append(batch_row(user, event_id, "digest", out.bundle_hash, priority, now))
             sends.append(digest_spec(user, out.prefs.get(user, {}), now))
