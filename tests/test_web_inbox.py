@@ -174,7 +174,10 @@ def test_the_controls_show_on_hover_and_the_page_has_empty_and_loading_states(
 
 def test_preferences_by_category_with_the_channels_delivered(browser: Any, site: Site) -> None:
     declare(site)
-    site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"}})
+    site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"},
+                                         "email": {"muted_objects": ["page:Sandbox"],
+                                                   "delays": {"mention": {
+                                                       "email_delay_seconds": 60}}}})
     page = open_inbox(browser, site, "bob", width=1280)
     page.goto(f"{site.url}/#/preferences")
     page.locator("#matrix tr").first.wait_for()  # shown once loaded
@@ -201,7 +204,10 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
     page.get_by_text("Saved.").wait_for()
     prefs = site.tidings.get_preferences("bob")
     assert prefs["email"] == {"address": "bob@example.org", "frequency": "daily",
-                              "timezone": "Europe/Berlin", "digest_hour": 18}
+                              "timezone": "Europe/Berlin", "digest_hour": 18,
+                              "muted_objects": ["page:Sandbox"],  # an unsubscribe link's
+                              "delays": {"mention": {"email_delay_seconds": 60,
+                                                     "email_unless_read": False}}}  # kept
     assert prefs["channels"]["edit-user-talk"]["web"] is False
     assert prefs["channels"]["mention"]["web"] is True
     assert "email" not in prefs["channels"]["mention"]  # not offered here: not decided here

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -115,6 +117,15 @@ class Config:
         if self.timeline_model not in TIMELINE_MODELS:
             raise ConfigError("TIDINGS_TIMELINE_MODEL must be push, pull or hybrid, got "
                               f"{self.timeline_model!r}")
+        if self.webhook_secret and self.webhook_secret.startswith("whsec_"):
+            try:  # the Standard Webhooks form: channels/webhook.py signing_key
+                encoded = self.webhook_secret[6:]
+                key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+            except (binascii.Error, ValueError):
+                key = b""
+            if not key:
+                raise ConfigError("TIDINGS_WEBHOOK_SECRET: a whsec_ secret must be whsec_ "
+                                  "followed by base64")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:

@@ -255,12 +255,12 @@ class Tidings:
         """One-click unsubscribe: email frequency becomes 'never'."""
         self.settings.unsubscribe_email(user)
 
-    def user_of_unsubscribe_token(self, token: str) -> str | None:
-        """The user an unsubscribe link was made for, or None if the link is not valid."""
-        try:
-            return email.check_unsubscribe_token(email.signing_secret(self.config), token)
-        except RuntimeError:
-            return None
+    def unsubscribe_link(self, token: str, *, apply: bool = False,
+                         undo: bool = False) -> email.Unsubscribe:
+        """What an unsubscribe link turns off (``apply``: do it; ``undo``: on again)."""
+        return email.follow_link(self.config, self.settings.get_preferences,
+                                 self.settings.change_preferences, self.get_event, token,
+                                 apply=apply, undo=undo)
 
     # -- inbox and timeline -----------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from tidings.api.paths import app_root, route_path
 from tidings.exceptions import (
     IdempotencyConflict,
     InvalidInput,
+    LinkExpired,
     NotFound,
     PayloadTooLarge,
     QuotaExceeded,
@@ -91,6 +92,8 @@ def status_of(exc: TidingsError) -> int:
         return 422
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, LinkExpired):
+        return 410
     if isinstance(exc, IdempotencyConflict | QuotaExceeded):
         return 409
     if isinstance(exc, StoreUnavailable | SchemaOutOfDate):
