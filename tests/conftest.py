@@ -28,7 +28,7 @@ Fixtures:
     An engine on ``any_store_url`` with the types of ``engines.py`` and ``clock``.
 ``store``
     A bare :class:`tidings.ports.Store` of every kind, opened by
-    ``tidings.store.factory.open_store`` with ``clock`` (the contract suite's).
+    ``tidings.wiring.open_store`` with ``clock`` (the contract suite's).
 ``backend``
     ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (the parameter; select with ``-k mysql``).
 ``store_url``

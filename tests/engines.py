@@ -41,7 +41,7 @@ from tidings.domain.views import NotificationKey, ReadState
 from tidings.engine import Tidings
 from tidings.jobs.model import JobSpec
 from tidings.ports import Store
-from tidings.store.factory import MEMORY, open_store
+from tidings.wiring import MEMORY, open_store
 
 TYPES = (
     EventType(

@@ -45,8 +45,9 @@ def make(url: str, *, clock: FrozenClock | None = None, **settings: Any
     """An engine with a ``mention`` type that goes to the web and webhooks; loopback receivers
     allowed unless ``webhook_allow`` says otherwise."""
     clock = clock or FrozenClock()
-    settings = {"job_backoff_seconds": 2.0, "webhook_allow": LOOPBACK, **settings}
-    t = Tidings(Config(database_url=url, webhook_secret=SECRET, **settings),
+    settings = {"job_backoff_seconds": 2.0, "webhook_allow": LOOPBACK, "webhook_secret": SECRET,
+                **settings}
+    t = Tidings(Config(database_url=url, **settings),
                 types=[EventType("mention", channels=("web", "webhook"),
                                  audience=("recipients",))], clock=clock)
     return t, clock

@@ -175,7 +175,8 @@ def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | Non
     """Serve an app on ``url`` until ``stack`` closes (the server stops before the engine);
     ``config`` sets fields of the engine's :class:`Config` (``timeline_model="pull"``…),
     ``send_buffer`` the server's (see :func:`serve_server`); ``types=()`` serves a fresh
-    installation, with no type declared."""
+    installation, with no type declared; ``host=`` (an option) is a function that mounts the
+    app in an application of its own and returns that, which is then served."""
     engine_config = Config(database_url=url, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET,
                            **(config or {}))
     tidings = stack.enter_context(Tidings(engine_config, types=types))
@@ -187,7 +188,9 @@ def start(stack: contextlib.ExitStack, url: str, *, config: dict[str, Any] | Non
     first_job = threading.Event()
     tidings.listeners.append(
         lambda name, _value: first_job.set() if name == "job_completed" else None)
-    base_url, server = stack.enter_context(serve_server(create_app(tidings, **settings),
+    host = settings.pop("host", None)  # host(app): an application the app is mounted in
+    app = create_app(tidings, **settings)
+    base_url, server = stack.enter_context(serve_server(app if host is None else host(app),
                                                          send_buffer=send_buffer))
     if settings["run_worker"] and not first_job.wait(STARTUP_SECONDS):
         raise RuntimeError("the test server's worker did not run its start-up job")

@@ -42,7 +42,7 @@ from redis_servers import hot_url_of
 from stores import SqlStores
 from tidings import ports
 from tidings.clock import Clock
-from tidings.store.factory import open_store
+from tidings.wiring import open_store
 
 # -- capabilities: what a store offers beyond the ports ------------------------------------------
 SQL = "sql"

@@ -489,7 +489,9 @@ def test_timeline_shows_the_events_of_those_followed(live: LiveServer) -> None:
 def test_preferences_round_trip_and_mutes_apply_to_fanout(live: LiveServer) -> None:
     preferences = {
         "email": {"address": "bob@example.org", "frequency": "daily",
-                  "timezone": "Europe/Berlin", "digest_hour": 7},
+                  "timezone": "Europe/Berlin", "digest_hour": 7,
+                  "muted_objects": ["page:Sandbox"],
+                  "delays": {"talk": {"email_delay_seconds": 60, "email_unless_read": True}}},
         "channels": {"mention": {"web": True, "email": False}},
         "muted": {"actors": ["spammer"], "objects": ["page:Noisy"]},
         "locale": "en",
@@ -705,13 +707,19 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         server.healthz()
         server.readyz()
         server.metrics()
-    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(live.tidings.config), 'bob')}"
+    live.tidings.set_preferences("bob", {"email": {"address": "bob@example.org"}})
+    token = unsubscribe_token(signing_secret(live.tidings.config), "bob", "bob@example.org")
+    link = f"/v1/unsubscribe/{token}"
     with httpx.Client(base_url=live.base_url, transport=recorder) as browser:
         assert browser.head("/healthz").status_code == 200  # a load balancer's probe
         assert browser.head("/readyz").status_code == 200
         assert browser.get(link).status_code == 200
         assert browser.post(link).status_code == 200
-        forged = link[:-4] + ("0000" if not link.endswith("0000") else "1111")
+        assert browser.post(f"{link}/undo").status_code == 200
+        live.tidings.set_preferences("bob", {"email": {"address": "bob@new.example.org"}})
+        assert browser.post(link).status_code == 410  # sent to the old address
+        sealed, _, code = link.rpartition(".")  # the sealed part altered, its shape kept
+        forged = f"{sealed[:-4]}{'AAAA' if not sealed.endswith('AAAA') else 'BBBB'}.{code}"
         assert browser.post(forged).status_code == 404
 
     problems = [p for method, path, status, body in recorder.exchanges

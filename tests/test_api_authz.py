@@ -108,6 +108,8 @@ OTHER_ROUTES: dict[tuple[str, str], tuple[int, Call]] = {
         path=lambda server, user: {"token": "Ym9i.0123abcd"})),
     ("POST", "/v1/unsubscribe/{token}"): (404, Call(
         path=lambda server, user: {"token": "Ym9i.0123abcd"})),
+    ("POST", "/v1/unsubscribe/{token}/undo"): (404, Call(
+        path=lambda server, user: {"token": "Ym9i.0123abcd"})),
 }
 
 

@@ -46,7 +46,10 @@ def assert_locked_down(headers: Any) -> dict[str, list[str]]:
 
 
 def test_the_inbox_and_the_unsubscribe_page_are_locked_down(shared_live: LiveServer) -> None:
-    link = f"/v1/unsubscribe/{unsubscribe_token(signing_secret(shared_live.tidings.config), 'bob')}"
+    shared_live.tidings.set_preferences("csp-bob", {"email": {"address": "bob@example.org"}})
+    token = unsubscribe_token(signing_secret(shared_live.tidings.config), "csp-bob",
+                              "bob@example.org")
+    link = f"/v1/unsubscribe/{token}"
     with shared_live.http(None) as http:
         for path in ("/", link):
             response = http.get(path)

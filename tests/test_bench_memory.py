@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tidings.bench import inbox_django, memory
-from tidings.bench.memory import RssSampler, Series, children, rss_bytes, serving_processes
-from tidings.bench.storage import relation_bytes, table_bytes
-from tidings.bench.stores import BenchStore
+from tidings_benchmarks import inbox_django, memory
+from tidings_benchmarks.memory import RssSampler, Series, children, rss_bytes, serving_processes
+from tidings_benchmarks.storage import relation_bytes, table_bytes
+from tidings_benchmarks.stores import BenchStore
 
 linux = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 

@@ -20,16 +20,16 @@ from sqlalchemy import select
 
 from servers import serve
 from stores import PostgresStores
-from tidings.bench import fanout_raw, timeline_data, timeline_floor, timeline_seed
-from tidings.bench import inbox as inbox_workload
-from tidings.bench import sweep as sweep_workload
-from tidings.bench.baseline_app import create_app
-from tidings.bench.inbox_raw import RawInbox
-from tidings.bench.stores import BenchStore, database_of
 from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.store.sql.schema import notifications
+from tidings_benchmarks import fanout_raw, timeline_data, timeline_floor, timeline_seed
+from tidings_benchmarks import inbox as inbox_workload
+from tidings_benchmarks import sweep as sweep_workload
+from tidings_benchmarks.baseline_app import create_app
+from tidings_benchmarks.inbox_raw import RawInbox
+from tidings_benchmarks.stores import BenchStore, database_of
 
 QUIET = Progress(disable=True)
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from engines import enqueue, open_tidings
 from tidings import __version__
 from tidings.cli import app
+from tidings.cli_errors import CommandError
 from tidings.domain.types import EventType
 from tidings.jobs.model import JobSpec
 
@@ -59,6 +60,26 @@ def test_jobs_shows_queued_jobs_per_function(store_url: str) -> None:
     assert ["retention", "1"] in rows
 
 
+def test_jobs_retry_queues_a_job_that_failed_for_good_again(store_url: str) -> None:
+    with open_tidings(store_url) as t:
+        enqueue(t, JobSpec("webhook", {"url": "https://x.example"}))
+        (job,) = t.queue.claim(1)
+        t.store.transact(lambda tx: tx.jobs.record_failure(job, "answered 500", final=True,
+                                                           now=t.clock.now_us()))
+        t.store.transact(lambda tx: tx.jobs.complete(job))
+
+    result = runner.invoke(app, ["jobs", "--database-url", store_url, "--retry", str(job.id)])
+    assert result.exit_code == 0, result.output
+    assert f"job {job.id} queued again" in result.output
+    rows = [re.split(r"\s*│\s*", line.strip("│ ")) for line in result.output.splitlines()
+            if "│" in line]
+    assert ["webhook", "1"] in rows
+
+    again = runner.invoke(app, ["jobs", "--database-url", store_url, "--retry", str(job.id)])
+    assert isinstance(again.exception, CommandError)  # `tidings` prints it as one line, exit 2
+    assert f"job {job.id} has no final failure to retry" in str(again.exception)
+
+
 def test_import_says_a_worker_must_run_the_jobs_it_queued(store_url: str, tmp_path: Path) -> None:
     with open_tidings(store_url, types=()) as t:
         t.define_type(EventType("mention", audience=("recipients",)))
@@ -86,3 +107,25 @@ def test_types_shows_long_names_whole(store_url: str) -> None:
     assert result.exit_code == 0, result.output
     assert name in result.output and "c" * 64 in result.output, result.output
     assert "recipients, object_subscribers, actor_followers" in result.output, result.output
+
+
+def test_migrate_says_where_the_schema_was_and_is(empty_store_url: str) -> None:
+    first = runner.invoke(app, ["migrate", "--database-url", empty_store_url])
+    again = runner.invoke(app, ["migrate", "--database-url", empty_store_url])
+
+    assert first.exit_code == 0 and again.exit_code == 0, first.output + again.output
+    moved = re.fullmatch(r"schema at (\d{4}) \(was empty\)", first.output.strip())
+    assert moved, first.output
+    assert again.output.strip() == f"schema at {moved[1]} (unchanged)"
+    with open_tidings(empty_store_url) as t:
+        t.check_schema()  # at head: what the server and the worker ask of it
+
+
+def test_rebuild_hot_store_needs_a_hot_store(store_url: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIDINGS_HOT_STORE_URL", raising=False)
+
+    result = runner.invoke(app, ["rebuild-hot-store", "--database-url", store_url])
+
+    assert result.exit_code == 2
+    assert "TIDINGS_HOT_STORE_URL is not set: there is no hot store" in result.output

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -83,11 +84,42 @@ def test_debug_shows_the_traceback(wrong_role: str) -> None:
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
+def without_benchmarks(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tidings *args`` in a process whose ``sys.path`` hides the benchmarks package (as an
+    installation without it)."""
+    import tidings_benchmarks
+
+    hidden = str(Path(tidings_benchmarks.__file__).resolve().parents[1])
+    probe = ("import os, sys\n"
+             f"sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != {hidden!r}]\n"
+             f"sys.argv = ['tidings', *{list(args)!r}]\n"
+             "import tidings.cli\n"
+             "tidings.cli.main()\n")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("args", [["bench"], ["bench", "--help"], ["bench", "inbox", "--help"],
+                                  ["bench", "fanout", "--scale", "0.01"]])
+def test_bench_without_the_benchmarks_says_how_to_install_them(args: list[str]) -> None:
+    line = one_line(without_benchmarks(*args))
+    assert line == ("error: the benchmarks are not installed: from a checkout of tidings, "
+                    "pip install -e ./benchmarks (or run scripts/_venv.sh, which does)")
+
+
+def test_help_without_the_benchmarks_still_lists_bench() -> None:
+    done = without_benchmarks("--help")
+    assert done.returncode == 0, done.stderr
+    assert "bench" in done.stdout and "not installed" in done.stdout
+    installed = tidings("--help")
+    assert installed.returncode == 0 and "not installed" not in installed.stdout
+
+
 def test_help_imports_neither_the_bench_nor_the_server() -> None:
     probe = ("import sys; sys.argv = ['tidings', '--help']\n"
              "import tidings.cli\n"
              "try:\n    tidings.cli.main()\nexcept SystemExit:\n    pass\n"
-             "heavy = ('tidings.bench.cli', 'tidings.engine', 'fastapi', 'uvicorn', "
+             "heavy = ('tidings_benchmarks.cli', 'tidings.engine', 'fastapi', 'uvicorn', "
              "'sqlalchemy', 'alembic', 'httpx')\n"
              "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

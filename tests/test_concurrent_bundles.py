@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import select
 
 from test_bundling_model import TYPES, Member, Model
-from tidings.bench.processes import WorkerProcesses
 from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.store.sql.schema import jobs, notifications
+from tidings_benchmarks.processes import WorkerProcesses
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from backends import require
 from live import LiveServer
 from smtp import SmtpSink, check_aiosmtpd
 from tidings.api.app import create_app
-from tidings.channels.email import unsubscribe_token
+from tidings.channels.email import read_unsubscribe_token, unsubscribe_token
 from tidings.clock import FrozenClock, from_datetime
 from tidings.config import Config
 from tidings.domain.events import Event
@@ -107,10 +107,35 @@ def test_immediate_mail_is_multipart_with_one_click_unsubscribe(world: World) ->
     assert "see &lt;b&gt;this&lt;/b&gt;" in html_of(mail)  # autoescaped in HTML
     assert mail["Message-ID"].startswith("<single.") and mail["Message-ID"].endswith(
         "@example.org>")
-    token = unsubscribe_token(SECRET, "bob")
-    assert mail["List-Unsubscribe"] == f"<https://wiki.example.org/v1/unsubscribe/{token}>"
+    assert one_click(mail["List-Unsubscribe"]) == ("bob", "category", "general")
     assert mail["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     assert world.t.notifications("bob").items[0].read is False  # the web inbox has it too
+
+
+def one_click(header: str) -> tuple[str, str, str]:
+    """The user, purpose and target of a ``List-Unsubscribe`` header's link."""
+    found = re.fullmatch(r"<https://wiki\.example\.org/v1/unsubscribe/([A-Za-z0-9_.-]+)>", header)
+    assert found, header
+    link = read_unsubscribe_token(SECRET, found[1])
+    return link.user, link.purpose, link.target
+
+
+def test_unsubscribe_links_name_only_what_every_item_shares(world: World) -> None:
+    bob = world.user("bob", "daily")
+    world.publish("mention", "alice", "bob", object="page:A", payload={"text": "x"})
+    world.publish("edit", "carol", "bob", object="page:B")
+    world.advance(9 * HOUR)  # the digest, at 08:00: one category, two pages
+    (digest,) = world.mails(bob)
+    text = text_of(digest)
+    assert 'No more mail about "general" notifications: https://' in text
+    assert "this page or thread" not in text and "No notification mail at all: https" in text
+    assert one_click(digest["List-Unsubscribe"]) == ("bob", "category", "general")
+    carl = world.user("carl")
+    world.publish("security", "system", "carl", object="account:carl")
+    (mandatory,) = world.mails(carl)  # a mandatory type: only the all-mail link
+    text = text_of(mandatory)
+    assert "No more mail about" not in text and "No notification mail at all: https" in text
+    assert one_click(mandatory["List-Unsubscribe"]) == ("carl", "all", "immediate")
 
 
 def raw_headers(raw: bytes) -> dict[str, str]:
@@ -136,9 +161,8 @@ def test_list_unsubscribe_goes_out_literally_with_one_click_post(world: World,
     world.publish("mention", "alice", user, payload={"text": "see <b>this</b>"})
     (mail,) = world.sink.wait_for(1)
     headers = raw_headers(world.sink.raw[0])
-    token = unsubscribe_token(SECRET, user)
     # RFC 2369 / 8058: the URL in angle brackets as is, never an RFC 2047 encoded-word
-    assert headers["List-Unsubscribe"] == f"<https://wiki.example.org/v1/unsubscribe/{token}>"
+    assert one_click(headers["List-Unsubscribe"]) == (user, "category", "general")
     assert headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     # every other header the mailer builds is sent as written when it is ASCII
     assert headers["From"] == "Wiki <wiki@example.org>"
@@ -260,7 +284,7 @@ def test_unsubscribe_get_shows_post_unsubscribes(mail_store: str, sink: SmtpSink
     world = World(mail_store, sink)
     bob = world.user("bob")
     app = create_app(world.t, api_keys=("key",), token_secret=SECRET)
-    token = unsubscribe_token(SECRET, "bob")
+    token = unsubscribe_token(SECRET, "bob", bob, "all", "immediate")
     with LiveServer(app) as server:
         page = httpx.get(f"{server.url}/v1/unsubscribe/{token}")
         assert page.status_code == 200 and "<form method=\"post\">" in page.text

@@ -135,10 +135,13 @@ def test_pure_layers_load_no_template_files(layer: str) -> None:
             assert loader not in text, f"{path.relative_to(SRC)} uses Jinja's {loader}"
 
 
-def test_modules_stay_small() -> None:
-    """One concept per module: none over 400 lines (generated code and migrations aside)."""
+def test_no_module_reaches_the_split_line() -> None:
+    """The house rule (STYLE.md, rule 1): one concept per module, split because a module holds two
+    concepts, not because it crossed a number. 100-300 lines is normal and 500 a reason to look;
+    only the line the rule draws — split before 800 — is checked here (generated code and
+    migrations aside)."""
     big = {str(path.relative_to(SRC)): n for path in _modules().values()
-           if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+           if (n := len(path.read_text(encoding="utf-8").splitlines())) >= 800}
     assert big == {}
 
 

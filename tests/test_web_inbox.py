@@ -80,7 +80,8 @@ def test_signed_out_only_the_sign_in_form(browser: Any, site: Site) -> None:
     assert page.locator("nav[aria-label=Main]").is_hidden()
     assert page.locator("tidings-bell").is_hidden()
     assert page.locator("#sign-out").is_hidden()
-    assert page.locator("link[rel=icon]").get_attribute("href") == "/static/favicon.svg"
+    # relative, so the inbox works mounted under a prefix too (docs/mount.md)
+    assert page.locator("link[rel=icon]").get_attribute("href") == "static/favicon.svg"
     shot(page, "inbox-signed-out-390")
     page.locator("#token").fill(site.token("bob"))
     page.get_by_role("button", name="Sign in").click()
@@ -173,7 +174,10 @@ def test_the_controls_show_on_hover_and_the_page_has_empty_and_loading_states(
 
 def test_preferences_by_category_with_the_channels_delivered(browser: Any, site: Site) -> None:
     declare(site)
-    site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"}})
+    site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"},
+                                         "email": {"muted_objects": ["page:Sandbox"],
+                                                   "delays": {"mention": {
+                                                       "email_delay_seconds": 60}}}})
     page = open_inbox(browser, site, "bob", width=1280)
     page.goto(f"{site.url}/#/preferences")
     page.locator("#matrix tr").first.wait_for()  # shown once loaded
@@ -200,7 +204,10 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
     page.get_by_text("Saved.").wait_for()
     prefs = site.tidings.get_preferences("bob")
     assert prefs["email"] == {"address": "bob@example.org", "frequency": "daily",
-                              "timezone": "Europe/Berlin", "digest_hour": 18}
+                              "timezone": "Europe/Berlin", "digest_hour": 18,
+                              "muted_objects": ["page:Sandbox"],  # an unsubscribe link's
+                              "delays": {"mention": {"email_delay_seconds": 60,
+                                                     "email_unless_read": False}}}  # kept
     assert prefs["channels"]["edit-user-talk"]["web"] is False
     assert prefs["channels"]["mention"]["web"] is True
     assert "email" not in prefs["channels"]["mention"]  # not offered here: not decided here

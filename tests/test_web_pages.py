@@ -34,6 +34,6 @@ def test_the_inbox_has_a_favicon(shared_live: LiveServer) -> None:
     with shared_live.http(None) as http:
         page = http.get("/").text
         icon = http.get("/static/favicon.svg")
-    assert '<link rel="icon" href="/static/favicon.svg"' in page
+    assert '<link rel="icon" href="static/favicon.svg"' in page  # relative: mountable
     assert icon.status_code == 200
     assert icon.headers["content-type"].startswith("image/svg+xml")

@@ -82,12 +82,9 @@ def _open(database_url: str | None, *, migrate: bool = False) -> object:
 @app.command()
 def migrate(database_url: DatabaseOption = None) -> None:
     """Create or upgrade the database schema to this version."""
-    from tidings.store.sql.migrate import current_revision, upgrade
+    from tidings.wiring import migrate_schema
 
-    config = _config(database_url)
-    before = current_revision(config.database_url)
-    upgrade(config.database_url)
-    after = current_revision(config.database_url)
+    before, after = migrate_schema(_config(database_url).database_url)
     console.print(f"schema at {after}" + (" (unchanged)" if before == after else
                                           f" (was {before or 'empty'})"))
 
@@ -114,17 +111,14 @@ def serve(
     import uvicorn
 
     from tidings.engine import Tidings
-    from tidings.store.sql.database import Database
+    from tidings.wiring import migrate_if_embedded
 
     config = _config(database_url)
     if not config.api_keys:
         raise CommandError("TIDINGS_API_KEY is not set: the server needs at least one key "
                            "(comma-separated for several)")
     check_port(host, port)
-    if Database(config.database_url).backend == "sqlite":
-        from tidings.store.sql.migrate import upgrade
-
-        upgrade(config.database_url)  # the embedded store migrates itself
+    migrate_if_embedded(config.database_url)
     # reachable and at this schema, else one line here rather than a traceback per process
     opened = _open(database_url)
     assert isinstance(opened, Tidings)
@@ -173,9 +167,11 @@ def worker(
     from tidings.exporter import single_process
 
     single_process()  # before prometheus-client is imported
+    from tidings import tracing
     from tidings.engine import Tidings
     from tidings.metrics import serve_metrics
 
+    tracing.configure()  # OTEL_*: before the engine, whose SQL it traces
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
     _logging(json_logs)
@@ -243,13 +239,20 @@ def import_(
 @app.command()
 def jobs(database_url: DatabaseOption = None,
          failures: Annotated[int, typer.Option(
-             metavar="N", help="Recent failures to list.")] = 10) -> None:
+             metavar="N", help="Recent failures to list.")] = 10,
+         retry: Annotated[list[int] | None, typer.Option(
+             metavar="JOB", help="Queue again a job that failed for good (repeatable).")
+         ] = None) -> None:
     """Show the job queue: queued, runnable, running, failed, queued per function, and recent
-    failures."""
+    failures; --retry JOB queues a job that failed for good again first."""
     from tidings.engine import Tidings
 
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
+    for job_id in retry or ():
+        if not tidings.queue.retry(job_id):
+            raise CommandError(f"job {job_id} has no final failure to retry (see `tidings jobs`)")
+        console.print(f"job {job_id} queued again")
     stats = tidings.queue.stats()
     table = Table(*stats)
     table.add_row(*(str(v) for v in stats.values()))
@@ -281,16 +284,17 @@ def rebuild_hot_store(
     the journaled writes are replayed in order, then Redis answers again. Inboxes, read
     state, deletions, bundles and timelines come back exactly as they were."""
     from tidings.engine import Tidings
-    from tidings.store.hot import HotStore
+    from tidings.wiring import hot_store
 
     tidings = _open(database_url)
     assert isinstance(tidings, Tidings)
-    if not isinstance(tidings.store, HotStore):
+    hot = hot_store(tidings.store)
+    if hot is None:
         raise typer.BadParameter("TIDINGS_HOT_STORE_URL is not set: there is no hot store")
-    units, baseline = tidings.store.rebuild()
+    units, baseline = hot.rebuild()
     console.print(f"{units:,} units of work replayed")
     if baseline:  # a hot store first used before its journal: those events as before
-        markers = tidings.store.restore_markers()
+        markers = hot.restore_markers()
         queued = tidings.redeliver_retained(upto=baseline)
         console.print(f"{markers:,} read watermarks restored, {queued:,} events from before "
                       "the journal queued for delivery")

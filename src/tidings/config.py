@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -37,6 +39,14 @@ def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...] | None:
             raise ConfigError(f"{name}: {origin!r} is not an origin; write scheme://host[:port] "
                               "(http or https, no path), comma-separated")
     return origins or None
+
+
+def _cors_origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``TIDINGS_CORS_ORIGINS``: ``*`` (the default: bearer tokens, no cookies, so any page
+    may embed the bell) or the origins allowed, comma-separated."""
+    if _list(env, "TIDINGS_CORS_ORIGINS") == ("*",):
+        return ("*",)
+    return _origins(env, "TIDINGS_CORS_ORIGINS") or ("*",)
 
 
 def _float(env: Mapping[str, str], name: str, default: float, *,
@@ -85,6 +95,8 @@ class Config:
     max_header_bytes: int = 32 * 1024  # request line and headers (HTTP)
     # origins absolute notification links may point to; None: any http(s) origin
     link_origins: tuple[str, ...] | None = None
+    # origins whose pages may call the API from a browser (CORS); ("*",): any page
+    cors_origins: tuple[str, ...] = ("*",)
     chunk_size: int = 5000
     inbox_cap: int = 10_000
     timeline_cap: int = 800
@@ -105,6 +117,15 @@ class Config:
         if self.timeline_model not in TIMELINE_MODELS:
             raise ConfigError("TIDINGS_TIMELINE_MODEL must be push, pull or hybrid, got "
                               f"{self.timeline_model!r}")
+        if self.webhook_secret and self.webhook_secret.startswith("whsec_"):
+            try:  # the Standard Webhooks form: channels/webhook.py signing_key
+                encoded = self.webhook_secret[6:]
+                key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+            except (binascii.Error, ValueError):
+                key = b""
+            if not key:
+                raise ConfigError("TIDINGS_WEBHOOK_SECRET: a whsec_ secret must be whsec_ "
+                                  "followed by base64")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
@@ -146,6 +167,7 @@ class Config:
             max_subscriptions=_int(env, "TIDINGS_MAX_SUBSCRIPTIONS", cls.max_subscriptions, 0),
             max_header_bytes=_int(env, "TIDINGS_MAX_HEADER_BYTES", cls.max_header_bytes, 1024),
             link_origins=_origins(env, "TIDINGS_LINK_ORIGINS"),
+            cors_origins=_cors_origins(env),
             chunk_size=_int(env, "TIDINGS_CHUNK_SIZE", cls.chunk_size, 1),
             inbox_cap=_int(env, "TIDINGS_INBOX_CAP", cls.inbox_cap, 1),
             timeline_cap=_int(env, "TIDINGS_TIMELINE_CAP", cls.timeline_cap, 1),

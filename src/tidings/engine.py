@@ -1,8 +1,8 @@
 """The facade: publish, subscribe, follow, mute, inbox, unread counts, read state, retract.
 
 Everything an application, the HTTP API or the command line does goes through :class:`Tidings`.
-It receives a store (built from the configuration by :mod:`tidings.store.factory`, the
-composition root) and hands each call to a service; nothing here knows which store runs.
+It takes its store, services and job handlers from the composition root
+(:mod:`tidings.wiring`) and hands each call to a service; nothing here knows which store runs.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
-from tidings.channels import email, outbound_channels, webhook
+from tidings import wiring
+from tidings.channels import email
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
-from tidings.domain.events import DEFAULT_SCOPE, Event, Limits
-from tidings.domain.types import EventType, TypeRegistry, load_types_file
+from tidings.domain.events import DEFAULT_SCOPE, Event
+from tidings.domain.types import EventType, TypeRegistry
 from tidings.domain.views import (
     Counters,
     Follow,
@@ -28,20 +29,13 @@ from tidings.domain.views import (
     UnreadCount,
 )
 from tidings.exceptions import TidingsError
-from tidings.jobs.context import Handler, JobContext, PrivacyCheck
-from tidings.jobs.registry import handlers
-from tidings.jobs.registry import lanes as worker_lanes
+from tidings.jobs.context import Handler, PrivacyCheck
 from tidings.jobs.worker import RUN_JOBS_BATCH, Worker
-from tidings.observe import Listener, Observer
+from tidings.observe import Listener
 from tidings.ports import JobAdmin, Store
-from tidings.services.catalog import Catalog
-from tidings.services.graph import GraphService, named
-from tidings.services.inbox import InboxService, Narrowing
-from tidings.services.publishing import Publishing
-from tidings.services.settings import PreferenceLimits, SettingsService
-from tidings.services.timeline import TimelineService
-from tidings.store.factory import open_store
-from tidings.store.sql.timeouts import SqlTimeouts
+from tidings.services.graph import named
+from tidings.services.inbox import Narrowing
+from tidings.services.publishing import Traces
 
 __all__ = ["Follow", "Notification", "Page", "Published", "Tidings", "TimelineEntry",
            "UnreadCount"]
@@ -55,33 +49,21 @@ class Tidings:
                  store: Store | None = None) -> None:
         self.config = config or Config.from_env()
         self.clock: Clock = clock or SystemClock()
-        self.store: Store = store or open_store(
-            self.config.database_url, self.clock, lease_seconds=self.config.lease_seconds,
-            max_attempts=self.config.job_max_attempts,
-            backoff_seconds=self.config.job_backoff_seconds, pool_size=pool_size,
-            hot_url=self.config.hot_store_url, sql_timeouts=SqlTimeouts.of(self.config))
-        self.limits = Limits(self.config.max_payload_bytes, self.config.max_recipients)
-        file_types = load_types_file(self.config.types_file) if self.config.types_file else []
-        self.catalog = Catalog(self.store, self.clock, [*file_types, *types])
-        channels = outbound_channels()
-        self._enabled_channels = ["web", *(c.name for c in channels if c.enabled(self.config))]
-        self.observer = Observer()
-        self.store.on_enqueue = lambda count: self.observe("job_queued", count)
-        self.publishing = Publishing(self.store, self.catalog, self.clock, self.limits,
-                                     [c.on_retract for c in channels if c.on_retract])
-        self.graph = GraphService(self.store, self.catalog, self.clock,
-                                  max_subscriptions=self.config.max_subscriptions)
-        self.settings = SettingsService(self.store, self.clock, webhook.url_check(self.config),
-                                        limits=PreferenceLimits.of(self.config))
-        self.inbox = InboxService(self.store, self.catalog, self.clock,
-                                  [c.on_delete for c in channels if c.on_delete],
-                                  link_origins=self.config.link_origins)
-        self.handlers: dict[str, Handler] = handlers(channels)
-        self.job_context = JobContext(self.config, self.clock, self.catalog, self.store,
-                                      self.observer)
-        self.timelines = TimelineService(self.job_context)
-        self.graph.follow_hooks.append(self.timelines.on_follow)
-        self.graph.unfollow_hooks.append(self.timelines.on_unfollow)
+        parts = wiring.assemble(
+            self.config, self.clock,
+            store or wiring.store_of(self.config, self.clock, pool_size=pool_size), types)
+        self.store: Store = parts.store
+        self.limits = parts.limits
+        self.catalog = parts.catalog
+        self._enabled_channels = parts.enabled_channels
+        self.observer = parts.observer
+        self.publishing = parts.publishing
+        self.graph = parts.graph
+        self.settings = parts.settings
+        self.inbox = parts.inbox
+        self.handlers: dict[str, Handler] = parts.handlers
+        self.job_context = parts.job_context
+        self.timelines = parts.timelines
 
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),
@@ -175,10 +157,10 @@ class Tidings:
         """Publish several events in one transaction: all are accepted, or none (bad input)."""
         return self.publishing.publish_many(batch, scope=idempotency_scope)
 
-    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
-                     ) -> list[Published | TidingsError]:
+    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                     traces: Traces = None) -> list[Published | TidingsError]:
         """(event, idempotency scope) items in one transaction, each answered on its own."""
-        return self.publishing.publish_each(items)
+        return self.publishing.publish_each(items, traces)
 
     def get_event(self, event_id: str | int) -> StoredEvent:
         return self.publishing.get_event(event_id)
@@ -273,12 +255,12 @@ class Tidings:
         """One-click unsubscribe: email frequency becomes 'never'."""
         self.settings.unsubscribe_email(user)
 
-    def user_of_unsubscribe_token(self, token: str) -> str | None:
-        """The user an unsubscribe link was made for, or None if the link is not valid."""
-        try:
-            return email.check_unsubscribe_token(email.signing_secret(self.config), token)
-        except RuntimeError:
-            return None
+    def unsubscribe_link(self, token: str, *, apply: bool = False,
+                         undo: bool = False) -> email.Unsubscribe:
+        """What an unsubscribe link turns off (``apply``: do it; ``undo``: on again)."""
+        return email.follow_link(self.config, self.settings.get_preferences,
+                                 self.settings.change_preferences, self.get_event, token,
+                                 apply=apply, undo=undo)
 
     # -- inbox and timeline -----------------------------------------------------------------
 
@@ -381,8 +363,8 @@ class Tidings:
     def worker(self, *, concurrency: int = 1, poll_seconds: float = 0.2,
                webhook_concurrency: int | None = None) -> Worker:
         """A job worker: ``concurrency`` threads for fan-out, mail and maintenance, and
-        webhooks' own lanes (:func:`tidings.jobs.registry.lanes`)."""
-        lanes = worker_lanes(self.config, concurrency, webhook_concurrency)
+        webhooks' own lanes (:func:`tidings.wiring.lanes`)."""
+        lanes = wiring.lanes(self.config, concurrency, webhook_concurrency)
         return Worker(self.job_context, self.handlers, lanes=lanes, poll_seconds=poll_seconds,
                       maintenance=self.publishing.schedule_maintenance)
 

@@ -97,6 +97,13 @@ class NotFound(TidingsError):
     code = "not_found"
 
 
+class LinkExpired(TidingsError):
+    """A link we made that no longer applies (an unsubscribe link sent to an address the user
+    has since changed): HTTP 410."""
+
+    code = "link_expired"
+
+
 class IdempotencyConflict(TidingsError):
     """The idempotency key was used before with a different body."""
 

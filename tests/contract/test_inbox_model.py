@@ -34,7 +34,7 @@ from tidings.domain.bundling import bundle_hash, display_hash
 from tidings.domain.events import Event
 from tidings.domain.readstate import Markers, scope_name
 from tidings.domain.views import Filters, NewNotification
-from tidings.store.factory import open_store
+from tidings.wiring import open_store
 
 T = TypeVar("T")
 USERS = ["u1", "u2", "u3"]

@@ -205,6 +205,23 @@ def test_the_last_attempt_fails_for_good(store: ports.Store, clock: FrozenClock)
     assert len(store.queue.failures(limit=3)) == 3
 
 
+def test_a_job_failed_for_good_can_be_queued_again_once(store: ports.Store,
+                                                       clock: FrozenClock) -> None:
+    _enqueue(store, JobSpec("doomed", {"to": "ann"}))
+    for _ in range(ATTEMPTS):
+        job = _claim_one(store)
+        store.queue.fail(job, "no")
+        clock.advance(3600)
+    assert store.queue.retry(job.id + 10_000) is False  # no such failure
+    assert store.queue.retry(job.id) is True
+    assert store.queue.retry(job.id) is False  # retried already: nothing final left
+    assert store.queue.stats() == {"queued": 1, "runnable": 1, "running": 0, "failed": 0}
+    again = _claim_one(store)
+    assert (again.func, again.args, again.attempts) == ("doomed", {"to": "ann"}, 1)
+    assert len(store.queue.failures(limit=100)) == ATTEMPTS  # the history stays
+    assert store.queue.failures(final_only=True) == []
+
+
 def test_failing_a_lost_lease_leaves_the_new_claim_alone(store: ports.Store,
                                                          clock: FrozenClock) -> None:
     _enqueue(store, JobSpec("j", {}))

@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from tidings.clock import FrozenClock
-from tidings.store.factory import open_store
 from tidings.store.memory import MemoryStore
 from tidings.store.memory.state import ReadOnlyUnit
+from tidings.wiring import open_store
 
 
 def test_it_needs_no_sqlalchemy_nor_a_driver() -> None:
-    code = ("import sys, tidings.store.factory as f, tidings.clock as c;"
+    code = ("import sys, tidings.wiring as f, tidings.clock as c;"
             "f.open_store('memory://x', c.FrozenClock());"
             "loaded = [m for m in ('sqlalchemy', 'psycopg', 'pymysql', 'sqlite3')"
             "          if m in sys.modules];"

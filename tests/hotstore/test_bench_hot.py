@@ -13,8 +13,8 @@ from redis.cluster import RedisCluster
 from typer.testing import CliRunner
 
 from redis_servers import client_of, delete_prefix
-from tidings.bench.cli import bench_app
-from tidings.bench.hot_floor import FIELDS, Floor
+from tidings_benchmarks.cli import bench_app
+from tidings_benchmarks.hot_floor import FIELDS, Floor
 
 
 def _client(kind: str, request: pytest.FixtureRequest) -> tuple[str, Any]:

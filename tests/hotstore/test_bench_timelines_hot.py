@@ -12,7 +12,7 @@ import redis
 from redis.cluster import RedisCluster
 from typer.testing import CliRunner
 
-from tidings.bench.cli import bench_app
+from tidings_benchmarks.cli import bench_app
 
 
 def _keys(url: str) -> set[bytes]:

@@ -19,8 +19,8 @@ from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Delivery, Filters, InboxRow, NewNotification
 from tidings.store import pageview
-from tidings.store.factory import open_store
 from tidings.store.hot import HotStore, Registered
+from tidings.wiring import open_store
 
 T = TypeVar("T")
 ALL = Filters()

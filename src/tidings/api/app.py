@@ -13,6 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from tidings import tracing
 from tidings.api import (
     docs,
     errors,
@@ -28,9 +29,11 @@ from tidings.api import (
     web,
 )
 from tidings.api.auth import Authenticator
-from tidings.api.deps import me_user, no_unknown_query, path_user
+from tidings.api.deps import me_user, no_unknown_query, path_user, principal
 from tidings.api.headers import SecurityHeaders
+from tidings.api.hostauth import UserResolver, principal_with
 from tidings.api.live import TRANSPORT, OpenStreams, transport_of
+from tidings.api.paths import keep_root
 from tidings.api.ratelimit import RateLimiter, SharedRateLimiter
 from tidings.api.state import AppState
 from tidings.config import Config
@@ -46,6 +49,7 @@ class Api(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             scope[TRANSPORT] = transport_of(send)
+            keep_root(scope)
         await super().__call__(scope, receive, send)
 
 
@@ -56,12 +60,16 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
                max_body_bytes: int = 4 * 1024 * 1024, max_header_bytes: int = 32 * 1024,
                max_streams: int = 200,
                max_streams_per_user: int = 5, stream_write_timeout: float | None = None,
-               demo_users: list[tuple[str, str]] | None = None) -> FastAPI:
+               demo_users: list[tuple[str, str]] | None = None,
+               user_resolver: UserResolver | None = None) -> FastAPI:
     """Build the app around an engine. ``run_worker`` runs the job worker in this process;
     ``max_streams`` bounds the live streams it holds, ``max_streams_per_user`` a user's;
     ``user_rate_per_second`` is each user token's request rate (0: no limit);
     ``stream_write_timeout`` (default ``TIDINGS_STREAM_WRITE_TIMEOUT``) is how long a write to
-    a stream may wait for its client to read before the connection is cut."""
+    a stream may wait for its client to read before the connection is cut.
+    ``user_resolver``, a FastAPI dependency of a host application that returns the signed-in
+    user's id (or None), makes that sign-in a user of the API (:mod:`tidings.api.hostauth`;
+    mounting the app in another: docs/mount.md)."""
     metrics = Metrics(queue=tidings.queue.figures)
     write_timeout = (tidings.config.stream_write_timeout if stream_write_timeout is None
                      else stream_write_timeout)
@@ -85,6 +93,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             if worker is not None:
                 await run_in_threadpool(worker.stop)
             process_ended()  # its live gauges (open streams) leave the shared sum
+            tracing.flush()  # the spans still buffered, before the process ends
 
     app = Api(title="tidings", version="1", lifespan=lifespan,
               description="Notification and activity-feed engine: the HTTP API v1.",
@@ -100,14 +109,19 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     docs.install(app)
-    hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    if user_resolver is None:  # the hot reads know tidings' own credentials only
+        hotreads.install(app, state)  # the plain badge count and first page, before FastAPI's
+    else:
+        app.dependency_overrides[principal] = principal_with(user_resolver)
     hotpublish.install(app, state)  # a plain POST /v1/events, likewise
     app.add_middleware(middleware.BodyChecks, max_bytes=max_body_bytes)
     app.add_middleware(middleware.HeaderLimit, max_bytes=max_header_bytes)
     app.add_middleware(middleware.RequestContext, metrics=metrics)
     app.add_middleware(SecurityHeaders, docs_paths=docs.PAGES)
-    # Bearer tokens, no cookies: any site may embed <tidings-bell> and call the API.
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"],
+    # Bearer tokens, no cookies: by default any site may embed <tidings-bell> and call the
+    # API; TIDINGS_CORS_ORIGINS narrows that to the sites named.
+    app.add_middleware(CORSMiddleware, allow_origins=list(tidings.config.cors_origins),
+                       allow_methods=["*"],
                        allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
                        expose_headers=["X-Request-Id", "Retry-After"])
     if demo_users is not None:
@@ -119,6 +133,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
             return {"items": users}
 
     web.mount(app)
+    tracing.instrument_app(app)  # tracing on: every request's span (a traceparent continues)
     return app
 
 
@@ -127,6 +142,7 @@ def app_from_env() -> FastAPI:
     config = Config.from_env()
     if not config.api_keys:
         raise ConfigError("TIDINGS_API_KEY is not set: the server needs at least one key")
+    tracing.configure()  # OTEL_*: in each server process, before the engine (its SQL traced)
     tidings = Tidings(config)
     tidings.check_schema()
     tidings.load_types()  # stores the types file's types, so every process reads them

@@ -52,9 +52,9 @@ class Authenticator:
             token = query_token
         if not token:
             raise _unauthorized("missing Authorization: Bearer <token>")
-        for key in self.api_keys:
-            if hmac.compare_digest(token.encode(), key.encode()):
-                return Principal("server", key=key)
+        server = self._server_key(token)
+        if server is not None:
+            return server
         if not self.token_secret:
             raise _unauthorized("invalid server key (user tokens are disabled)")
         try:
@@ -68,6 +68,20 @@ class Authenticator:
         if not ids.matches(ids.USER_ID_BARE, subject):
             raise _unauthorized("the token's sub is not a valid user id")
         return Principal("user", user=subject)
+
+    def server_of(self, authorization: str | None) -> Principal | None:
+        """The server key ``Authorization: Bearer …`` carries; None for anything else (no
+        header, a user token, a host application's own credentials)."""
+        scheme, _, value = (authorization or "").partition(" ")
+        if scheme.lower() != BEARER or not value.strip():
+            return None
+        return self._server_key(value.strip())
+
+    def _server_key(self, token: str) -> Principal | None:
+        for key in self.api_keys:
+            if hmac.compare_digest(token.encode(), key.encode()):
+                return Principal("server", key=key)
+        return None
 
     def mint(self, user: str, ttl_seconds: int) -> tuple[str, int]:
         if not self.token_secret:

@@ -29,11 +29,20 @@ async def principal(request: Request, state: State,
               ) -> Principal:
     """Who calls. ``?access_token=`` is accepted only on streams (browsers' EventSource
     cannot send headers); elsewhere a token in the URL, where logs keep it, is refused."""
-    stream = request.url.path.endswith("/stream")
+    stream = is_stream(request)
     caller = state.authenticate(authorization, access_token if stream else None)
-    if access_token is not None and not stream:
-        raise _unknown_query(["access_token"], " (a token in the URL is for streams only)")
+    refuse_url_token(request, access_token)
     return caller
+
+
+def is_stream(request: Request) -> bool:
+    return request.url.path.endswith("/stream")
+
+
+def refuse_url_token(request: Request, access_token: str | None) -> None:
+    """``?access_token=`` anywhere but a stream: 400 naming it."""
+    if access_token is not None and not is_stream(request):
+        raise _unknown_query(["access_token"], " (a token in the URL is for streams only)")
 
 
 Caller = Annotated[Principal, Depends(principal)]

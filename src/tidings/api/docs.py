@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import fastapi_offline
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.docs import (
     get_redoc_html,
     get_swagger_ui_html,
@@ -16,6 +16,8 @@ from fastapi.openapi.docs import (
 )
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
+
+from tidings.api.paths import app_root
 
 SWAGGER = "/docs"
 REDOC = "/redoc"
@@ -32,21 +34,28 @@ def install(app: FastAPI) -> None:
     openapi_url = app.openapi_url or "/openapi.json"
 
     @app.get(SWAGGER, include_in_schema=False)
-    async def swagger_ui() -> HTMLResponse:
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = _root(request)
         return get_swagger_ui_html(
-            openapi_url=openapi_url, title=f"{app.title} - Swagger UI",
-            oauth2_redirect_url=OAUTH2_REDIRECT,
-            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS}/favicon.png")
+            openapi_url=root + openapi_url, title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=root + OAUTH2_REDIRECT,
+            swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{ASSETS}/favicon.png")
 
     @app.get(OAUTH2_REDIRECT, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:
         return get_swagger_ui_oauth2_redirect_html()
 
     @app.get(REDOC, include_in_schema=False)
-    async def redoc() -> HTMLResponse:
+    async def redoc(request: Request) -> HTMLResponse:
+        root = _root(request)
         return get_redoc_html(
-            openapi_url=openapi_url, title=f"{app.title} - ReDoc",
-            redoc_js_url=f"{ASSETS}/redoc.standalone.js",
-            redoc_favicon_url=f"{ASSETS}/favicon.png", with_google_fonts=False)
+            openapi_url=root + openapi_url, title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{ASSETS}/favicon.png", with_google_fonts=False)
+
+
+def _root(request: Request) -> str:
+    """The prefix the app is mounted under ("" at the root): the pages' links carry it."""
+    return app_root(request.scope)

@@ -25,9 +25,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from tidings.api import web
+from tidings.api.paths import app_root, route_path
 from tidings.exceptions import (
     IdempotencyConflict,
     InvalidInput,
+    LinkExpired,
     NotFound,
     PayloadTooLarge,
     QuotaExceeded,
@@ -90,6 +92,8 @@ def status_of(exc: TidingsError) -> int:
         return 422
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, LinkExpired):
+        return 410
     if isinstance(exc, IdempotencyConflict | QuotaExceeded):
         return 409
     if isinstance(exc, StoreUnavailable | SchemaOutOfDate):
@@ -184,8 +188,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request,
                          exc: StarletteHTTPException) -> JSONResponse | HTMLResponse:
-        if exc.status_code == 404 and not is_api_path(request.url.path):
-            return HTMLResponse(web.not_found_page(), status_code=404)
+        if exc.status_code == 404 and not is_api_path(route_path(request.scope)):
+            return HTMLResponse(web.not_found_page(app_root(request.scope)), status_code=404)
         code = STATUS_CODES.get(exc.status_code, "error")
         message = str(exc.detail) if exc.detail else code.replace("_", " ")
         headers = dict(getattr(exc, "headers", None) or {})

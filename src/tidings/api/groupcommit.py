@@ -29,6 +29,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from tidings import tracing
 from tidings.domain.views import Published
 from tidings.engine import Tidings
 from tidings.exceptions import SchemaOutOfDate, StoreUnavailable, TidingsError
@@ -36,7 +37,8 @@ from tidings.exceptions import SchemaOutOfDate, StoreUnavailable, TidingsError
 GROUP_LIMIT = 256  # events in one transaction at most
 IN_FLIGHT = 4  # groups committed at once by one process (each holds a pooled connection)
 
-Waiting = tuple[Mapping[str, Any], str, "asyncio.Future[Published]"]
+# an event's fields, its idempotency scope, its trace context, its caller's answer
+Waiting = tuple[Mapping[str, Any], str, Mapping[str, str] | None, "asyncio.Future[Published]"]
 
 
 class GroupCommit:
@@ -51,16 +53,19 @@ class GroupCommit:
         self._committers: set[asyncio.Task[None]] = set()
 
     async def publish(self, fields: Mapping[str, Any], scope: str) -> Published:
-        """Publish one event (``scope``: its idempotency scope) with the next group."""
-        future: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
-        self._waiting.append((fields, scope, future))
-        # a committer that has ended leaves the set only when the loop runs its done callback,
-        # later: counted until then, it could leave this request with no committer at all
-        if sum(not c.done() for c in self._committers) < self.in_flight:
-            committer = asyncio.create_task(self._commit_all())
-            self._committers.add(committer)
-            committer.add_done_callback(self._committers.discard)
-        return await asyncio.shield(future)
+        """Publish one event (``scope``: its idempotency scope) with the next group; its
+        span (tracing on) is the trace context its fan-out job joins."""
+        with tracing.span("tidings.publish", {"tidings.event.count": 1}):
+            future: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+            self._waiting.append((fields, scope, tracing.carrier(), future))
+            # a committer that has ended leaves the set only when the loop runs its done
+            # callback, later: counted until then, it could leave this request with no
+            # committer at all
+            if sum(not c.done() for c in self._committers) < self.in_flight:
+                committer = asyncio.create_task(self._commit_all())
+                self._committers.add(committer)
+                committer.add_done_callback(self._committers.discard)
+            return await asyncio.shield(future)
 
     async def _commit_all(self) -> None:
         while self._waiting:
@@ -90,32 +95,47 @@ class GroupCommit:
         that cannot be (then :meth:`_publish` does it in a thread)."""
         try:
             return await self.tidings.publishing.publish_each_now(
-                [(fields, scope) for fields, scope, _ in group])
+                [(fields, scope) for fields, scope, _, _ in group], _traces(group))
         except (StoreUnavailable, SchemaOutOfDate):
             raise
         except TidingsError:  # one event's fault: the unit in a thread answers each alone
             return None
 
     def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
-        return publish_group(self.tidings, [(fields, scope) for fields, scope, _ in group])
+        return publish_group(self.tidings, [(fields, scope) for fields, scope, _, _ in group],
+                             _traces(group))
 
 
-def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]]
+def _traces(group: list[Waiting]) -> list[Mapping[str, str] | None] | None:
+    """The group's trace contexts, or None if none carries one (tracing off)."""
+    traces = [trace for _, _, trace, _ in group]
+    return traces if any(traces) else None
+
+
+def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]],
+                  traces: list[Mapping[str, str] | None] | None = None
                   ) -> list[Published | TidingsError]:
     """:meth:`Tidings.publish_each` of ``items``; if their transaction fails as a whole for a
     reason one event may cause, each is published again alone, answered by its own outcome.
-    An unreachable store or an old schema is raised, for every item alike."""
+    An unreachable store or an old schema is raised, for every item alike. ``traces``: each
+    item's trace context (its fan-out job joins it)."""
+    def publish_each(some: list[tuple[Mapping[str, Any], str]],
+                     traces: list[Mapping[str, str] | None] | None
+                     ) -> list[Published | TidingsError]:
+        return (tidings.publish_each(some) if traces is None
+                else tidings.publish_each(some, traces))
+
     try:
-        return tidings.publish_each(items)
+        return publish_each(items, traces)
     except (StoreUnavailable, SchemaOutOfDate):
         raise
     except TidingsError:
         if len(items) == 1:
             raise
     outcomes: list[Published | TidingsError] = []
-    for item in items:  # alone, so that one event's refusal is its own
+    for n, item in enumerate(items):  # alone, so that one event's refusal is its own
         try:
-            outcomes += tidings.publish_each([item])
+            outcomes += publish_each([item], None if traces is None else [traces[n]])
         except (StoreUnavailable, SchemaOutOfDate):
             raise
         except TidingsError as exc:

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tidings.api.paths import route_path
+
 # Inline styles are allowed: <tidings-bell> styles its shadow root with a <style> element.
 PAGE_POLICY = ("default-src 'self'; script-src 'self'{scripts}; "
                "style-src 'self' 'unsafe-inline'{styles}; img-src 'self' data:{images}; "
@@ -72,7 +74,7 @@ class SecurityHeaders:
                 if message.get("more_body", False):
                     return
                 page = b"".join(chunks)
-                docs = scope["path"] in self.docs_paths
+                docs = route_path(scope) in self.docs_paths
                 MutableHeaders(scope=held)["Content-Security-Policy"] = page_policy(page,
                                                                                     docs=docs)
                 await send(held)

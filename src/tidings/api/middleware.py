@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tidings import logs
 from tidings.api import errors, jsonshape
 from tidings.api.errors import respond
+from tidings.api.paths import route_path
 from tidings.metrics import Metrics
 
 request_log = logging.getLogger("tidings.http")
@@ -116,7 +117,7 @@ class BodyChecks:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in WRITES \
-                or scope["path"].startswith("/v1/unsubscribe/"):
+                or route_path(scope).startswith("/v1/unsubscribe/"):
             await self.app(scope, receive, send)
             return
         refusal, body = await self._read(scope, receive)

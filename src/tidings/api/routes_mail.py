@@ -10,7 +10,6 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from tidings.api.deps import Server, State, error_responses
-from tidings.api.errors import ApiError
 from tidings.api.schemas.mail import Bounce, BounceIn
 from tidings.api.schemas.params import BounceAddressPath, UnsubscribeTokenPath
 from tidings.api.state import AppState
@@ -23,6 +22,8 @@ JSON_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Erro
 BAD_LINK: dict[int | str, dict[str, Any]] = {
     400: {"description": "Bad Request", "content": JSON_ERROR},
     404: {"description": "Not a valid unsubscribe link.", "content": JSON_ERROR},
+    410: {"description": "The link was sent to an address the user no longer has.",
+          "content": JSON_ERROR},
 }
 
 PAGE = """<!doctype html>
@@ -34,41 +35,59 @@ padding: 0 1rem;">
 {content}
 </body></html>
 """
-ASK = """<h1>Unsubscribe {user}?</h1>
-<p>Stop all notification mail. Notifications on the web go on.</p>
+ASK = """<h1>Unsubscribe?</h1>
+<p>Stop {what}. Notifications on the web go on.</p>
 <form method="post"><button type="submit">Unsubscribe</button></form>"""
 DONE = """<h1>You are unsubscribed</h1>
-<p>No more notification mail will be sent to {user}. You can turn it on again in your
-preferences.</p>"""
+<p>You will no longer get {what}. Notifications on the web go on; you can change this in your
+preferences.</p>
+<form method="post" action="{token}/undo"><button type="submit">Undo</button></form>"""
+UNDONE = """<h1>Turned on again</h1>
+<p>You will get {what} again.</p>"""
 
 
-def unsubscribe_html(user: str, *, done: bool) -> str:
-    """The unsubscribe page: a question with a button, or the confirmation."""
-    content = (DONE if done else ASK).format(user=html.escape(user))
+def described(purpose: str, target: str) -> str:
+    """What an unsubscribe link turns off, in words."""
+    if purpose == "category":
+        return f"email about “{target}” notifications"
+    if purpose == "object":
+        return f"email about {target}"
+    return "any notification email"
+
+
+def unsubscribe_html(purpose: str, target: str, token: str, *, step: str) -> str:
+    """The unsubscribe page: the question with a button (``ask``), the confirmation with an
+    Undo button (``done``), or the undo's confirmation (``undone``)."""
+    template = {"ask": ASK, "done": DONE, "undone": UNDONE}[step]
+    content = template.format(what=html.escape(described(purpose, target)),
+                              token=html.escape(token))
     return PAGE.format(content=content)
 
 
 def build() -> APIRouter:
     router = APIRouter(tags=["email"])
 
-    def unsubscribing(state: AppState, token: str) -> str:
-        user = state.tidings.user_of_unsubscribe_token(token)
-        if user is None:
-            raise ApiError(404, "this unsubscribe link is not valid")
-        return user
+    async def follow(state: AppState, token: str, step: str) -> HTMLResponse:
+        link = await run_in_threadpool(state.tidings.unsubscribe_link, token,
+                                       apply=step != "ask", undo=step == "undone")
+        return HTMLResponse(unsubscribe_html(link.purpose, link.target, token, step=step))
 
     @router.get("/v1/unsubscribe/{token}", response_class=HTMLResponse, responses=BAD_LINK)
     async def unsubscribe_page(token: UnsubscribeTokenPath, state: State) -> HTMLResponse:
-        """A page with an Unsubscribe button; opening the link changes nothing."""
-        user = unsubscribing(state, token)
-        return HTMLResponse(unsubscribe_html(user, done=False))
+        """A page saying what the link turns off, with a button; opening it changes nothing."""
+        return await follow(state, token, "ask")
 
     @router.post("/v1/unsubscribe/{token}", response_class=HTMLResponse, responses=BAD_LINK)
     async def unsubscribe(token: UnsubscribeTokenPath, state: State) -> HTMLResponse:
-        """One-click unsubscribe (RFC 8058): no more notification mail to this user."""
-        user = unsubscribing(state, token)
-        await run_in_threadpool(state.tidings.unsubscribe_email, user)
-        return HTMLResponse(unsubscribe_html(user, done=True))
+        """One-click unsubscribe (RFC 8058): the link's kind of mail is turned off — one
+        category, one object (page or thread), or all notification mail."""
+        return await follow(state, token, "done")
+
+    @router.post("/v1/unsubscribe/{token}/undo", response_class=HTMLResponse,
+                 responses=BAD_LINK)
+    async def unsubscribe_undo(token: UnsubscribeTokenPath, state: State) -> HTMLResponse:
+        """Undo an unsubscribe link: its kind of mail is turned on again."""
+        return await follow(state, token, "undone")
 
     @router.post("/v1/bounces", response_model=Bounce, responses=ERRORS)
     async def bounce(body: BounceIn, state: State, _caller: Server) -> dict[str, Any]:

@@ -5,6 +5,7 @@ parts in ``web/bell/`` (its stylesheet, its drawing helpers, the element), each 
 own to read and edit.
 """
 
+import html
 import json
 from functools import cache
 from importlib import resources
@@ -34,9 +35,11 @@ def mount(app: FastAPI) -> None:
 
 
 @cache
-def not_found_page() -> bytes:
-    """The page a person gets for a path that leads nowhere (outside the JSON API)."""
-    return (WEB / "404.html").read_bytes()
+def not_found_page(root: str = "") -> bytes:
+    """The page a person gets for a path that leads nowhere (outside the JSON API); its links
+    (stylesheet, icon, the inbox) under ``root``, the prefix the app is mounted under."""
+    page = (WEB / "404.html").read_bytes()
+    return page.replace(b'href="/', f'href="{html.escape(root)}/'.encode())
 
 
 BELL_HEAD = """/* <tidings-bell>: a badge of news and a flyout of the newest notifications, live.

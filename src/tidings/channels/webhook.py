@@ -1,9 +1,14 @@
-"""Webhooks: POST a JSON notification, signed with HMAC-SHA256 over "timestamp.body".
+"""Webhooks: POST a JSON notification, signed as the Standard Webhooks specification says.
 
-Headers: ``X-Tidings-Timestamp`` (seconds) and ``X-Tidings-Signature: sha256=<hex>``. A receiver
-recomputes the HMAC with the shared secret (``TIDINGS_WEBHOOK_SECRET``) and rejects old
-timestamps. Any answer but 2xx is retried with backoff; every attempt is logged. The POST runs
-outside any database transaction (``prepare`` → ``send`` → ``finish``).
+Headers: ``webhook-id`` (``msg_…``, the same on every attempt of one delivery: the receiver's
+deduplication key), ``webhook-timestamp`` (seconds) and ``webhook-signature: v1,<base64>``, the
+HMAC-SHA256 of ``id.timestamp.body`` under the key of ``TIDINGS_WEBHOOK_SECRET``
+(:func:`signing_key`; receivers verify with :func:`receiver_secret`, a ``whsec_`` secret, and any
+Standard Webhooks library). The former headers (``X-Tidings-Timestamp``,
+``X-Tidings-Signature: sha256=<hex>`` over ``timestamp.body``, ``X-Tidings-Delivery``) are still
+sent for receivers that check them, and deprecated. Any answer but 2xx is retried with backoff;
+every attempt is logged. The POST runs outside any database transaction (``prepare`` → ``send``
+→ ``finish``).
 
 Before each POST the URL is checked again and its host resolved (``channels/netguard.py``); the
 POST goes to the checked address with short timeouts (``channels/pinned.py``). Webhook jobs run
@@ -22,9 +27,12 @@ Any other answer (2xx, or a 4xx that only concerns one URL) closes the breaker.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -57,7 +65,53 @@ def spec(user: str, event_id: int, url: str) -> JobSpec:
                    priority=4)
 
 
+STANDARD_PREFIX = "whsec_"
+
+
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a webhook secret: the bytes a ``whsec_<base64>`` secret encodes, or any
+    other secret's UTF-8 bytes (so a secret chosen before ``whsec_`` keeps working). Raises
+    ValueError for a ``whsec_`` secret that is not base64."""
+    if not secret.startswith(STANDARD_PREFIX):
+        return secret.encode()
+    try:
+        encoded = secret[len(STANDARD_PREFIX):]
+        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("a whsec_ secret must be whsec_ followed by base64") from None
+    if not key:
+        raise ValueError("a whsec_ secret must be whsec_ followed by base64")
+    return key
+
+
+def receiver_secret(secret: str) -> str:
+    """The ``whsec_`` form of the secret that a receiver hands to its Standard Webhooks
+    library: the secret itself if it has that form already."""
+    return STANDARD_PREFIX + base64.b64encode(signing_key(secret)).decode()
+
+
+def new_secret() -> str:
+    """A fresh ``whsec_`` secret (32 random bytes) for ``TIDINGS_WEBHOOK_SECRET``."""
+    return STANDARD_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def message_id(event_id: int, user: str) -> str:
+    """The ``webhook-id`` of the delivery of one event to one user: the same on every attempt
+    (and after a worker crash), different for every other delivery."""
+    digest = hashlib.sha256(f"{event_id}:{user}".encode()).digest()[:18]
+    return "msg_" + base64.urlsafe_b64encode(digest).decode()
+
+
+def sign_standard(secret: str, msg_id: str, timestamp: str, body: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,`` and the base64 HMAC-SHA256 of
+    ``id.timestamp.body``."""
+    digest = hmac.new(signing_key(secret), f"{msg_id}.{timestamp}.".encode() + body,
+                      hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
 def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The deprecated ``X-Tidings-Signature`` value (the secret's UTF-8 bytes as the key)."""
     digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
     return "sha256=" + digest.hexdigest()
 
@@ -133,8 +187,11 @@ def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
                   "object": event.object, "payload": event.payload,
                   "created_at": to_rfc3339(event.created_at)},
     }, separators=(",", ":")).encode()
-    timestamp = str(int(time.time()))
+    timestamp = str(int(time.time()))  # the receiver's clock judges it: wall time
+    msg_id = message_id(event.id, str(job.args["user"]))
     headers = {"Content-Type": "application/json", "User-Agent": "tidings-webhook/1",
+               "webhook-id": msg_id, "webhook-timestamp": timestamp,
+               "webhook-signature": sign_standard(secret, msg_id, timestamp, body),
                "X-Tidings-Timestamp": timestamp,
                "X-Tidings-Signature": sign(secret, timestamp, body),
                "X-Tidings-Delivery": f"{event.id}:{job.args['user']}"}

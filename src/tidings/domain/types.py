@@ -154,6 +154,9 @@ def _check_template(type_name: str, name: str, source: Any, *, html: bool) -> No
         raise bad(f"does not compile: {type(exc).__name__}") from None
 
 
+MAX_EMAIL_DELAY = 7 * 86_400  # a week
+
+
 @dataclass(frozen=True)
 class EventType:
     """One kind of event and how its notifications behave."""
@@ -174,6 +177,9 @@ class EventType:
     privacy: str | None = None  # "followers", "group:NAME" or "rule:NAME" (domain/privacy.py)
     # top-level scalar payload fields a list or count may be narrowed by (domain/fields.py)
     queryable: tuple[str, ...] = ()
+    # mail N seconds after delivery; with email_unless_read only if still unread then
+    email_delay_seconds: int = 0
+    email_unless_read: bool = False
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -213,6 +219,13 @@ class EventType:
                 parse_privacy(self.privacy)
             except ValueError as exc:
                 raise bad(str(exc), "privacy") from None
+        if (not isinstance(self.email_delay_seconds, int)
+                or isinstance(self.email_delay_seconds, bool)
+                or not 0 <= self.email_delay_seconds <= MAX_EMAIL_DELAY):
+            raise bad(f"email_delay_seconds must be an integer from 0 to {MAX_EMAIL_DELAY}",
+                      "email_delay_seconds")
+        if not isinstance(self.email_unless_read, bool):
+            raise bad("email_unless_read must be true or false", "email_unless_read")
         why = query_fields.check_names(self.queryable)
         if why is not None:
             raise bad(why, "queryable")
@@ -254,6 +267,9 @@ class EventType:
             data["queryable"] = list(self.queryable)
         else:  # as stored before types had queryable fields
             del data["queryable"]
+        for key in ("email_delay_seconds", "email_unless_read"):
+            if not data[key]:  # as stored before types had delayed mail
+                del data[key]
         return data
 
     def query_fields(self, payload: Mapping[str, Any]) -> query_fields.Fields:
@@ -266,7 +282,7 @@ class EventType:
         known = {
             "category", "section", "priority", "bundle", "channels", "audience",
             "templates", "retention_days", "mandatory", "name", "label", "description",
-            "privacy", "queryable",
+            "privacy", "queryable", "email_delay_seconds", "email_unless_read",
         }
         for key in data:
             if key not in known:

@@ -22,9 +22,11 @@ is written first).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from tidings import tracing
 from tidings.channels.registry import Channel
 from tidings.domain.audience import (
     ACTOR_FOLLOWERS,
@@ -66,6 +68,7 @@ class Item:
     timeline: list[str]
     at: int | None
     writer: str
+    job_args: Mapping[str, Any] | None = None  # its job's (for its trace context)
 
 
 def _muted(mutes: set[tuple[str, str]] | None, event: StoredEvent) -> bool:
@@ -132,7 +135,8 @@ class Batch:
         for (item, candidates), plan, delivered in zip(chosen, planned, self._write(planned),
                                                         strict=True):
             event = item.event
-            schedule(ctx, tx, plan, delivered, self.channels)
+            with tracing.resumed(item.job_args):  # its channels' jobs join its trace
+                schedule(ctx, tx, plan, delivered, self.channels)
             self.touched.update(delivered)
             if item.timeline:
                 allowed = set(candidates)
@@ -229,7 +233,8 @@ def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Ch
         taken += size
         if item is None:
             batch.flush()
-            results[i] = one(ctx, tx, jobs[i])
+            with tracing.resumed(jobs[i].args):
+                results[i] = one(ctx, tx, jobs[i])
         else:
             batch.add(item)
     batch.flush()
@@ -258,4 +263,5 @@ def _item(tx: Tx, event: StoredEvent, kinds: list[str], followers: dict[str, lis
         audience.update(subscribers)
     if len(audience) > chunk:
         return None
-    return Item(event, sorted(audience), theirs, job.args.get("at"), f"job:{job.id}")
+    return Item(event, sorted(audience), theirs, job.args.get("at"), f"job:{job.id}",
+                job.args)

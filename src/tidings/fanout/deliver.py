@@ -185,7 +185,7 @@ def plan_channels(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: Event
     plans = {
         user: within(plan(prefs.get(user), event_type,
                           str((prefs.get(user, {}).get("email") or {}).get("address", ""))
-                          .lower() in bounced), limits.get(user))
+                          .lower() in bounced, event.object), limits.get(user))
         if user in prefs or user in limits else default
         for user in candidates
     }

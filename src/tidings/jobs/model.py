@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidings import tracing
+
 SECOND = 1_000_000
 
 
@@ -28,13 +30,18 @@ def group_of(unique_key: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job to enqueue. A ``unique_key`` already queued makes the enqueue a no-op."""
+    """A job to enqueue. A ``unique_key`` already queued makes the enqueue a no-op. Made
+    while a span is current (tracing on), its args carry the trace context
+    (:func:`tidings.tracing.stamp`): the worker's span for it continues that trace."""
 
     func: str
     args: Mapping[str, Any] = field(default_factory=dict)
     unique_key: str | None = None
     priority: int = 5
     run_after: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tracing.stamp(self.args))
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,9 @@ class EventJob:
     args: Mapping[str, Any]
     key_prefix: str
     priority: int = 5
+
+    def __post_init__(self) -> None:  # the trace context, as JobSpec's
+        object.__setattr__(self, "args", tracing.stamp(self.args))
 
     def for_event(self, event_id: int) -> JobSpec:
         return JobSpec(self.func, {"event_id": event_id, **self.args},

@@ -20,8 +20,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
-from tidings import logs
+from tidings import logs, tracing
 from tidings.exceptions import HotStoreEmptied, LeaseLost, StoreUnavailable
 from tidings.jobs.context import Deferred, Handler, JobContext, Replacements
 from tidings.jobs.lanes import GroupLimit, Lane
@@ -109,13 +110,16 @@ class Worker:
             return
         if not store.queue.still_mine(job):
             raise LeaseLost(f"job {job.id} was taken by another worker before sending")
-        outcome = send(self.ctx, prepared)
+        with tracing.span(f"tidings.send {job.func}", {"tidings.job.id": job.id}):
+            outcome = send(self.ctx, prepared)
         store.transact(lambda tx: _complete(tx, job, finish(self.ctx, tx, job, prepared,
                                                             outcome)))
 
     def run_job(self, job: Job) -> bool:
-        """Run one claimed job; True if it completed. What it logs carries its id."""
-        with logs.job_scope([job.id]):
+        """Run one claimed job; True if it completed. What it logs carries its id; its span
+        (tracing on) continues the trace its args carry."""
+        with logs.job_scope([job.id]), tracing.job_span(job.func, job.id, job.attempts,
+                                                        job.args):
             return self._run(job)
 
     def _run(self, job: Job) -> bool:
@@ -148,6 +152,7 @@ class Worker:
             return False
         except Exception as exc:  # a handler's failure is recorded and retried, not fatal
             log.warning("job %s (%s) failed: %s", job.id, job.func, exc, exc_info=exc)
+            tracing.failed(exc)
             observer.store_error(exc)
             retried = True
             try:
@@ -172,13 +177,16 @@ class Worker:
         together; if that unit fails, run each on its own (:meth:`run_job`: its retries,
         lease and give-back rules), so one bad job never holds up or loses the others. Jobs
         the handler deferred go back to the queue after the unit. Returns (jobs completed,
-        jobs put back)."""
+        jobs put back). Tracing on, each job has its span, and the handler gets the jobs with
+        their own span's trace context in their args (to resume per job)."""
         run_many = handler.run_many
         assert run_many is not None
         deferred: list[Job] = []
 
+        traced = list(jobs)
+
         def work(tx: Tx) -> None:
-            results = run_many(self.ctx, tx, jobs)
+            results = run_many(self.ctx, tx, traced)
             if len(results) != len(jobs):
                 raise ValueError("run_many gave a result per job")
             deferred[:] = [job for job, more in zip(jobs, results, strict=True)
@@ -193,7 +201,11 @@ class Worker:
         started = time.perf_counter()
         with logs.job_scope([job.id for job in jobs]):
             try:
-                self.ctx.store.transact(work)
+                with tracing.job_spans([(j.func, j.id, j.attempts, j.args) for j in jobs]
+                                       ) as carriers:
+                    traced[:] = [replace(j, args={**j.args, **c}) if c else j
+                                 for j, c in zip(jobs, carriers, strict=True)]
+                    self.ctx.store.transact(work)
             except Exception as exc:
                 log.info("a batch of %d %s jobs failed (%s); running each on its own",
                          len(jobs), jobs[0].func, exc, exc_info=exc)

@@ -80,3 +80,8 @@ class JobAdmin(Protocol):
 
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         """Recent failures, newest first."""
+
+    def retry(self, job_id: int) -> bool:
+        """Queue again, to run now, a job that failed for good (its func and args as its last
+        failure recorded them); its failures stay on record as attempts, no longer final.
+        False if ``job_id`` has no final failure (never failed for good, or retried already)."""

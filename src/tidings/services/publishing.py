@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tidings import tracing
 from tidings.clock import Clock
 from tidings.domain.events import (
     DEFAULT_SCOPE,
@@ -33,6 +34,8 @@ from tidings.services.common import check_ids
 RetractHook = Callable[[Tx, list[int]], None]
 # an event checked for publishing: the event, its payload JSON, its type, its key's scope
 Prepared = tuple[Event, str, EventType, str]
+# each item's trace context (tidings.tracing.carrier), for its fan-out job to join its trace
+Traces = Sequence[Mapping[str, str] | None] | None
 
 
 def coerce_event(event: Event | Mapping[str, Any]) -> Event:
@@ -54,6 +57,16 @@ def coerce_event(event: Event | Mapping[str, Any]) -> Event:
     if data.get("payload") is None:
         data["payload"] = {}
     return Event(**data)
+
+
+def _span_name(traces: Traces) -> str:
+    """A publish's span: the caller's, or a group of callers' (each with its own trace)."""
+    return "tidings.publish" if traces is None else "tidings.publish.group"
+
+
+def _placed(traces: Traces, places: Sequence[int]) -> list[Mapping[str, str] | None] | None:
+    """The traces of the items at ``places`` (those prepared), in their order."""
+    return None if traces is None else [traces[p] for p in places]
 
 
 class Publishing:
@@ -89,22 +102,25 @@ class Publishing:
         keys = [e.idempotency_key for e, _, _, _ in prepared if e.idempotency_key is not None]
         if len(keys) != len(set(keys)):
             raise InvalidInput("the batch repeats an idempotency_key", field="idempotency_key")
-        return [o for o in self._store(prepared, all_or_none=True)
-                if isinstance(o, Published)]
+        with tracing.span("tidings.publish", {"tidings.event.count": len(prepared)}):
+            return [o for o in self._store(prepared, all_or_none=True)
+                    if isinstance(o, Published)]
 
-    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
-                     ) -> list[Published | TidingsError]:
+    def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                     traces: Traces = None) -> list[Published | TidingsError]:
         """Store (event, idempotency scope) items in one unit, each answered on its own: its
         :class:`Published`, or the error that refused it (bad input, a key used before with
         another body), the others stored all the same, as if each had been published by
         itself in turn (a key repeated among the items returns the first's event). Group
-        commit: many requests' events in one transaction, each durable on return."""
+        commit: many requests' events in one transaction, each durable on return.
+        ``traces``: each item's trace context, that its fan-out job joins."""
         self._declared_types_saved()
         each = self._prepare_each(items, loaded_only=False)
         assert each is not None
         outcomes, prepared, places = each
-        for place, outcome in zip(places, self._store(prepared) if prepared else [],
-                                  strict=True):
+        with tracing.span(_span_name(traces), {"tidings.event.count": len(prepared)}):
+            stored = self._store(prepared, traces=_placed(traces, places)) if prepared else []
+        for place, outcome in zip(places, stored, strict=True):
             outcomes[place] = outcome
         return [o for o in outcomes if o is not None]
 
@@ -129,8 +145,8 @@ class Publishing:
             places.append(place)
         return outcomes, prepared, places
 
-    async def publish_each_now(self, items: Sequence[tuple[Event | Mapping[str, Any], str]]
-                               ) -> list[Published | TidingsError] | None:
+    async def publish_each_now(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                               traces: Traces = None) -> list[Published | TidingsError] | None:
         """:meth:`publish_each` as one step of the store awaited on the running event loop,
         with no thread (:meth:`Store.publish_now`) — or None, having stored nothing, where it
         cannot: items of several scopes, a repeated key, a type not loaded yet, a key used
@@ -146,9 +162,13 @@ class Publishing:
             scopes = {p[3] for p in prepared}
             if len(scopes) > 1 or len(keys) != len(set(keys)):
                 return None
+            carried = _placed(traces, places)
+            jobs = []
+            for n, (e, _, t, _) in enumerate(prepared):
+                with tracing.resumed(carried[n] if carried else None):
+                    jobs.append(fanout_job(t.priority, e.created_at))
             ids = await self.store.publish_now(
-                [(event, payload) for event, payload, _, _ in prepared],
-                [fanout_job(t.priority, e.created_at) for e, _, t, _ in prepared],
+                [(event, payload) for event, payload, _, _ in prepared], jobs,
                 self.clock.now_us(), scope=scopes.pop())
             if ids is None:
                 return None
@@ -156,8 +176,8 @@ class Publishing:
                 outcomes[place] = Published(str(event_id), created=True)
         return [o for o in outcomes if o is not None]
 
-    def _store(self, prepared: Sequence[Prepared], *, all_or_none: bool = False
-               ) -> list[Published | TidingsError]:
+    def _store(self, prepared: Sequence[Prepared], *, all_or_none: bool = False,
+               traces: Traces = None) -> list[Published | TidingsError]:
         """The unit of :meth:`publish_many` and :meth:`publish_each`, set-based per scope:
         one read of the keys, one insert of the events, one of all the jobs. A conflicting
         key is its item's answer, or with ``all_or_none`` the whole unit's (nothing stored)."""
@@ -204,7 +224,9 @@ class Publishing:
                                             scope=scope)
                 for i, event_id in zip(fresh, ids, strict=True):
                     event, _, event_type, _ = prepared[i]
-                    jobs.append(fanout_spec(event_id, event_type.priority, event.created_at))
+                    with tracing.resumed(traces[i] if traces else None):
+                        jobs.append(fanout_spec(event_id, event_type.priority,
+                                                event.created_at))
                     results[i] = Published(str(event_id), created=True)
                 for i, earlier in repeats:
                     results[i] = Published(str(ids[fresh.index(earlier)]), created=False)

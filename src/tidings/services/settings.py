@@ -123,6 +123,12 @@ class SettingsService:
         except ValueError as exc:
             raise InvalidInput(f"webhook.url: {exc}", field="webhook.url") from None
 
+    def change_preferences(self, user: str,
+                           change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Save ``change(current preferences)``, past the size limits (an unsubscribe link or
+        its undo must not fail on what was stored before)."""
+        return self.set_preferences(user, change(self.get_preferences(user)), limited=False)
+
     def unsubscribe_email(self, user: str) -> None:
         """One-click unsubscribe: email frequency becomes 'never'."""
         current = self.get_preferences(user)

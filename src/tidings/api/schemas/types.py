@@ -78,6 +78,10 @@ class TypeIn(Strict):
             "Who of the audience may hear of an event: `followers` (of its actor), "
             "`group:NAME` (members of the group) or `rule:NAME` (a callable registered in "
             "the processes that run fan-out); none: everyone in the audience."))
+    email_delay_seconds: JsonInt = Field(0, ge=0, le=604_800, description=(
+        "Immediate mail goes this many seconds after delivery (at most a week)."))
+    email_unless_read: bool = Field(False, description=(
+        "With a delay: the mail goes only if the notification is still unread then."))
 
 
 class TypeOut(TypeIn):

@@ -8,6 +8,8 @@ import { showPreferences } from "./preferences.js";
 
 const main = document.getElementById("main");
 const bell = document.getElementById("bell");
+// The inbox's own server, wherever it is mounted (/ or a prefix such as /notifications/).
+bell.setAttribute("server", new URL(".", document.baseURI).href);
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
 const signOut = document.getElementById("sign-out");
@@ -47,7 +49,7 @@ async function showSignIn() {
     route();
   });
   try {
-    const response = await fetch("/demo/users");
+    const response = await fetch("demo/users");
     if (!response.ok) return;
     const users = await response.json();
     const box = main.querySelector("#demo-users");

@@ -125,7 +125,9 @@ export async function showPreferences(main) {
     }
     const body = {
       email: { address: $("email").value.trim() || null, frequency: $("frequency").value,
-               timezone: $("timezone").value.trim() || "UTC", digest_hour: Number($("digest-hour").value) },
+               timezone: $("timezone").value.trim() || "UTC", digest_hour: Number($("digest-hour").value),
+               muted_objects: (prefs.email && prefs.email.muted_objects) || [],  // set by unsubscribe links: kept
+               delays: (prefs.email && prefs.email.delays) || {} },  // set by the application: kept
       channels: switches, muted: { actors: lines("muted-actors"), objects },
       locale: $("locale").value || null,
       webhook: prefs.webhook || { url: null },  // set by the application: kept

@@ -26,8 +26,9 @@ export function userOf(jwt) {
 // Called when the server says the token is no good any more.
 export function onSignedOut(callback) { listeners.push(callback); }
 
+// path: "/v1/…", taken relative to the page, so the inbox works mounted under a prefix too.
 export async function api(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: {
+  const response = await fetch(path.replace(/^\//, ""), { ...options, headers: {
     "Authorization": `Bearer ${token()}`, "Content-Type": "application/json" } });
   if (response.status === 401) {
     setToken("");

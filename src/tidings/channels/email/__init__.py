@@ -5,9 +5,14 @@ outside any database transaction."""
 from __future__ import annotations
 
 from tidings.channels.email.jobs import BUNDLE_HANDLER, DIGEST_HANDLER, SEND_HANDLER
+from tidings.channels.email.links import follow_link
 from tidings.channels.email.schedule import BUNDLE, DIGEST, SEND, cancel, cancel_for, schedule
 from tidings.channels.email.tokens import (
-    check_unsubscribe_token,
+    BadLink,
+    StaleLink,
+    Unsubscribe,
+    check_address,
+    read_unsubscribe_token,
     signing_secret,
     unsubscribe_token,
 )
@@ -19,4 +24,5 @@ CHANNEL = Channel(
     enabled=lambda config: bool(config.smtp_url),
 )
 
-__all__ = ["CHANNEL", "check_unsubscribe_token", "signing_secret", "unsubscribe_token"]
+__all__ = ["CHANNEL", "BadLink", "StaleLink", "Unsubscribe", "check_address", "follow_link",
+           "read_unsubscribe_token", "signing_secret", "unsubscribe_token"]

@@ -44,7 +44,31 @@ def item(config: Config, event_type: EventType, event: StoredEvent, actors: list
     rendered = render_all(event_type, ctx, normalise_locale(prefs.get("locale")),
                           config.link_origins)
     return {"title": rendered.title, "body": rendered.body,
-            "link": absolute_link(rendered.link, config.public_url, config.link_origins)}
+            "link": absolute_link(rendered.link, config.public_url, config.link_origins),
+            "category": event_type.category, "object": event.object, "event_id": event.id,
+            "mandatory": event_type.mandatory}
+
+
+def unsubscribe_links(config: Config, user: str, address: str, frequency: str,
+                      items: list[dict[str, Any]]) -> dict[str, str]:
+    """The mail's unsubscribe links by purpose: ``all`` always; ``category`` when every item
+    is of one category, ``object`` when every item is about one object (neither for a
+    mandatory type, which they would not stop)."""
+    secret = signing_secret(config)
+    base = f"{config.public_url}/v1/unsubscribe/"
+    links = {"all": base + unsubscribe_token(secret, user, address, "all", frequency)}
+    if any(i.get("mandatory") for i in items):
+        return links
+    categories = {i.get("category") for i in items}
+    category = categories.pop() if len(categories) == 1 else None
+    if isinstance(category, str):
+        links["category"] = base + unsubscribe_token(secret, user, address, "category",
+                                                     category)
+    objects = {i.get("object") for i in items}
+    if len(objects) == 1 and None not in objects:  # the object by an event of it: short tokens
+        event_id = str(items[0]["event_id"])
+        links["object"] = base + unsubscribe_token(secret, user, address, "object", event_id)
+    return links
 
 
 @dataclass(frozen=True)
@@ -62,11 +86,13 @@ def compose(config: Config, user: str, address: str, prefs: Mapping[str, Any], k
     domain = mailer(config).domain
     digest = hashlib.sha256(f"{user}\x00{key}".encode()).hexdigest()[:32]
     message_id = f"<{kind}.{digest}@{domain}>"
-    token = unsubscribe_token(signing_secret(config), user)
-    unsubscribe_url = f"{config.public_url}/v1/unsubscribe/{token}"
+    frequency = (prefs.get("email") or {}).get("frequency", "immediate")
+    links = unsubscribe_links(config, user, address, frequency, items)
+    # one-click (RFC 8058) does the narrowest: this kind of notification, else all mail
+    unsubscribe_url = links.get("category", links["all"])
     context = {"intro": intro, "items": items, "more": more, "unsubscribe_url": unsubscribe_url,
-               "inbox_url": f"{config.public_url}/#/notifications",
-               "frequency": (prefs.get("email") or {}).get("frequency", "immediate")}
+               "unsubscribe": links, "category": items[0].get("category") if items else None,
+               "inbox_url": f"{config.public_url}/#/notifications", "frequency": frequency}
     env = _templates()
     mail = Mail(to=address, subject=subject, message_id=message_id,
                 text=env.get_template("notification.txt").render(**context),

@@ -18,6 +18,7 @@ from typing import Any
 from tidings.channels.email.compose import Outbound, compose, item, mailer
 from tidings.channels.email.schedule import batch_row, digest_spec
 from tidings.channels.email.smtp import one_line
+from tidings.domain.preferences import mail_delay
 from tidings.jobs.context import Handler, JobContext, Replacements
 from tidings.jobs.model import Job, JobSpec
 from tidings.ports import Tx
@@ -77,6 +78,8 @@ def prepare_send(ctx: JobContext, tx: Tx, job: Job) -> MailPlan | None:
     address = _address(tx, prefs, mandatory=event_type.mandatory)
     if address is None:
         return None
+    if mail_delay(prefs, event_type)[1] and not _unread_events(tx, user, [event.id]):
+        return None  # read on the web while the mail waited (email_delay_seconds)
     now = ctx.clock.now_us()
     sent_today = tx.mail.sent_count(user, "single", now - DAY_US)
     if sent_today >= ctx.config.email_daily_cap and not event_type.mandatory:
@@ -100,6 +103,12 @@ def prepare_bundle(ctx: JobContext, tx: Tx, job: Job) -> MailPlan | None:
     newest = tx.events.get(rows[0].event_id)
     if address is None or newest is None:
         return MailPlan(None, used=used)
+    if mail_delay(prefs, ctx.catalog.get(newest.type))[1]:  # read meanwhile: not mailed
+        unread = _unread_events(tx, user, [r.event_id for r in rows])
+        rows = [r for r in rows if r.event_id in unread]
+        newest = tx.events.get(rows[0].event_id) if rows else None
+        if newest is None:
+            return MailPlan(None, used=used)
     actors = tx.events.actors_of([r.event_id for r in rows])
     one = item(ctx.config, ctx.catalog.get(newest.type), newest, actors, len(rows), prefs)
     return MailPlan(compose(ctx.config, user, address, prefs, "bundle",

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tidings.channels.registry import Outgoing
 from tidings.clock import from_datetime, to_datetime
+from tidings.domain.preferences import mail_delay
 from tidings.domain.views import MailBatchRow
 from tidings.jobs.context import JobContext
 from tidings.jobs.model import JobSpec
@@ -33,9 +34,9 @@ def send_key(user: str, event_id: int) -> str:
     return f"email:{event_id}:{user}"[:255]
 
 
-def send_spec(user: str, event_id: int) -> JobSpec:
+def send_spec(user: str, event_id: int, run_after: int | None = None) -> JobSpec:
     return JobSpec(SEND, {"user": user, "event_id": event_id},
-                   unique_key=send_key(user, event_id), priority=3)
+                   unique_key=send_key(user, event_id), priority=3, run_after=run_after)
 
 
 def digest_spec(user: str, prefs: Mapping[str, Any], now: int) -> JobSpec:
@@ -83,16 +84,18 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
     for user, plan in out.plans.items():
         if plan.email is None:
             continue
+        delay = mail_delay(out.prefs.get(user), out.event_type)[0]
+        send_at = now + delay * 1_000_000 if delay else None  # "email after N seconds"
         if plan.email in ("daily", "weekly"):
             batch.append(batch_row(user, event_id, "digest", out.bundle_hash, priority, now))
             sends.append(digest_spec(user, out.prefs.get(user, {}), now))
             continue
         if not bundled:
-            sends.append(send_spec(user, event_id))
+            sends.append(send_spec(user, event_id, send_at))
             continue
         last = tx.mail.last_email_at(user, out.bundle_hash)
         if last is None or last + window <= now:
-            sends.append(send_spec(user, event_id))
+            sends.append(send_spec(user, event_id, send_at))
             tx.mail.set_last_email_at(user, out.bundle_hash, now)
         else:
             batch.append(batch_row(user, event_id, "bundle", out.bundle_hash, priority, now))

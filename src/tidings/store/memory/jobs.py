@@ -223,6 +223,22 @@ class MemoryJobAdmin:
         result: dict[str, int] = self._unit(work)
         return result
 
+    def retry(self, job_id: int) -> bool:
+        def work(state: State, journal: Journal) -> bool:
+            ids = [i for i in sorted(state.failures) if state.failures[i].job_id == job_id]
+            last = next((state.failures[i] for i in reversed(ids) if state.failures[i].final),
+                        None)
+            if last is None:
+                return False
+            for i in ids:
+                journal.put(state.failures, i, replace(state.failures[i], final=False))
+            MemoryJobQueue(state, journal, self._q, lambda _n: None).enqueue_many(
+                [JobSpec(last.func, last.args)])
+            return True
+
+        result: bool = self._unit(work)
+        return result
+
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         def work(state: State, journal: Journal) -> list[Failure]:
             newest_first = sorted(state.failures, reverse=True)

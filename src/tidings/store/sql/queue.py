@@ -249,6 +249,22 @@ class SqlJobAdmin:
             rows = conn.execute(select(jobs.c.func, func.count()).group_by(jobs.c.func)).all()
         return {name: int(count) for name, count in rows}
 
+    def retry(self, job_id: int) -> bool:
+        def work(conn: Connection) -> bool:
+            last = conn.execute(
+                select(job_failures.c.func, job_failures.c.args)
+                .where(job_failures.c.job_id == job_id, job_failures.c.final)
+                .order_by(job_failures.c.id.desc()).limit(1)).first()
+            if last is None:
+                return False
+            conn.execute(update(job_failures).where(job_failures.c.job_id == job_id)
+                         .values(final=False))
+            SqlJobs(self.db, conn, self.clock).enqueue_many(
+                [JobSpec(last.func, json.loads(last.args))])
+            return True
+
+        return self.db.transact(work)
+
     def failures(self, limit: int = 50, final_only: bool = False) -> list[Failure]:
         query = select(job_failures).order_by(job_failures.c.id.desc()).limit(limit)
         if final_only:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
+from tidings import tracing
 from tidings.clock import Clock
 from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
@@ -91,6 +92,7 @@ class SqlStore:
                  max_attempts: int = 8, backoff_seconds: float = 2.0,
                  pool_size: int = 5, timeouts: SqlTimeouts | None = None) -> None:
         self.db = Database(url, pool_size=pool_size, timeouts=timeouts)
+        tracing.instrument_engine(self.db.engine)  # tracing on: its statements' spans
         self.held = HeldReads(self.db, pool_size)  # the hot reads' per-thread connections
         # the badge's counts and the first page awaited on an event loop (PostgreSQL): as many
         # connections per loop as the pool may open (its size and its overflow), so that a

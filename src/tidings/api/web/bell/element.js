@@ -1,7 +1,7 @@
 /* The <tidings-bell> element. Part of /tidings-bell.js (see api/web.py). */
 class TidingsBell extends HTMLElement {
   static get observedAttributes() {
-    return ["token", "api", "locale", "href", ...Object.keys(LABELS).map((key) => `label-${key}`)];
+    return ["token", "server", "api", "locale", "href", "expiry-notice", ...Object.keys(LABELS).map((key) => `label-${key}`)];
   }
 
   constructor() {
@@ -56,9 +56,26 @@ class TidingsBell extends HTMLElement {
     this.onViewport = () => this.place();
   }
 
-  get api() { return (this.getAttribute("api") || window.location.origin).replace(/\/$/, ""); }
+  // The tidings server: calls, the stream, and the item links and avatars given as paths
+  // resolve against it, not against the page the bell is on. "api" is its older name.
+  get api() {
+    return (this.getAttribute("server") || this.getAttribute("api") || window.location.origin).replace(/\/$/, "");
+  }
   get token() { return this.getAttribute("token") || ""; }
+  set token(value) { this.setAttribute("token", value); }  // a new token: the page hands it
   label(key) { return this.getAttribute(`label-${key}`) || LABELS[key]; }
+
+  // A link or avatar as the server gave it; on a page of another origin than the server, a
+  // path ("/wiki/Fog") is made absolute against the server, whose path it is. Null when it is
+  // not one to follow (kit's safeLink).
+  resolve(link) {
+    const safe = safeLink(link);
+    if (!safe || !safe.startsWith("/")) return safe;
+    try {
+      const server = new URL(`${this.api}/`, window.location.href);
+      return server.origin === window.location.origin ? safe : new URL(safe, server).href;
+    } catch (error) { return null; }
+  }
 
   // One stream per element: attributes set before it is connected (or while it is being
   // upgraded) are read by connectedCallback, not each by a stream of its own.
@@ -67,6 +84,7 @@ class TidingsBell extends HTMLElement {
   attributeChangedCallback(name, before, after) {
     if (!this.connected || before === after) return;
     if (name === "href" || name.startsWith("label-")) { this.applyLabels(); return; }
+    if (name === "expiry-notice") { this.watchExpiry(); return; }
     this.stop();
     this.loaded = false;
     this.start();
@@ -96,7 +114,24 @@ class TidingsBell extends HTMLElement {
     return response.status === 204 ? null : response.json();
   }
 
+  // "tidings-token-expiring", expiry-notice seconds (default 60) before the token's exp, or
+  // half-way to it for a token with less than twice that left; the page hands a new token
+  // (bell.token = fresh) and the bell carries on with it.
+  watchExpiry() {
+    clearTimeout(this.expiryTimer);
+    const expires = expiryOf(this.token);
+    if (!this.connected || expires === null) return;
+    const notice = Math.max(0, Number(this.getAttribute("expiry-notice") || 60)) * 1000;
+    const left = expires * 1000 - Date.now();
+    const wait = left > 2 * notice ? left - notice : Math.max(0, left / 2);
+    this.expiryTimer = setTimeout(() => {
+      const seconds = Math.max(0, Math.round(expires - Date.now() / 1000));
+      this.emit("tidings-token-expiring", { expires_at: new Date(expires * 1000).toISOString(), expires_in: seconds });
+    }, wait);
+  }
+
   start() {
+    this.watchExpiry();
     if (!this.token) { this.setCount({ count: 0, display: "0", unseen: 0, unseen_display: "0" }); return; }
     this.refreshCount();
     const locale = this.getAttribute("locale");
@@ -110,7 +145,10 @@ class TidingsBell extends HTMLElement {
     this.source.addEventListener("resync", () => { if (!this.panel.hidden) this.load(); else this.loaded = false; });
   }
 
-  stop() { if (this.source) { this.source.close(); this.source = null; } }
+  stop() {
+    clearTimeout(this.expiryTimer);
+    if (this.source) { this.source.close(); this.source = null; }
+  }
 
   async refreshCount() {
     try { this.setCount(await this.request("/v1/me/notifications/unread-count")); }
@@ -291,7 +329,7 @@ class TidingsBell extends HTMLElement {
   row(item) {
     const li = document.createElement("li");
     li.className = `row${item.read ? "" : " unread"}`;
-    const link = safeLink(item.link);
+    const link = this.resolve(item.link);
     const main = document.createElement(link ? "a" : "button");
     main.className = `item${item.read ? "" : " unread"}`;
     main.dataset.id = item.id;
@@ -308,7 +346,7 @@ class TidingsBell extends HTMLElement {
     state.className = "sr";
     state.textContent = item.read ? "" : ` (${this.label("unread")})`;
     text.append(title, state, meta);
-    main.append(avatar(item.actor || "", item.type, item.category, item.payload?.avatar_url), text);
+    main.append(avatar(item.actor || "", item.type, item.category, this.resolve(item.payload?.avatar_url)), text);
     main.addEventListener("click", (event) => this.open(item, event));
     const mark = document.createElement("button");
     mark.className = "mark";
@@ -348,7 +386,7 @@ class TidingsBell extends HTMLElement {
     }
     if (modified) { this.load(); return; }  // the browser opens it elsewhere
     const proceed = this.emit("tidings-open", item);
-    const link = safeLink(item.link);
+    const link = this.resolve(item.link);
     if (proceed && link) window.location.assign(link);
     else { this.load(); this.refreshTabs(); }
   }

@@ -1,5 +1,5 @@
 /* Drawing helpers of <tidings-bell>, shared with the web inbox through TidingsBell.kit:
- * safe links, times and days, type icons, avatars. Part of /tidings-bell.js (see api/web.py). */
+ * safe links, token expiry, times and days, type icons, avatars. Part of /tidings-bell.js (see api/web.py). */
 const LABELS = {
   title: "Notifications", alerts: "Alerts", messages: "Messages", "mark-all": "Mark all as read",
   "see-all": "See all notifications", empty: "You're all caught up",
@@ -51,6 +51,15 @@ function safeLink(link) {
   try {
     const url = new URL(link);
     return url.username || url.password || !url.hostname ? null : link;
+  } catch (error) { return null; }
+}
+
+// When a user token (a JWT) expires: its exp claim, in seconds since the epoch; null for
+// anything else. Read, never verified: only the server can tell a good token.
+function expiryOf(token) {
+  try {
+    const claims = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return Number.isFinite(claims.exp) ? claims.exp : null;
   } catch (error) { return null; }
 }
 

@@ -1,0 +1,376 @@
+"""W2 — inbox reads (MediaWiki Echo, Jiepang): unread counts, bundled first pages, mark all read.
+
+The data set: ``10,000 * scale`` users and ``1,000,000 * scale`` notifications (about 100 per
+user) in Echo's mix, published through :meth:`Tidings.publish_many` and fanned out by the job
+handlers, so bundles are formed exactly as in production:
+
+==============  ======================  =============  ==========================================
+notifications   type (``demo/wiki.toml``) bundled by     who is told
+==============  ======================  =============  ==========================================
+40 %            ``page-linked``         page           the page's watchers (4 users)
+25 %            ``mention``             —              1 or 2 users
+20 %            ``edit-user-talk``      page           the owner of the talk page
+15 %            ``thank-you-edit``      actor          one user; thanks come from 50 regulars
+==============  ======================  =============  ==========================================
+
+Then the oldest 30 % of each user's notifications are marked read (with their bundles). Each
+round times, one request after another from one client: ``unread_count`` of random users,
+``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) of random
+users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
+
+``--baseline`` times, right after each of tidings' phases and for the same users, the raw
+statements of :mod:`tidings_benchmarks.inbox_raw`; ``--sweep`` adds the reads of one user per inbox
+size (:mod:`tidings_benchmarks.sweep`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Any
+
+from rich.progress import Progress
+from rich.table import Table
+from sqlalchemy import delete, func, insert, select, true
+
+from tidings.config import Config
+from tidings.demo import wiki_types
+from tidings.domain.events import Event
+from tidings.domain.types import EventType
+from tidings.engine import Tidings
+from tidings_benchmarks import BenchFailure, inbox_storage
+from tidings_benchmarks import sweep as sweep_workload
+from tidings_benchmarks.compare import Side, comparison, comparison_table, sweep_table
+from tidings_benchmarks.inbox_raw import RawInbox, baselines
+from tidings_benchmarks.measure import Latencies, Timed, alternating, frozen_heap, median
+from tidings_benchmarks.report import environment, fmt_ms, fmt_rate
+from tidings_benchmarks.sql import notifications
+from tidings_benchmarks.stores import BenchStore, database_of, redacted
+
+TYPES = ("page-linked", "mention", "edit-user-talk", "thank-you-edit")
+LINK_WATCHERS = 4
+THANKERS = 50
+READ_SHARE = 0.30
+PUBLISH_BATCH = 500
+# Events per kind, weighted so the *notifications* come out 40/25/20/15 (links reach 4 users,
+# mentions 1.5 on average).
+EVENT_WEIGHTS = {"link": 40 / LINK_WATCHERS, "mention": 25 / 1.5, "talk": 20.0, "thanks": 15.0}
+FIGURES = ("unread count", "first page (20, bundled)", "mark all read")
+
+
+# Each goal is a ratio to the baseline in the same run (issue: "within reach of the raw
+# database").
+GOALS = {FIGURES[0]: 0.85, FIGURES[1]: 0.5, FIGURES[2]: 0.8}
+
+
+@dataclass(frozen=True)
+class InboxSettings:
+    store: str | None
+    scale: float = 0.01
+    rounds: int = 3
+    ops: int = 300
+    seed: int = 1
+    baseline: bool = False
+    sweep: bool = False
+    sizes: tuple[int, ...] = sweep_workload.SIZES
+
+
+def sizes(scale: float) -> tuple[int, int]:
+    """(users, notifications) at this scale: 10,000 and 1,000,000 at 1.0."""
+    users = max(10, round(10_000 * scale))
+    return users, max(users, round(1_000_000 * scale))
+
+
+class World:
+    """Users, pages and their watchers, and a stream of events in the W2 mix."""
+
+    def __init__(self, users: int, rng: random.Random) -> None:
+        self.rng = rng
+        self.users = [f"user{i:06d}" for i in range(users)]
+        self.pages = [f"page:Article_{i}" for i in range(max(10, users // 2))]
+        self.watchers = {page: rng.sample(self.users, min(LINK_WATCHERS, users))
+                         for page in self.pages}
+        self.thankers = self.users[:THANKERS]
+
+    def events(self) -> Iterator[Event]:
+        rng = self.rng
+        kinds = list(EVENT_WEIGHTS)
+        weights = list(EVENT_WEIGHTS.values())
+        while True:
+            kind = rng.choices(kinds, weights)[0]
+            actor = rng.choice(self.users)
+            if kind == "link":
+                page = rng.choice(self.pages)
+                source = rng.choice(self.pages).split(":", 1)[1].replace("_", " ")
+                yield Event("page-linked", actor=actor, object=page, payload={"from": source},
+                            recipients=[u for u in self.watchers[page] if u != actor])
+            elif kind == "mention":
+                told = rng.sample(self.users, rng.choice((1, 2)))
+                yield Event("mention", actor=actor, object=rng.choice(self.pages),
+                            recipients=[u for u in told if u != actor])
+            elif kind == "talk":
+                owner = rng.choice(self.users)
+                yield Event("edit-user-talk", actor=actor, object=f"page:User_talk:{owner}",
+                            recipients=[owner] if owner != actor else [],
+                            payload={"summary": "Re: your last edit"})
+            else:
+                thanker = rng.choice(self.thankers)
+                thanked = rng.choice(self.users)
+                yield Event("thank-you-edit", actor=thanker, object=rng.choice(self.pages),
+                            recipients=[thanked] if thanked != thanker else [])
+
+
+def bench_types() -> list[EventType]:
+    return [t for t in wiki_types() if t.name in TYPES]
+
+
+def load(t: Tidings, world: World, target: int, progress: Progress) -> dict[str, Any]:
+    """Publish events until ``target`` notifications are due, deliver them, read 30 %."""
+    started = time.perf_counter()
+    task = progress.add_task("registering users", total=len(world.users))
+    for user in world.users:
+        t.add_user(user, read_up_to=0)
+        progress.advance(task)
+    progress.remove_task(task)
+
+    task = progress.add_task(f"publishing ≈{target:,} notifications", total=target)
+    due = 0
+    events = 0
+    stream = world.events()
+    while due < target:
+        batch: list[Event] = []
+        while due < target and len(batch) < PUBLISH_BATCH:
+            event = next(stream)
+            if event.recipients:
+                batch.append(event)
+                due += len(event.recipients)
+        t.publish_many(batch)
+        events += len(batch)
+        progress.update(task, completed=due)
+    progress.remove_task(task)
+
+    task = progress.add_task("delivering (fan-out jobs)", total=events)
+    while (ran := t.run_jobs(max_jobs=200)) > 0:
+        progress.advance(task, ran)
+    progress.remove_task(task)
+
+    task = progress.add_task("marking the oldest 30 % read", total=len(world.users))
+    n = notifications.c
+    for user in world.users:
+        with database_of(t).read() as conn:
+            owned = conn.execute(select(n.event_id, n.display_hash).where(n.user_id == user)
+                                 .order_by(n.event_id)).all()
+        oldest = _oldest_groups(owned, round(len(owned) * READ_SHARE))
+        for start in range(0, len(oldest), 1000):
+            t.mark_read(user, oldest[start:start + 1000])
+        progress.advance(task)
+    progress.remove_task(task)
+
+    with database_of(t).read() as conn:
+        rows = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
+        bases = conn.execute(select(func.count()).select_from(notifications)
+                             .where(n.bundle_base == true())).scalar_one()
+        read = conn.execute(select(func.count()).select_from(notifications)
+                            .where(n.read_at.is_not(None))).scalar_one()
+    if rows != due:
+        raise BenchFailure(f"{rows:,} notifications delivered, {due:,} due")
+    return {"users": len(world.users), "events": events, "notifications": rows,
+            "bundles": bases, "read_share": round(read / rows, 3) if rows else 0.0,
+            "load_seconds": round(time.perf_counter() - started, 2)}
+
+
+def _oldest_groups(rows: Sequence[Any], share: int) -> list[int]:
+    """The event ids of the display groups first published, until they hold ``share`` rows:
+    marking a member reads its whole group, so the share is counted by groups (events
+    published together share their time, so the inbox's order would take one member of
+    nearly every group first)."""
+    members: dict[str, list[int]] = {}
+    for event_id, group in rows:
+        members.setdefault(group, []).append(event_id)
+    chosen: list[int] = []
+    for ids in members.values():  # in the order of each group's first event
+        if len(chosen) >= share:
+            break
+        chosen += ids
+    return chosen
+
+
+def save_markers(t: Tidings) -> list[dict[str, Any]]:
+    read_markers = database_of(t).table("read_markers")
+    with database_of(t).read() as conn:
+        return [dict(r._mapping) for r in conn.execute(select(read_markers))]
+
+
+def restore_markers(t: Tidings, rows: list[dict[str, Any]]) -> None:
+    read_markers = database_of(t).table("read_markers")
+    with database_of(t).write() as conn:
+        conn.execute(delete(read_markers))
+        for start in range(0, len(rows), 1000):
+            conn.execute(insert(read_markers), rows[start:start + 1000])
+
+
+def first_page(t: Tidings, user: str) -> None:
+    page = t.notifications(user, limit=20)
+    if page.items and not page.items[0].title:
+        raise BenchFailure(f"an untitled notification in {user}'s inbox")
+
+
+def picks(users: list[str], ops: int, rng: random.Random) -> dict[str, list[str]]:
+    """The users each figure's requests go to this round (both sides get the same)."""
+    return {FIGURES[0]: rng.choices(users, k=ops), FIGURES[1]: rng.choices(users, k=ops),
+            FIGURES[2]: rng.sample(users, min(ops, len(users)))}
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
+              progress: Progress, label: str) -> dict[str, dict[str, Timed]]:
+    """Time each figure on tidings and, with a baseline, on the raw statements, for the same
+    users in alternating blocks (:func:`alternating`); after each side's block of mark all
+    read, its users are checked and the read markers put back."""
+    sides: dict[str, dict[str, Timed]] = {"tidings": {}, "baseline": {}}
+    task = progress.add_task(label, total=len(FIGURES))
+    ours: dict[str, Callable[[str], object]] = {
+        FIGURES[0]: t.unread_count, FIGURES[1]: partial(first_page, t),
+        FIGURES[2]: t.mark_all_read}
+    for figure in FIGURES:
+        calls = [ours[figure]]
+        if raw is not None:
+            theirs: dict[str, Callable[[str], object]] = {
+                FIGURES[0]: raw.unread_count, FIGURES[1]: raw.first_page,
+                FIGURES[2]: partial(_mark, raw, now_us())}
+            calls.append(theirs[figure])
+        after: Callable[[list[str]], None] | None = None
+        if figure == FIGURES[2]:
+            saved = save_markers(t)
+
+            def after(block: list[str], saved: list[dict[str, Any]] = saved) -> None:
+                check_all_read(t, block[0])
+                restore_markers(t, saved)
+        timed = alternating(chosen[figure], calls, after)
+        sides["tidings"][figure] = timed[0]
+        if raw is not None:
+            sides["baseline"][figure] = timed[1]
+        progress.advance(task)
+    progress.remove_task(task)
+    return sides
+
+
+def _mark(raw: RawInbox, now: int, user: str) -> None:
+    raw.mark_all_read(user, now)
+
+
+def check_all_read(t: Tidings, user: str) -> None:
+    if t.unread_count(user).count != 0:
+        raise BenchFailure(f"{user} has unread notifications after mark all read")
+
+
+def open_loaded(store: BenchStore, scale: float, rng: random.Random,
+                progress: Progress) -> tuple[Tidings, World, Any]:
+    """An engine on the bench store with the W2 data set loaded and analysed (the caller
+    closes the engine)."""
+    users, target = sizes(scale)
+    t = Tidings(Config(database_url=store.url), types=bench_types(), pool_size=2)
+    for event_type in bench_types():
+        t.define_type(event_type)
+    world = World(users, rng)
+    data = load(t, world, target, progress)
+    store.analyze()
+    return t, world, data
+
+
+def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
+    rng = random.Random(settings.seed)
+    notes: list[str] = []
+    sweep: dict[str, Any] | None = None
+    with BenchStore(settings.store) as store:
+        t, world, data = open_loaded(store, settings.scale, rng, progress)
+        raw = RawInbox(store.url) if settings.baseline else None
+        try:
+            storage = inbox_storage.measure(store.url, data["notifications"],
+                                            baseline=settings.baseline)
+            sweep_users: dict[int, str] = {}
+            if settings.sweep:
+                stream = (e for e in world.events() if e.recipients)
+                sweep_users = sweep_workload.load(
+                    t, store.url, settings.sizes, partial(next, stream), bench_types(),
+                    READ_SHARE, progress)
+                store.analyze()
+            with frozen_heap():  # the generated world, out of the GC's passes
+                one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
+                          "warming up")
+                rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
+                                    f"round {r + 1} of {settings.rounds}")
+                          for r in range(settings.rounds)]
+                if sweep_users:
+                    sweep = sweep_workload.run(t, raw, sweep_users, FIGURES[:2], settings.ops,
+                                               settings.rounds, first_page, progress)
+        finally:
+            if raw is not None:
+                raw.close()
+            t.close()
+        backend = store.backend
+    figures = []
+    for name in FIGURES:
+        phases = [r["tidings"][name] for r in rounds]
+        latencies = Latencies(tuple(x for p in phases for x in p.latencies))
+        figures.append({
+            "figure": name,
+            "per_second": round(median([p.per_second for p in phases]), 1),
+            "per_second_rounds": [round(p.per_second, 1) for p in phases],
+            "latency": latencies.to_dict(),
+        })
+    out: dict[str, Any] = {
+        "workload": "inbox",
+        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
+        "backend": backend,
+        "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
+        "environment": environment(),
+        "notes": notes,
+        "data": data,
+        "results": figures,
+        "storage": storage,
+    }
+    if settings.baseline:
+        statements = baselines(backend)
+        out["comparisons"] = [
+            comparison(name, "requests/s", Side.of([r["tidings"][name] for r in rounds]),
+                       Side.of([r["baseline"][name] for r in rounds]),
+                       statement=statements[name].statement, anchor=statements[name].anchor,
+                       goal=GOALS[name])
+            for name in FIGURES]
+    if sweep is not None:
+        out["sweep"] = sweep
+    return out
+
+
+def table(result: dict[str, Any]) -> list[Table]:
+    data = result["data"]
+    title = (f"W2 inbox — {result['store']}: {data['users']:,} users, "
+             f"{data['notifications']:,} notifications in {data['bundles']:,} bundles, "
+             f"{data['read_share']:.0%} read (median of {result['settings']['rounds']} rounds)")
+    tables: list[Table] = []
+    if "comparisons" in result:
+        tables.append(comparison_table(title + "; baseline: the raw statements",
+                                       result["comparisons"]))
+    else:
+        out = Table(title=title, title_justify="left")
+        out.add_column("figure")
+        for column in ("per second", "p50 ms", "p90 ms", "p99 ms", "requests"):
+            out.add_column(column, justify="right")
+        for row in result["results"]:
+            lat = row["latency"]
+            out.add_row(row["figure"], fmt_rate(row["per_second"]), fmt_ms(lat["p50_ms"]),
+                        fmt_ms(lat["p90_ms"]), fmt_ms(lat["p99_ms"]), f"{lat['count']:,}")
+        tables.append(out)
+    if "storage" in result:
+        tables.append(inbox_storage.table(result["storage"], f"W2 storage — {result['store']}"))
+    if "sweep" in result:
+        tables.append(sweep_table("W2 inbox reads by inbox size (one user each; should be "
+                                  "flat)", result["sweep"]))
+    return tables

@@ -1,0 +1,1 @@
+"""Integrations of tidings with other frameworks (each an optional extra)."""
