@@ -1,25 +1,34 @@
-"""Backend fixtures: one behaviour suite, run against every store.
+"""Store fixtures: one behaviour suite and one contract suite, run against every store.
 
-A test that takes ``any_store_url`` runs four times, with ids ``memory``, ``sqlite``,
-``postgresql`` and ``mysql``, each time on a clean store (the SQL ones already at the head
-migration); it must read the store only through the facade and the ports' public reads::
+The stores are registered once, in ``store_registry.KINDS``; every fixture below that runs a test
+on every store takes its parameters from there. A test that takes ``any_store_url`` runs once per
+kind, with ids ``memory``, ``sqlite``, ``postgresql``, ``mysql``, ``redis`` and ``cluster`` (the
+last two: SQLite for the records, the local Redis or the session's Redis Cluster for the feeds),
+each time on a clean store (the SQL ones already at the head migration); it must read the store
+only through the facade and the ports' public reads::
 
     def test_publish(any_store_url: str) -> None:
         with open_tidings(any_store_url) as t:
             ...
 
-A test that takes ``store_url`` runs on the three SQL backends only: SQL-shape checks
-(``tests/sql``), migrations, several processes on one database, a server on a SQL file.
+A test that truly needs more than the ports says so with a capability of the registry
+(``@pytest.mark.needs(SQL)``: it reads tables), never with a list of names; the kinds without it
+are deselected. A test that takes ``store_url`` runs on the kinds with ``SQL`` only: SQL-shape
+checks (``tests/sql``), migrations, several processes on one database, a server on a SQL file.
 
 Fixtures:
 
 ``any_backend``
-    ``"memory"``, ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (select with ``-k memory``).
+    The kind's name (select with ``-k memory``, ``-k redis``…).
 ``any_store_url``
     The URL of a clean store of ``any_backend``: ``memory://…`` (engines opened on it through
-    ``engines.open_tidings`` share one in-memory store) or a SQL database as ``store_url``.
+    ``engines.open_tidings`` share one in-memory store), a SQL database as ``store_url``, or for a
+    hot store its SQLite database (``open_tidings`` adds its ``hot_store_url``).
 ``t``
     An engine on ``any_store_url`` with the types of ``engines.py`` and ``clock``.
+``store``
+    A bare :class:`tidings.ports.Store` of every kind, opened by
+    ``tidings.wiring.open_store`` with ``clock`` (the contract suite's).
 ``backend``
     ``"sqlite"``, ``"postgresql"`` or ``"mysql"`` (the parameter; select with ``-k mysql``).
 ``store_url``
@@ -33,30 +42,49 @@ Fixtures:
 
 Servers: PostgreSQL at ``postgresql://postgres@127.0.0.1:5432`` and MariaDB at
 ``mysql+pymysql://root@127.0.0.1:3306`` unless ``TIDINGS_TEST_POSTGRES_URL`` /
-``TIDINGS_TEST_MYSQL_URL`` name other servers (URLs without a database). A missing server skips
-its tests, or fails them when ``CI=true`` (see ``backends.require``).
+``TIDINGS_TEST_MYSQL_URL`` name other servers (URLs without a database); Redis as
+``tests/redis_servers.py`` says. A missing server skips its tests, or fails them when ``CI=true``
+(see ``backends.require``).
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 
 import pytest
 
 from backends import MYSQL_ENV, POSTGRES_ENV, mysql_server, postgres_server, redacted, require
-from engines import drop_memory_store, open_tidings
+from engines import on_place, open_tidings
 from redis_servers import hot_url, redis_cluster, redis_server  # noqa: F401 (fixtures)
 from smtp import sink  # noqa: F401 (a fixture)
+from store_registry import KINDS_BY_NAME, SQL, lacking, names, store_param
 from stores import MysqlStores, PostgresStores, SqliteStores, SqlStores
+from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
 
-SQL_BACKENDS = ["sqlite", "postgresql", "mysql"]
-STORES = ["memory", *SQL_BACKENDS]
+# the fixtures whose parameter is a kind of ``store_registry.KINDS``
+STORE_PARAMS = ("any_backend", "store", "backend")
 
 
-@pytest.fixture(params=SQL_BACKENDS)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*capabilities): runs only on the stores of store_registry.KINDS that "
+        "have every one of them (the others are deselected)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect each run of a test on a store that lacks a capability it ``needs``."""
+    kept, dropped = [], []
+    for item in items:
+        kind = store_param(item, STORE_PARAMS)
+        (dropped if kind is not None and lacking(item, kind) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(params=names(SQL))
 def backend(request: pytest.FixtureRequest) -> str:
     """The SQL backend this run of the test uses."""
     name: str = request.param
@@ -110,25 +138,25 @@ def empty_store_url(sql_stores: SqlStores) -> Iterator[str]:
     sql_stores.drop(url)
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture(params=names())
 def any_backend(request: pytest.FixtureRequest) -> str:
-    """The store this run of the test uses: memory or one of the SQL backends."""
+    """The kind of store this run of the test uses (``store_registry.KINDS``)."""
     name: str = request.param
     return name
 
 
 @pytest.fixture
 def any_store_url(any_backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A clean store of ``any_backend``; forgotten (memory) or dropped (SQL) after the test."""
-    if any_backend == "memory":
-        url = f"memory://test-{secrets.token_hex(6)}"
+    """A clean store of ``any_backend``; forgotten (memory) or dropped after the test."""
+    with KINDS_BY_NAME[any_backend].place(request) as place, on_place(place) as url:
         yield url
-        drop_memory_store(url)
-        return
-    databases: SqlStores = request.getfixturevalue(f"{any_backend}_stores")
-    url = databases.clone()
-    yield url
-    databases.drop(url)
+
+
+@pytest.fixture(params=names())
+def store(request: pytest.FixtureRequest, clock: FrozenClock) -> Iterator[ports.Store]:
+    """A clean bare store of each kind; closed (and its database dropped) after the test."""
+    with KINDS_BY_NAME[request.param].open(request, clock) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -8,10 +8,12 @@ The behaviour suite (``test_publish.py``, ``test_audience.py``, …) opens engin
         with open_tidings(any_store_url) as t:
             yield t
 
-``any_store_url`` (``conftest.py``) is a clean store of every kind in turn: ``memory``, ``sqlite``,
-``postgresql``, ``mysql``. Engines opened on the same ``memory://`` URL in one test share one
-:class:`MemoryStore` (as engines on one SQL URL share the database), built with the settings of
-the first; :func:`drop_memory_store` forgets it.
+``any_store_url`` (``conftest.py``) is a clean store of every kind of ``store_registry.KINDS`` in
+turn: ``memory``, ``sqlite``, ``postgresql``, ``mysql``, ``redis``, ``cluster``. Engines opened on
+the same ``memory://`` URL in one test share one :class:`MemoryStore` (as engines on one SQL URL
+share the database), built with the settings of the first; engines opened on the URL of a hot
+store's place (``redis``, ``cluster``) get its ``hot_store_url`` too. :func:`on_place` binds a
+place to its URL for the length of a test.
 
 The readers below see the store only through the facade and the ports' public reads (never a
 table), so the same assertions hold on every store.
@@ -27,9 +29,11 @@ The types:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from store_registry import Place
 from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.types import EventType, Templates
@@ -71,6 +75,8 @@ TYPES = (
 
 # memory:// URL -> the store every engine opened on it in this test shares
 _MEMORY_STORES: dict[str, Store] = {}
+# URL of a place bound by ``on_place`` -> the settings that open it besides the URL
+_PLACES: dict[str, dict[str, Any]] = {}
 EVERY_EVENT = 2**62  # a time after every event: ``expired_ids`` before it lists them all
 
 
@@ -80,7 +86,7 @@ def open_tidings(url: str, *, types: tuple[EventType, ...] = TYPES,
 
     Use it as a context manager so its connection pool is closed after the test.
     """
-    config = Config(database_url=url, **settings)
+    config = Config(database_url=url, **{**_PLACES.get(url, {}), **settings})
     clock = clock or FrozenClock()
     store = None
     if url.startswith(MEMORY):
@@ -98,6 +104,17 @@ def open_tidings(url: str, *, types: tuple[EventType, ...] = TYPES,
 def drop_memory_store(url: str) -> None:
     """Forget the memory store of ``url`` (after the test that used it)."""
     _MEMORY_STORES.pop(url, None)
+
+
+@contextlib.contextmanager
+def on_place(place: Place) -> Iterator[str]:
+    """``place``'s URL, on which :func:`open_tidings` opens the place's store until the end."""
+    _PLACES[place.url] = place.settings
+    try:
+        yield place.url
+    finally:
+        _PLACES.pop(place.url, None)
+        drop_memory_store(place.url)
 
 
 # -- readers ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ plain model of the history says: the posts of whom the user follows now, newest 
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from engines import drop_memory_store, open_tidings
+from engines import on_place, open_tidings
+from store_registry import KINDS_BY_NAME
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
 
@@ -34,25 +36,17 @@ ops = st.lists(st.one_of(
 
 @pytest.fixture
 def engines(any_backend: str, request: pytest.FixtureRequest) -> Iterator[list[Tidings]]:
-    """One engine per model, each on a store of its own on ``any_backend``."""
-    urls: list[str] = []
-    databases: Any = None
-    if any_backend == "memory":
-        urls = [f"memory://eq-{secrets.token_hex(6)}" for _ in range(3)]
-    else:
-        databases = request.getfixturevalue(f"{any_backend}_stores")
-        urls = [databases.clone() for _ in range(3)]
-    # hybrid pulls sources with more than one follower
-    found = [open_tidings(url, clock=FrozenClock(), timeline_model=model, timeline_cap=CAP,
-                          celebrity_followers=1)
-             for url, model in zip(urls, ("push", "pull", "hybrid"), strict=True)]
-    yield found
-    for t, url in zip(found, urls, strict=True):
-        t.close()
-        if databases is None:
-            drop_memory_store(url)
-        else:
-            databases.drop(url)
+    """One engine per model, each on a store of its own of ``any_backend``'s kind."""
+    with contextlib.ExitStack() as stack:
+        kind = KINDS_BY_NAME[any_backend]
+        urls = [stack.enter_context(on_place(stack.enter_context(kind.place(request))))
+                for _ in range(3)]
+        # hybrid pulls sources with more than one follower
+        found = [stack.enter_context(open_tidings(url, clock=FrozenClock(),
+                                                  timeline_model=model, timeline_cap=CAP,
+                                                  celebrity_followers=1))
+                 for url, model in zip(urls, ("push", "pull", "hybrid"), strict=True)]
+        yield found
 
 
 @dataclass

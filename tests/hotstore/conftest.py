@@ -9,14 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from engines import open_tidings
-from redis_servers import hot_url_of
+from store_registry import KINDS as REGISTERED
+from store_registry import KINDS_BY_NAME
 from stores import SqlStores
 from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.engine import Tidings
-from tidings.wiring import open_store
 
-KINDS = ["sqlite", "redis", "cluster"]
+# the reference (SQLite alone) and every hot store of the registry
+KINDS = ["sqlite", *(kind.name for kind in REGISTERED if kind.hot)]
 
 
 @pytest.fixture
@@ -34,16 +35,7 @@ def hot(hot_url: str, sqlite_url: str, clock: FrozenClock) -> Iterator[Tidings]:
 
 
 @pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, sqlite_url: str,
-          clock: FrozenClock) -> Iterator[ports.Store]:
+def store(request: pytest.FixtureRequest, clock: FrozenClock) -> Iterator[ports.Store]:
     """A bare store: SQLite alone, or SQLite with a Redis / Redis Cluster hot part."""
-    kind: str = request.param
-    if kind == "sqlite":
-        plain = open_store(sqlite_url, clock)
-        yield plain
-        plain.close()
-        return
-    with hot_url_of(kind, request) as url:
-        hot = open_store(sqlite_url, clock, hot_url=url)
-        yield hot
-        hot.close()
+    with KINDS_BY_NAME[request.param].open(request, clock) as opened:
+        yield opened

@@ -338,13 +338,16 @@ class InboxService:
                                     before=(position[0], position[1] + 1))
             if tx.inbox.set_position(user, position, now):
                 return len(covered)
-            # Behind the current mark: what it does not cover there was marked unread since.
-            groups = [row.display_hash for row in covered]
-            while groups:
-                tx.inbox.mark_groups(user, groups, read=True, now=now, markers=markers)
-                groups = [row.display_hash for row in tx.inbox.page(
-                    user, Filters(unread=True), markers, limit=UNREAD_CAP,
-                    before=(position[0], position[1] + 1))]
+            # Behind the current mark: what it does not cover there was marked unread since;
+            # page on past each batch (a hot store shows a unit's marks once it has committed).
+            batch = covered
+            while batch:
+                tx.inbox.mark_groups(user, [row.display_hash for row in batch], read=True,
+                                     now=now, markers=markers)
+                if len(batch) < UNREAD_CAP:
+                    break
+                batch = tx.inbox.page(user, Filters(unread=True), markers, limit=UNREAD_CAP,
+                                      before=(batch[-1].created_at, batch[-1].event_id))
             return len(covered)
 
         return self.store.transact(work)
