@@ -25,6 +25,7 @@ STORES = ["memory", "sqlite", "postgresql", "mysql", "redis", "cluster"]
 HOT = ("redis", "cluster")
 # the ports the Redis hot store implements; the other suites run on the stores above only
 HOT_SUITES = ("test_inbox_store.py", "test_inbox_groups.py", "test_inbox_places.py",
+              "test_inbox_bundling.py",
               "test_inbox_fields.py", "test_timeline_store.py")
 
 
