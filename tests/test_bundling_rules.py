@@ -3,12 +3,15 @@ and the date it is stored with."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tidings.domain.bundling import (
     ACTOR_SCAN,
     GROUP_ACTORS,
+    Bundler,
     Summary,
     display_hash,
     join_or_start,
@@ -16,6 +19,7 @@ from tidings.domain.bundling import (
     summary_joined,
     summary_of,
 )
+from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery
 
 BUNDLE = "b" * 32
@@ -106,3 +110,41 @@ def test_a_summary_names_the_newest_distinct_actors_first() -> None:
     assert summary_joined(None, "ann") is None  # not known: the store reads the members
     assert summary_joined((ACTOR_SCAN, ("ann",)), "ann") is None
     assert summary_alone(None) == (1, ())
+
+
+def _like(event_id: int, at: int, *, backfill: bool = False) -> Delivery:
+    return Delivery(event_id=event_id, created_at=at, type="link", category="link",
+                    section="alert", actor="ann", object="page:A", bundle_hash=BUNDLE,
+                    bundled=True, backfill=backfill, delivered_at=at)
+
+
+def test_a_bundler_sees_the_groups_its_earlier_decisions_made() -> None:
+    bundler = Bundler({}, {})
+    first = bundler.decide(_like(1, 1_000), ["bob", "cat"])
+    assert [(r.display_hash, r.joined) for r in first.rows] == [
+        (display_hash(BUNDLE, 1), False)] * 2
+    assert first.demoted == []
+    second = bundler.decide(_like(2, 1_000), ["bob"])  # dated just after the base it joins
+    (row,) = second.rows
+    assert (row.display_hash, row.joined, row.created_at) == (display_hash(BUNDLE, 1), True,
+                                                              1_001)
+    assert row.group == (2, ("ann",))
+    assert second.demoted == [("bob", display_hash(BUNDLE, 1))]
+
+
+def test_a_bundler_judges_a_base_under_the_users_watermarks() -> None:
+    read = Bundler({("bob", BUNDLE): base(7, 1_000)}, {"bob": Markers(all=1_000)})
+    (row,) = read.decide(_like(8, 2_000), ["bob"]).rows
+    assert (row.display_hash, row.joined) == (display_hash(BUNDLE, 8), False)
+    unread = Bundler({("bob", BUNDLE): base(7, 1_000)}, {"bob": Markers(all=999)})
+    (row,) = unread.decide(_like(8, 2_000), ["bob"]).rows
+    assert (row.display_hash, row.joined) == ("g" * 32, True)
+
+
+def test_a_type_that_never_bundles_starts_a_group_each_time() -> None:
+    bundler = Bundler({("bob", BUNDLE): base(7, 1_000)}, {})
+    never = replace(_like(8, 2_000), bundled=False)
+    decided = bundler.decide(never, ["bob"])
+    assert [(r.display_hash, r.joined) for r in decided.rows] == [
+        (display_hash(BUNDLE, 8), False)]
+    assert decided.demoted == []

@@ -81,6 +81,13 @@ def test_bundle_bases_are_the_newest_base_rows_of_the_bundle(store: ports.Store,
     assert (ann.user_id, ann.event_id, ann.display_hash, ann.created_at, ann.fresh_at,
             ann.read_at, ann.type, ann.category, ann.section) == (
         "ann", e[1], "g2", 300, 300, None, "comment", "general", "alert")
+    # of many (user, bundle) pairs at once, keyed by pair
+    pairs = [("ann", "b"), ("ann", "other"), ("bob", "b"), ("bob", "other"), ("cat", "b")]
+    many = read(store, lambda tx: tx.inbox.bundle_bases_many(pairs))
+    assert set(many) == {("ann", "b"), ("ann", "other"), ("bob", "b")}
+    assert many[("ann", "b")] == ann
+    assert many[("ann", "other")].event_id == e[3]
+    assert many[("bob", "b")] == bases["bob"]
     # a demoted row is no base any more
     write(store, lambda tx: tx.inbox.demote([("ann", "g2")]))
     assert read(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b"))["ann"].event_id == e[2]

@@ -17,8 +17,9 @@ import pytest
 from sqlalchemy import event
 
 from engines import open_tidings
+from tidings.domain.bundling import bundle_hash
+from tidings.domain.views import Delivery
 from tidings.engine import Tidings
-from tidings.fanout.deliver import write_inbox
 from tidings.ports import Tx
 
 # the session setting under which a wait for a row lock fails at once (PostgreSQL: a lock
@@ -58,8 +59,12 @@ def test_a_settings_write_does_not_wait_on_a_held_fan_out(
         def fan_out(tx: Tx) -> None:
             # what a fan-out unit does to bob's row: hold it, then write to his inbox
             tx.inbox.hold(["bob"])
-            written.append(write_inbox(tx, fired, category="mention", section="alert",
-                                       bundle="none", users=["bob"], now=fired.created_at))
+            delivery = Delivery(
+                event_id=fired.id, created_at=fired.created_at, type=fired.type,
+                category="mention", section="alert", actor=fired.actor, object=fired.object,
+                bundle_hash=bundle_hash("none", fired.type, fired.actor, fired.object,
+                                        fired.id), bundled=False)
+            written.append(tx.inbox.deliver(delivery, ["bob"]))
             held.set()
             assert release.wait(30)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from tidings.domain.views import BundleBase, GroupInfo
+from tidings.domain.readstate import Markers
+from tidings.domain.views import BundleBase, Delivery, GroupInfo, NewNotification
 
 UNREAD_CAP = 100
 OTHERS_CAP = 99
@@ -76,6 +77,95 @@ def join_or_start(bundle: str, event_id: int, at: int, base: BundleBase | None,
     if base is not None and base_unread:
         return Placement(base.display_hash, True, created)
     return Placement(display_hash(bundle, event_id), False, created)
+
+
+def place(delivery: Delivery, base: BundleBase | None, markers: Markers | None) -> Placement:
+    """The bundling rule for one user: where that user's notification of ``delivery`` goes,
+    given the newest base of its bundle (``base``, None: none; for a back-fill, the newest
+    one before it) and the user's watermarks (``markers``, None: none), by
+    :func:`join_or_start` on that base judged unread under them. A type that never bundles
+    (``delivery.bundled`` False) is given no base: each notification starts its own group."""
+    if base is None:
+        return join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at,
+                             None, False, backfill=delivery.backfill)
+    unread = (markers or Markers()).is_unread(
+        base.read_at, base.fresh_at, base.type, base.category, base.section,
+        position=(base.created_at, base.event_id))
+    return join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at, base,
+                         unread, backfill=delivery.backfill)
+
+
+@dataclass
+class Decided:
+    """What :class:`Bundler` decided for one delivery: the rows to write (``rows``, in the
+    order of the users given) and the (user, display hash) groups whose base steps down
+    because a row joins them (``demoted``)."""
+
+    rows: list[NewNotification]
+    demoted: list[tuple[str, str]]
+
+
+class Bundler:
+    """The bundling rule over a sequence of deliveries, in order: each user's notification
+    joins or starts a group (:func:`place`) against the newest base of its (user, bundle)
+    pair as a store read it (``bases``) or as an earlier delivery of the sequence left it
+    (so a later event sees the groups the earlier ones start or join), judged under the
+    user's watermarks (``markers``).
+
+    ``again``: the pairs a later delivery of the sequence decides for once more; only theirs
+    are kept up to date (every pair, when None). A store reads ``bases`` for every pair it
+    gives, and ``markers`` for every user whose pair has a base or is in ``again``."""
+
+    def __init__(self, bases: Mapping[tuple[str, str], BundleBase],
+                 markers: Mapping[str, Markers], *,
+                 again: Collection[tuple[str, str]] | None = None) -> None:
+        self.bases = dict(bases)
+        self.markers = markers
+        self.again = again
+
+    def decide(self, delivery: Delivery, users: Sequence[str]) -> Decided:
+        """The rows of ``delivery`` for ``users`` (who lack it), and the groups they join."""
+        bundle = delivery.bundle_hash
+        # a user with no base starts a group of the same hash and date as every other such user
+        alone = place(delivery, None, None)
+        bases = self.bases
+        if not delivery.bundled or not any((u, bundle) in bases for u in users):
+            rows = delivery.rows(users, alone.group, alone.created_at, joined=False)
+            if delivery.bundled:
+                self._keep(delivery, rows, [False] * len(rows))
+            return Decided(rows, [])
+        rows, demoted, joins = [], [], []
+        for user in users:
+            base = bases.get((user, bundle))
+            where = alone if base is None else place(delivery, base, self.markers.get(user))
+            if where.joins:
+                demoted.append((user, where.group))
+            # a joining row carries its group's summary after the join where the base's is
+            # known and the join keeps it exact
+            group = summary_joined(base.group, delivery.actor) if where.joins and base else None
+            rows.append(delivery.row(user, where.group, where.created_at, joined=where.joins,
+                                     group=group))
+            joins.append(where.joins)
+        self._keep(delivery, rows, joins)
+        return Decided(rows, demoted)
+
+    def _keep(self, delivery: Delivery, rows: Sequence[NewNotification],
+              joins: Sequence[bool]) -> None:
+        """Each row written becomes the newest base of its pair. Not a back-fill's: it
+        decides against the newest base before its own place, read for it alone, so a
+        Bundler that decides one is used for that delivery only."""
+        if delivery.backfill:
+            return
+        again = self.again
+        for row, joined in zip(rows, joins, strict=True):
+            pair = (row.user_id, row.bundle_hash)
+            if again is not None and pair not in again:
+                continue
+            self.bases[pair] = BundleBase(
+                user_id=row.user_id, event_id=row.event_id, display_hash=row.display_hash,
+                created_at=row.created_at, fresh_at=row.fresh_at, read_at=None,
+                type=row.type, category=row.category, section=row.section,
+                group=row.group if joined else summary_alone(row.actor))
 
 
 # A display group's summary: its member count (up to ACTOR_SCAN) and its newest distinct

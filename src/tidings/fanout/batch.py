@@ -1,6 +1,8 @@
-"""Several fan-out jobs in one unit of work (``Handler.run_many``), set-based where the ports
-allow, with the same outcome as running them one by one in the order they were claimed (by
-priority, then by when they were queued: event-id order for events of one priority).
+"""The fan-out pipeline: events delivered to their audiences' chunks in one unit of work,
+set-based where the ports allow. One job's chunk is a batch of one (:func:`deliver`);
+several fan-out jobs of a claim (``Handler.run_many``, :func:`run_many`) are one batch, with
+the same outcome as running them one by one in the order they were claimed (by priority,
+then by when they were queued: event-id order for events of one priority).
 
 Per batch, not per event: the events (one read, locked as :meth:`EventStore.get` locks), the
 first ``chunk_size + 1`` followers of every actor (:meth:`GraphStore.followers_of`), the mutes,
@@ -22,7 +24,7 @@ is written first).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,10 +96,11 @@ class Batch:
             self.seen.add(item.event.id)
             self.items.append(item)
 
-    def flush(self) -> None:
+    def flush(self) -> list[list[str]]:
+        """Write the events gathered, in order; the users each one's inbox rows went to."""
         items, self.items = self.items, []
         if not items:
-            return
+            return []
         ctx, tx = self.ctx, self.tx
         firsts: list[tuple[Item, list[str]]] = []  # each event with its users not excluded
         everyone: set[str] = set()
@@ -106,14 +109,22 @@ class Batch:
             if item.event.actor is not None:
                 excluded.add(item.event.actor)
             candidates = sorted(u for u in set(item.users) if u not in excluded)
-            if candidates:  # else deliver() returns at once: nothing written, nothing decided
+            if candidates:  # else nothing is written nor decided for it
                 firsts.append((item, candidates))
                 everyone.update(candidates)
-        mutes = tx.graph.mutes_many(sorted(everyone)) if everyone else {}
+        if not firsts:
+            return [[] for _ in items]
+        if len(firsts) == 1:  # one event: only the mutes of its actor and object are read
+            (item, candidates), = firsts
+            muted = tx.graph.muting(candidates, item.event.actor, item.event.object)
+            firsts = [(item, [u for u in candidates if u not in muted])]
+        else:
+            mutes = tx.graph.mutes_many(sorted(everyone)) if everyone else {}
+            firsts = [(item, [u for u in candidates if not _muted(mutes.get(u), item.event)])
+                      for item, candidates in firsts]
         chosen: list[tuple[Item, list[str]]] = []
         reached_all: set[str] = set()
         for item, candidates in firsts:
-            candidates = [u for u in candidates if not _muted(mutes.get(u), item.event)]
             # before anything is written
             candidates = permitted(ctx, tx, item.event, type_of(ctx, item.event), candidates)
             chosen.append((item, candidates))
@@ -132,8 +143,10 @@ class Batch:
                 ctx, tx, event, type_of(ctx, event), candidates, now,
                 backfill=item.at is not None, writer=item.writer, known=known))
         pushes: list[tuple[int, Sequence[str], int]] = []
+        written: dict[int, list[str]] = {}
         for (item, candidates), plan, delivered in zip(chosen, planned, self._write(planned),
                                                         strict=True):
+            written[item.event.id] = delivered
             event = item.event
             with tracing.resumed(item.job_args):  # its channels' jobs join its trace
                 schedule(ctx, tx, plan, delivered, self.channels)
@@ -147,6 +160,7 @@ class Batch:
             count_delivered(ctx, tx, event, len(delivered), backfill=item.at is not None)
         if pushes:  # the cap held over every mailbox written: the newest kept
             tx.timeline.push_capped(pushes, ctx.config.timeline_cap)
+        return [written.get(item.event.id, []) for item in items]
 
     def _write(self, planned: Sequence[Planned]) -> list[list[str]]:
         """The inbox rows of the planned deliveries, in order, each followed by the inbox cap
@@ -167,7 +181,7 @@ class Batch:
         never bundle (their rows depend on no other row, and capping once after them keeps
         the same newest rows as after each)."""
         bundled = [p.delivery.bundled for p in planned]
-        if not any(bundled):
+        if len(planned) == 1 or not any(bundled):
             return [(0, len(planned))]
         if not any(p.delivery.bundled and p.delivery.backfill for p in planned):
             rows = Counter(u for p in planned for u in p.web)
@@ -192,6 +206,25 @@ class Batch:
             touched = sorted(self.touched)
             notifier = self.ctx.store.notifier
             self.tx.after_commit(lambda: notifier.changed(touched))
+
+
+def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
+            channels: Sequence[Channel], *, at: int | None = None,
+            timeline: Sequence[str] = (), writer: str = "") -> list[str]:
+    """One event's chunk of users, filtered and delivered: a batch of one. Returns the users
+    notified in the inbox.
+
+    ``timeline`` names the actor's followers in this chunk: when the actor's posts are pushed
+    (:func:`tidings.fanout.deliver.pushed`), the event goes into their timelines too (same
+    filters: exclusions, mutes and the type's privacy rule), each mailbox kept to the newest
+    ``timeline_cap``. ``at``: the time of a back-filled delivery (an imported event).
+    ``writer`` names the job delivering (see :class:`tidings.domain.views.Delivery`).
+    """
+    batch = Batch(ctx, tx, channels)
+    batch.add(Item(event, sorted(set(users)), list(timeline), at, writer))
+    (delivered,) = batch.flush()
+    batch.announce()
+    return delivered
 
 
 def run_many(ctx: JobContext, tx: Tx, jobs: Sequence[Job], channels: Sequence[Channel],

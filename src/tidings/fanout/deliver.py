@@ -1,8 +1,10 @@
-"""Deliver one chunk of an audience: filter, write inbox rows (bundled), timelines, channels."""
+"""One event's delivery to a chunk of its audience, as the fan-out pipeline
+(:mod:`tidings.fanout.batch`) plans and follows it up: its type, its channels per user,
+the timeline model's push or pull, the inbox cap and what is counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,7 +15,6 @@ from tidings.domain.timeline import PUSH, SourceState, decide, flip
 from tidings.domain.types import EventType
 from tidings.domain.views import Delivery, StoredEvent
 from tidings.exceptions import JobError
-from tidings.fanout.privacy import permitted
 from tidings.fanout.routing import subscription_limits
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
@@ -47,64 +48,6 @@ def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, n
         actor=event.actor, object=event.object,
         bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
         bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
-
-
-def write_inbox(tx: Tx, event: StoredEvent, *, category: str, section: str, bundle: str,
-                users: Iterable[str], now: int, backfill: bool = False,
-                writer: str = "", fields: tuple[tuple[str, str], ...] = ()) -> list[str]:
-    """Write one notification per user for ``event``; return the users newly notified.
-
-    Idempotent: users who already have this event are skipped. A bundled notification joins
-    the newest display group of its bundle hash while that group is unread, else starts one
-    (:func:`tidings.domain.bundling.join_or_start`, applied by ``InboxStore.deliver``); a
-    back-filled one (dated ``now`` in the past) only looks at groups older than itself.
-    """
-    delivery = _delivery(event, category=category, section=section, bundle=bundle, now=now,
-                         backfill=backfill, writer=writer, fields=fields)
-    return tx.inbox.deliver(delivery, sorted(set(users)))
-
-
-def deliver(ctx: JobContext, tx: Tx, event: StoredEvent, users: Iterable[str],
-            channels: Sequence[Channel], *, at: int | None = None,
-            timeline: Sequence[str] = (), writer: str = "") -> list[str]:
-    """Filter an audience chunk and deliver it; returns the users notified in the inbox.
-
-    ``timeline`` names the actor's followers in this chunk: when the actor's posts are pushed
-    (``_pushed``), the event goes into their timelines too (same filters: exclusions, mutes
-    and the type's privacy rule), each mailbox kept to the newest ``timeline_cap``.
-    ``writer`` names the job delivering (see :class:`tidings.domain.views.Delivery`).
-    """
-    excluded = set(event.exclude)
-    if event.actor is not None:
-        excluded.add(event.actor)
-    candidates = sorted(u for u in set(users) if u not in excluded)
-    if not candidates:
-        return []
-    muted = tx.graph.muting(candidates, event.actor, event.object)
-    candidates = [u for u in candidates if u not in muted]
-    event_type = type_of(ctx, event)
-    # before anything is written: the type's privacy rule
-    candidates = permitted(ctx, tx, event, event_type, candidates)
-    now = at if at is not None else ctx.clock.now_us()
-    delivered = by_channel(ctx, tx, event, event_type, candidates, channels, now,
-                           backfill=at is not None, writer=writer)
-    cap_inboxes(ctx, tx, delivered)
-    reached: list[str] = []  # the followers whose timelines this post joins
-    if timeline:
-        allowed = set(candidates)
-        reached = [u for u in timeline if u in allowed]
-        if pushed(ctx, tx, event):
-            # newest kept, on every push
-            tx.timeline.push_capped([(event.id, reached, event.created_at)],
-                                    ctx.config.timeline_cap)
-    # Live streams hear of new inbox rows, and the followers of the post on their timelines:
-    # pushed into their mailboxes or merged in at read time (pull), they are told either way.
-    touched = sorted(set(delivered).union(reached)) if reached else delivered
-    if touched:
-        notifier = ctx.store.notifier
-        tx.after_commit(lambda: notifier.changed(touched))
-    count_delivered(ctx, tx, event, len(delivered), backfill=at is not None)
-    return delivered
 
 
 def count_delivered(ctx: JobContext, tx: Tx, event: StoredEvent, count: int, *,
@@ -211,15 +154,3 @@ def schedule(ctx: JobContext, tx: Tx, planned: Planned, delivered: Sequence[str]
     outgoing = replace(planned.outgoing, plans={u: plans[u] for u in sorted(reached)})
     for channel in channels:
         channel.schedule(ctx, tx, outgoing)
-
-
-def by_channel(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: EventType,
-               candidates: list[str], channels: Sequence[Channel], now: int, *,
-               backfill: bool, writer: str,
-               known: tuple[dict[str, dict[str, Any]], set[str]] | None = None) -> list[str]:
-    """:func:`plan_channels`, the inbox rows, then :func:`schedule`; the users newly written."""
-    planned = plan_channels(ctx, tx, event, event_type, candidates, now, backfill=backfill,
-                            writer=writer, known=known)
-    delivered = tx.inbox.deliver(planned.delivery, planned.web)
-    schedule(ctx, tx, planned, delivered, channels)
-    return delivered

@@ -25,7 +25,8 @@ from tidings.domain.audience import (
 )
 from tidings.domain.views import StoredEvent
 from tidings.fanout import batch
-from tidings.fanout.deliver import deliver, type_of
+from tidings.fanout.batch import deliver
+from tidings.fanout.deliver import type_of
 from tidings.fanout.specs import away_spec, chunk_spec, users_spec
 from tidings.jobs.context import Deferred, JobContext, Replacements
 from tidings.jobs.model import SECOND, Job, backoff_us

@@ -4,6 +4,9 @@ A store (``tidings.store.sql``, ``tidings.store.memory``, ``tidings.store.hot`` 
 the hot parts) hands out a :class:`Tx` — one unit of work whose ports all see the same state —
 through :meth:`Store.transact` (may write) and :meth:`Store.read` (reads only). Every rule
 lives in the services and the domain; a port method does one storage step and decides nothing.
+A composite (``InboxStore.deliver_many``: the domain's bundling rule over the inbox
+primitives) is written once over the primitives (``tidings.store.stepwise``); a store
+overrides it only where it has a native way to run the same rule (Redis: one Lua script).
 
 Delivery promises, which every implementation keeps and ``tests/contract`` checks:
 
@@ -21,9 +24,10 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
   that did its work removes it only if the lease is still the claimant's (else the whole unit is
   rolled back by the caller). A worker that dies leaves the lease to expire and the job runs
   again: handlers must be safe to repeat.
-- **One decider per bundle.** ``InboxStore.bundle_bases`` serialises the units that decide
-  for the same (user, bundle hash): the second waits for the first to end and then sees its
-  rows, so concurrent fan-outs of one bundle make one display group, as a single one would.
+- **One decider per bundle.** ``InboxStore.bundle_bases`` (and ``bundle_bases_many``)
+  serialises the units that decide for the same (user, bundle hash): the second waits for the
+  first to end and then sees its rows, so concurrent fan-outs of one bundle make one display
+  group, as a single one would.
 - **Watermarks only move forward.** ``InboxStore.set_marker`` never moves a mark back, nor
   ``InboxStore.set_position`` a read-up-to place.
 - **The inbox cap holds after every delivery.** Fan-out trims, in the unit that wrote, every

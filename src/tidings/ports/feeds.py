@@ -54,6 +54,11 @@ class InboxStore(Protocol):
         waits until then and sees what the first one wrote, so two concurrent units never both
         start a display group of one user's bundle."""
 
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]:
+        """:meth:`bundle_bases` of many (user, bundle hash) pairs at once, keyed by pair, the
+        pairs' deciders serialised in the pairs' order."""
+
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         """Those of ``users`` who already hold a notification of this event."""
 
@@ -97,24 +102,23 @@ class InboxStore(Protocol):
         """(user, display hash) groups whose current base row stops being the base."""
 
     def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        """Write one event into these users' inboxes; return the users newly written.
+        """:meth:`deliver_many` of one event: write it into these users' inboxes; return the
+        users newly written."""
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        """Write each (delivery, users) item, in order, into those users' inboxes; return the
+        users newly written by each (an event given twice: its users once).
 
         A user who already holds the event is skipped (and not returned, unless the row was
         written by the same ``delivery.writer``: a retried job). Each new row joins the
         newest display group of its bundle while that group is unread, else starts a group of
-        its own: :func:`tidings.domain.bundling.join_or_start`, judged on the user's stored
-        watermarks. Stores with transactions run it as the steps above (``bundle_bases``,
-        ``delivered``, ``demote``, ``insert``); a store without them (Redis) runs the same
-        rule per user as one atomic server-side step.
-        """
-
-    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
-        """:meth:`deliver` of each (delivery, users) item, in order, with the same outcome;
-        the users newly written by each (an event given twice: its users once). Stores with
-        transactions do it set-based (``tidings.store.stepwise.deliver_many``): one read of
-        who holds any of the events, the bundles' pairs locked and their bases read at once,
-        the decisions made in order, the rows written in a few inserts; Redis reads who holds
-        the events in one pipeline and decides per user in its scripts, in order.
+        its own: the domain's rule (:class:`tidings.domain.bundling.Bundler`), judged on the
+        user's stored watermarks, a later item seeing the groups an earlier one started or
+        joined. A composite over this port's primitives, written once
+        (``tidings.store.stepwise.deliver_many``: ``held``, ``bundle_bases_many``,
+        ``delivered``, ``load_markers_many``, then ``demote`` and ``insert``); a store without
+        transactions (Redis) overrides it with the same rule per user as one atomic
+        server-side step.
         """
 
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,

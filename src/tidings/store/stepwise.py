@@ -1,148 +1,112 @@
-"""``InboxStore.deliver`` for stores with transactions, as the port's smaller steps.
+"""``InboxStore.deliver_many`` (and ``deliver``, a batch of one) written once over the inbox
+port's primitives, for stores with transactions (SQL, memory).
 
-A transactional store (SQL, memory) delivers by reading the bundle bases (locked where the
-store has row locks), skipping users who hold the event, applying
-:func:`tidings.domain.bundling.join_or_start` and writing: every step inside the caller's unit.
-The Redis store runs the same rule in one Lua script per user instead.
-
-:func:`deliver_many` delivers several events in order as :func:`deliver` one by one would,
-with each step taken once for all of them (see there).
+The bundles' (user, bundle) pairs are locked and their newest bases read at once
+(``bundle_bases_many``), who holds the events already is read and skipped, and the bundling
+rule (:class:`tidings.domain.bundling.Bundler`) decides in order; the store only writes
+(``demote``, ``insert``), every step inside the caller's unit. The Redis store overrides the
+composite: it applies the same rule per user in one Lua script (``deliver.lua``), checked
+against the domain's by the same property test (``tests/contract/test_inbox_bundling.py``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tidings.domain.bundling import Placement, join_or_start, summary_alone, summary_joined
+from tidings.domain.bundling import Bundler
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery, NewNotification
 
 
 class Steps(Protocol):
-    """The inbox steps a stepwise delivery is made of (``InboxStore``'s, and
-    ``bundle_bases_many``: :meth:`InboxStore.bundle_bases` of many (user, bundle) pairs,
-    keyed by pair, the pairs locked in their order)."""
+    """The inbox primitives a delivery is made of (``InboxStore``'s)."""
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]: ...
-    def delivered(self, event_id: int, users: Sequence[str]) -> set[str]: ...
-    def held(self, event_ids: Sequence[int]) -> set[int]: ...
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
                           ) -> dict[tuple[str, str], BundleBase]: ...
+    def delivered(self, event_id: int, users: Sequence[str]) -> set[str]: ...
+    def held(self, event_ids: Sequence[int]) -> set[int]: ...
     def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]: ...
     def demote(self, groups: Sequence[tuple[str, str]]) -> None: ...
     def insert(self, rows: Sequence[NewNotification]) -> None: ...
 
 
 def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]:
-    """Write ``delivery`` to those of ``users`` who lack it; return them."""
-    candidates = sorted(set(users))
-    if not candidates:
-        return []
-    bhash = delivery.bundle_hash
-    # a back-filled event looks only at groups older than itself
-    before = (delivery.created_at, delivery.event_id) if delivery.backfill else None
-    bases = inbox.bundle_bases(candidates, bhash, before=before) if delivery.bundled else {}
-    existing = inbox.delivered(delivery.event_id, candidates)
-    fresh = [u for u in candidates if u not in existing]
-    if not fresh:
-        return []
-    markers = inbox.load_markers_many([u for u in fresh if u in bases]) if bases else {}
-    rows: list[NewNotification] = []
-    demote: list[tuple[str, str]] = []
-    # a user with no base starts a group of the same hash and date as every other such user
-    alone = join_or_start(bhash, delivery.event_id, delivery.created_at, None, False,
-                          backfill=delivery.backfill)
-    if not bases:  # nobody has a group to join: every row starts one, alike
-        rows = delivery.rows(fresh, alone.group, alone.created_at, joined=False)
-    else:
-        for user in fresh:
-            base = bases.get(user)
-            place = _placement(delivery, base, markers.get(user), alone)
-            if place.joins:
-                demote.append((user, place.group))
-            rows.append(_row(delivery, user, place, base))
-    inbox.demote(demote)
-    inbox.insert(rows)
-    return [r.user_id for r in rows]
+    """Write ``delivery`` to those of ``users`` who lack it; return them: a batch of one."""
+    return deliver_many(inbox, [(delivery, users)])[0]
 
 
 def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
                  ) -> list[list[str]]:
-    """:func:`deliver` of each item in order, set-based: one read of which events anyone holds
-    already (usually none: then nobody is looked up), the (user, bundle) pairs of every
-    bundled event locked and their newest bases read at once, the decisions made here in
-    order (a later event sees the groups the earlier ones start or join), and the rows written
-    in *waves*: a wave ends before an event that decides for a pair an event of the wave
-    decided for, so each wave is one demotion and one insert. Back-filled bundled events
-    (they look only at older groups) go one by one, as :func:`deliver`."""
-    if any(d.bundled and d.backfill for d, _ in items):
-        return [deliver(inbox, d, users) if d.bundled else deliver_many(inbox, [(d, users)])[0]
-                for d, users in items]
+    """Each (delivery, users) item in order, as one by one, set-based: one read of which
+    events anyone holds already (usually none: then nobody is looked up), the (user, bundle)
+    pairs of every bundled event locked and their newest bases read at once, the decisions
+    made in order by the domain's rule (a later event sees the groups the earlier ones start
+    or join), and the rows written in *waves*: a wave ends before an event that decides for a
+    pair an event of the wave decided for, so each wave is one demotion and one insert.
+    Returns the users newly written by each item (an event given twice: its users once)."""
     given: set[tuple[int, str]] = set()  # an event given twice is written once
     wanted: list[tuple[Delivery, list[str]]] = []
     for d, users in items:
         wanted.append((d, [u for u in sorted(set(users)) if (d.event_id, u) not in given]))
         given.update((d.event_id, u) for u in users)
+    if len(wanted) > 1 and any(d.bundled and d.backfill for d, _ in wanted):
+        # a back-filled bundled event decides against the bases before its own place, read
+        # for it alone: each item on its own, in order
+        return [_deliver(inbox, [item])[0] for item in wanted]
+    return _deliver(inbox, wanted)
+
+
+def _deliver(inbox: Steps, wanted: Sequence[tuple[Delivery, list[str]]]) -> list[list[str]]:
+    """:func:`deliver_many` of items whose users are sorted and distinct, with a back-filled
+    bundled event only alone."""
     events = sorted({d.event_id for d, users in wanted if users})
-    held = inbox.held(events) if events else set()
-    pairs = sorted({(u, d.bundle_hash) for d, users in wanted if d.bundled for u in users})
-    bases = inbox.bundle_bases_many(pairs) if pairs else {}
-    # every bundled user's, not only theirs with a base now: a group this batch starts is
-    # judged under them too
-    markers = inbox.load_markers_many(sorted({u for u, _ in pairs})) if pairs else {}
+    # one event: who holds it is asked of its users at once (a first delivery: one probe)
+    held = set(events) if len(events) == 1 else inbox.held(events) if events else set()
+    bases = _bases(inbox, wanted)
+    fresh: list[list[str]] = []
+    for d, users in wanted:
+        if d.event_id in held and users:
+            existing = inbox.delivered(d.event_id, users)
+            users = [u for u in users if u not in existing]
+        fresh.append(users)
+    # the pairs decided for more than once here: the groups the earlier decisions leave are
+    # judged under their users' watermarks too, as are the bases read
+    decided = Counter((u, d.bundle_hash) for (d, _), users in zip(wanted, fresh, strict=True)
+                      if d.bundled for u in users)
+    again = {pair for pair, times in decided.items() if times > 1}
+    judged = sorted({u for pair in decided if pair in bases or pair in again for u in pair[:1]})
+    markers = inbox.load_markers_many(judged) if judged else {}
+    bundler = Bundler(bases, markers, again=again)
     wave = _Wave(inbox)
-    results: list[list[str]] = []
-    for d, candidates in wanted:
-        if d.event_id in held and candidates:
-            existing = inbox.delivered(d.event_id, candidates)
-            candidates = [u for u in candidates if u not in existing]
-        results.append(candidates)
-        # a user with no base starts a group of the same hash and date as every other such user
-        alone = join_or_start(d.bundle_hash, d.event_id, d.created_at, None, False)
-        if not d.bundled:  # no base to join (as deliver() finds for a type that never bundles)
-            wave.rows += d.rows(candidates, alone.group, alone.created_at, joined=False)
-            continue
-        mine = {(u, d.bundle_hash) for u in candidates}
-        if not mine.isdisjoint(wave.pairs):
-            wave.write()
-        wave.pairs |= mine
-        for user in candidates:
-            base = bases.get((user, d.bundle_hash))
-            place = _placement(d, base, markers.get(user), alone)
-            if place.joins:
-                wave.demote.append((user, place.group))
-            row = _row(d, user, place, base)
-            wave.rows.append(row)
-            bases[(user, d.bundle_hash)] = BundleBase(
-                user_id=user, event_id=d.event_id, display_hash=place.group,
-                created_at=place.created_at, fresh_at=row.fresh_at, read_at=None,
-                type=d.type, category=d.category, section=d.section,
-                group=row.group if place.joins else summary_alone(d.actor))
+    for (d, _), users in zip(wanted, fresh, strict=True):
+        if d.bundled:
+            mine = {(u, d.bundle_hash) for u in users}
+            if not mine.isdisjoint(wave.pairs):
+                wave.write()
+            wave.pairs |= mine
+        rows = bundler.decide(d, users)
+        wave.rows += rows.rows
+        wave.demote += rows.demoted
     wave.write()
-    return results
+    return fresh
 
 
-def _row(delivery: Delivery, user: str, place: Placement, base: BundleBase | None
-         ) -> NewNotification:
-    """The row ``place`` gives ``user``; a joining row carries its group's summary after the
-    join where the base's is known and the join keeps it exact (``summary_joined``)."""
-    group = summary_joined(base.group, delivery.actor) if place.joins and base else None
-    return delivery.row(user, place.group, place.created_at, joined=place.joins, group=group)
-
-
-def _placement(delivery: Delivery, base: BundleBase | None, markers: Markers | None,
-               alone: Placement) -> Placement:
-    """Where one user's row of ``delivery`` goes: ``alone`` (a group of its own) without a
-    base, else :func:`join_or_start` on that base, judged unread under ``markers``."""
-    if base is None:
-        return alone
-    unread = (markers or Markers()).is_unread(
-        base.read_at, base.fresh_at, base.type, base.category, base.section,
-        position=(base.created_at, base.event_id))
-    return join_or_start(delivery.bundle_hash, delivery.event_id, delivery.created_at, base,
-                         unread, backfill=delivery.backfill)
+def _bases(inbox: Steps, wanted: Sequence[tuple[Delivery, list[str]]]
+           ) -> dict[tuple[str, str], BundleBase]:
+    """The newest base of every (user, bundle) pair the items decide for, their deciders
+    serialised (``InboxStore.bundle_bases``); a back-filled event's, the newest before it."""
+    if len(wanted) == 1 and wanted[0][0].bundled and wanted[0][0].backfill:
+        d, users = wanted[0]
+        if not users:
+            return {}
+        found = inbox.bundle_bases(users, d.bundle_hash, before=(d.created_at, d.event_id))
+        return {(user, d.bundle_hash): base for user, base in found.items()}
+    pairs = sorted({(u, d.bundle_hash) for d, users in wanted if d.bundled for u in users})
+    return inbox.bundle_bases_many(pairs) if pairs else {}
 
 
 class _Wave:

@@ -89,6 +89,16 @@ class RedisInbox(RedisMarkers):
                                  type=r.type, category=r.category, section=r.section)
                 for user, rows in zip(users, found, strict=True) for r in rows[:1]}
 
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]:
+        wanted = sorted(set(pairs))
+        found = self._rows_many("bundle_base", [(u, [b]) for u, b in wanted])
+        return {(user, bundle): BundleBase(
+                    user_id=user, event_id=r.id, display_hash=r.display, created_at=r.created,
+                    fresh_at=r.fresh, read_at=r.read_at, type=r.type, category=r.category,
+                    section=r.section)
+                for (user, bundle), rows in zip(wanted, found, strict=True) for r in rows[:1]}
+
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         (writers,) = holders.writers_of(self.redis, self.keys, [(event_id, users)])
         return {u for u, w in zip(users, writers, strict=True) if w is not None}
