@@ -25,7 +25,7 @@ STORES = ["memory", "sqlite", "postgresql", "mysql", "redis", "cluster"]
 HOT = ("redis", "cluster")
 # the ports the Redis hot store implements; the other suites run on the stores above only
 HOT_SUITES = ("test_inbox_store.py", "test_inbox_groups.py", "test_inbox_places.py",
-              "test_inbox_fields.py", "test_timeline_store.py")
+              "test_inbox_fields.py", "test_timeline_store.py", "test_store_composites.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,10 +8,10 @@ request that arrived meanwhile (up to :data:`GROUP_LIMIT`), so a process pays on
 and one disk flush per group instead of per event. Several groups in flight let the database
 flush their commits together, as it does for the commits of separate connections.
 
-On PostgreSQL a group is one statement awaited on the event loop
-(``Publishing.publish_each_now``: no thread, no BEGIN or COMMIT of its own); where that
-cannot be — a key used before, a repeated key, several scopes, a type not loaded yet, a value
-the store refuses — the group is published as a unit of work in a thread, as on every store.
+Each group is one step of the store awaited on the event loop
+(``Publishing.commit_group``, the store's :class:`tidings.ports.AsyncStore`): on PostgreSQL one
+statement with no thread, no BEGIN or COMMIT of its own, where it can answer the group; else,
+as on every other store, the unit of work in a worker thread.
 
 Each request is still answered on its own, and only once its event is committed: 202 still
 means durable. Its errors are its own too: bad input or a key reused with another body
@@ -67,9 +67,7 @@ class GroupCommit:
             group = self._waiting[:self.limit]
             del self._waiting[:self.limit]
             try:
-                outcomes = await self._publish_now(group)
-                if outcomes is None:
-                    outcomes = await run_in_threadpool(self._publish, group)
+                outcomes = await self._publish(group)
             except BaseException as exc:  # unreachable store, or this task cancelled
                 for *_, future in group:
                     if not future.done():
@@ -85,19 +83,18 @@ class GroupCommit:
                 else:
                     future.set_exception(outcome)
 
-    async def _publish_now(self, group: list[Waiting]) -> list[Published | TidingsError] | None:
-        """The group published on this event loop in one step of the store, or None where
-        that cannot be (then :meth:`_publish` does it in a thread)."""
+    async def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
+        """The group published as one step of the store; if it fails as a whole for a reason
+        one event may cause, each event again alone, in a thread (:func:`each_alone`)."""
+        items = [(fields, scope) for fields, scope, _ in group]
         try:
-            return await self.tidings.publishing.publish_each_now(
-                [(fields, scope) for fields, scope, _ in group])
+            return await self.tidings.publishing.commit_group(items)
         except (StoreUnavailable, SchemaOutOfDate):
             raise
-        except TidingsError:  # one event's fault: the unit in a thread answers each alone
-            return None
-
-    def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
-        return publish_group(self.tidings, [(fields, scope) for fields, scope, _ in group])
+        except TidingsError:
+            if len(items) == 1:
+                raise
+        return await run_in_threadpool(each_alone, self.tidings, items)
 
 
 def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]]
@@ -112,8 +109,15 @@ def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]]
     except TidingsError:
         if len(items) == 1:
             raise
+    return each_alone(tidings, items)
+
+
+def each_alone(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]]
+               ) -> list[Published | TidingsError]:
+    """Each item published alone, answered by its own outcome, so that one event's refusal
+    is its own. An unreachable store or an old schema is raised."""
     outcomes: list[Published | TidingsError] = []
-    for item in items:  # alone, so that one event's refusal is its own
+    for item in items:
         try:
             outcomes += tidings.publish_each([item])
         except (StoreUnavailable, SchemaOutOfDate):

@@ -37,9 +37,10 @@ Sync by decision (``docs/architecture.md``, "Sync ports").
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
-from tidings.ports.units import Notifier, Store, Tx
+from tidings.ports.units import AsyncStore, Notifier, Publication, Store, Tx
 
 __all__ = [
+    "AsyncStore",
     "EventStore",
     "GraphStore",
     "InboxStore",
@@ -47,6 +48,7 @@ __all__ = [
     "JobQueue",
     "MailStore",
     "Notifier",
+    "Publication",
     "SettingsStore",
     "Store",
     "TimelineStore",
