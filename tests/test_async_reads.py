@@ -1,17 +1,19 @@
 """A badge's counts and an inbox's first page awaited on the event loop, without a thread
 (PostgreSQL, ``tidings.store.sql.asyncreads``): the same answer as the unit read in a thread,
-the thread path where the store cannot answer so (a narrower watermark, an empty page, every
-connection busy, another store), a 503 when the database drops the connection and recovery
-on the next read."""
+on the loop where the statement answers and in a thread where it cannot (a narrower
+watermark, every connection busy, another store: ``tidings.store.base.InThreads``), a 503
+when the database drops the connection and recovery on the next read."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
+from sqlalchemy import event as sa_event
 
 from engines import open_tidings
 from tidings.engine import Tidings
@@ -38,13 +40,33 @@ def test_the_badge_read_on_the_loop_answers_as_the_unit_does(pg: Tidings) -> Non
     pg.mark_seen("bob")
     mentions(pg, 2)
 
-    assert asyncio.run(pg.inbox.badge_counts_now("bob")) == pg.unread_counts("bob")
+    engine = pg.store.db.engine  # type: ignore[attr-defined]
+    with on_engine(engine) as statements:
+        assert asyncio.run(pg.inbox.badge_counts("bob")) == pg.unread_counts("bob")
+        assert asyncio.run(pg.inbox.badge_counts("nobody")) == pg.unread_counts("nobody")
+    assert len(statements) == 2  # the two unread_counts: the loop's reads ran none
     assert [c.count for c in pg.unread_counts("bob")] == [5, 2]
-    assert asyncio.run(pg.inbox.badge_counts_now("nobody")) == pg.unread_counts("nobody")
 
-    pg.mark_all_read("bob", types=["mention"])  # a narrower watermark: the exact path
-    assert asyncio.run(pg.inbox.badge_counts_now("bob")) is None
+    pg.mark_all_read("bob", types=["mention"])  # a narrower watermark: the unit, in a thread
+    with on_engine(engine) as statements:
+        assert [c.count for c in asyncio.run(pg.inbox.badge_counts("bob"))] == [0, 0]
+    assert statements
     assert pg.unread_counts("bob")[0].count == 0
+
+
+@contextlib.contextmanager
+def on_engine(engine: Any) -> Iterator[list[str]]:
+    """The statements run through SQLAlchemy (a unit's, in a thread) meanwhile."""
+    seen: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    sa_event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa_event.remove(engine, "before_cursor_execute", note)
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -61,6 +83,14 @@ def test_a_busy_loop_falls_back_and_a_dropped_connection_is_a_503_then_recovers(
 
     first, second = asyncio.run(two_at_once())
     assert first == [(2, 2, 0)] and second is None
+
+    async def badges_at_once() -> list[Any]:  # the second in a thread
+        return await asyncio.gather(pg.inbox.badge_counts("bob"), pg.inbox.badge_counts("bob"),
+                                    pg.inbox.first_page("bob"), pg.inbox.first_page("bob"))
+
+    one, other, page, again = asyncio.run(badges_at_once())
+    assert one == other == pg.unread_counts("bob")
+    assert page == again == pg.notifications("bob")
 
     async def dropped_then_again() -> tuple[BaseException | None, Any]:
         found = await reads.fetch(statement, {"user": "bob"})  # opens this loop's connection
@@ -92,20 +122,20 @@ def test_the_first_page_read_on_the_loop_is_the_units(pg: Tidings) -> None:
     pg.mark_read("bob", [pg.notifications("bob", limit=1).items[0].id])
     for limit in (2, 20):
         for locale in (None, "de"):
-            found = asyncio.run(pg.inbox.first_page_now("bob", limit=limit, locale=locale))
+            found = asyncio.run(pg.inbox.first_page("bob", limit=limit, locale=locale))
             assert found == pg.notifications("bob", limit=limit, locale=locale)
     assert pg.notifications("bob").items[0].count == 4
     # nothing to list: the page's one row of watermarks answers on the loop too
     pg.mark_all_read("nobody")
-    empty = asyncio.run(pg.inbox.first_page_now("nobody"))
-    assert empty is not None and empty == pg.notifications("nobody") and empty.items == []
+    empty = asyncio.run(pg.inbox.first_page("nobody"))
+    assert empty == pg.notifications("nobody") and empty.items == []
 
 
-def test_other_stores_read_in_a_thread(any_store_url: str) -> None:
+def test_every_store_answers_on_the_loop_as_the_unit_does(any_store_url: str) -> None:
     with open_tidings(any_store_url) as t:
         t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
         t.run_jobs()
-        found = asyncio.run(t.inbox.badge_counts_now("bob"))
-        assert (found is None) == (t.store.backend != "postgresql")
-        page = asyncio.run(t.inbox.first_page_now("bob"))
-        assert (page is None) == (t.store.backend != "postgresql")
+        found = asyncio.run(t.inbox.badge_counts("bob"))
+        assert found == t.unread_counts("bob") and found[0].count == 1
+        page = asyncio.run(t.inbox.first_page("bob"))
+        assert page == t.notifications("bob") and len(page.items) == 1

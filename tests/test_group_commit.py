@@ -85,13 +85,13 @@ def test_a_refused_item_refuses_nothing_else_and_publish_many_stays_all_or_none(
 
 def test_concurrent_publishes_share_one_transaction(t: Tidings) -> None:
     groups: list[int] = []
-    publish_each = t.publish_each
+    commit_group = t.publishing.commit_group
 
-    def counted(items: Any) -> list[Published | TidingsError]:
+    async def counted(items: Any) -> list[Published | TidingsError]:
         groups.append(len(items))
-        return publish_each(items)
+        return await commit_group(items)
 
-    t.publish_each = counted  # type: ignore[method-assign]
+    t.publishing.commit_group = counted  # type: ignore[method-assign]
     commits = GroupCommit(t)
 
     async def publish_all() -> list[Any]:

@@ -1,12 +1,13 @@
 """A group of ``POST /v1/events`` published on the event loop in one statement (PostgreSQL,
 ``tidings.store.sql.publishnow``): the same events and fan-out jobs as the unit of work in a
-thread; nothing stored where it cannot be (a key used before, a key repeated, several scopes,
-a type not loaded, a key a concurrent publish takes meanwhile, another store), and then the
-unit in a thread answers as it always has."""
+thread; where the statement cannot answer the group (a key used before, a key repeated, several
+scopes, a type not loaded, a key a concurrent publish takes meanwhile) it stores nothing and the
+unit in a thread answers, as it does on every other store."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -22,6 +23,7 @@ from tidings.api.groupcommit import GroupCommit
 from tidings.domain.events import Event
 from tidings.domain.views import Published
 from tidings.engine import Tidings
+from tidings.exceptions import IdempotencyConflict, UnknownEventType
 from tidings.fanout.specs import fanout_spec
 from tidings.store.sql.events import event_row
 from tidings.store.sql.schema import events, jobs
@@ -89,11 +91,11 @@ def test_the_statement_stores_what_the_unit_stores(pg: Tidings) -> None:
 
     sa_event.listen(engine, "before_cursor_execute", seen)
     try:
-        fast = asyncio.run(pg.publishing.publish_each_now([(i, "default") for i in items]))
+        fast = asyncio.run(pg.publishing.commit_group([(i, "default") for i in items]))
     finally:
         sa_event.remove(engine, "before_cursor_execute", seen)
     assert on_engine == []  # one statement on the loop's own connection, nothing in a unit
-    assert fast is not None and all(isinstance(p, Published) and p.created for p in fast)
+    assert all(isinstance(p, Published) and p.created for p in fast)
     slow = pg.publish_each([({**i, "idempotency_key": f"other-{n}"}, "default")
                             for n, i in enumerate(items)])
     fast_ids = [int(p.id) for p in fast if isinstance(p, Published)]
@@ -107,9 +109,8 @@ def test_the_statement_stores_what_the_unit_stores(pg: Tidings) -> None:
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
-def test_nothing_is_stored_where_the_statement_cannot_answer(pg: Tidings) -> None:
+def test_the_unit_answers_where_the_statement_cannot(pg: Tidings) -> None:
     first = pg.publish(mention("amy", "bob", "used"))
-    before = count(pg, "events"), count(pg, "jobs")
     cannot = [
         [(mention("amy", "bob", "used"), "default"), (mention("carol", "bob", "new"), "default")],
         [(mention("amy", "bob", "twice"), "default"), (mention("amy", "bob", "twice"), "default")],
@@ -117,26 +118,56 @@ def test_nothing_is_stored_where_the_statement_cannot_answer(pg: Tidings) -> Non
         [(mention("amy", "bob", "c"), "default"), ({**mention("x", "bob"), "type": "nope"},
                                                     "default")],
     ]
+    answers = []
     for group in cannot:
-        assert asyncio.run(pg.publishing.publish_each_now(group)) is None
-        assert (count(pg, "events"), count(pg, "jobs")) == before
+        before = count(pg, "events")
+        with on_engine(pg) as statements:
+            answers.append(asyncio.run(pg.publishing.commit_group(group)))
+        assert statements  # the unit's, in a thread
+        created = [o for o in answers[-1] if isinstance(o, Published) and o.created]
+        assert count(pg, "events") == before + len(created)
+    (again, new), (twice, repeated), (a, b), (c, refused) = answers
+    assert isinstance(again, Published) and (again.id, again.created) == (first.id, False)
+    assert isinstance(new, Published) and new.created
+    assert isinstance(twice, Published) and isinstance(repeated, Published)
+    assert twice.created and (repeated.id, repeated.created) == (twice.id, False)
+    assert all(isinstance(p, Published) and p.created for p in (a, b, c))
+    assert isinstance(refused, UnknownEventType)
+    # the same answers as publish_each gives them, which the group commit awaits
+    assert pg.publish_each(cannot[0]) == [Published(first.id, created=False),
+                                          Published(new.id, created=False)]
 
-    commits = GroupCommit(pg)  # the unit in a thread answers the first group
+    commits = GroupCommit(pg)
 
     async def publish_all() -> list[Published]:
         return list(await asyncio.gather(*(commits.publish(event, scope)
-                                           for event, scope in cannot[0])))
+                                           for event, scope in cannot[1])))
 
-    again, new = asyncio.run(publish_all())
-    assert (again.id, again.created) == (first.id, False)
-    assert new.created and count(pg, "events") == before[0] + 1
+    assert asyncio.run(publish_all()) == [Published(twice.id, created=False)] * 2
+
+
+@contextlib.contextmanager
+def on_engine(t: Tidings) -> Iterator[list[str]]:
+    """The statements run through SQLAlchemy (the unit's path) meanwhile."""
+    engine = t.store.db.engine  # type: ignore[attr-defined]
+    seen: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    sa_event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa_event.remove(engine, "before_cursor_execute", note)
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
 def test_a_key_taken_by_a_concurrent_publish_stores_nothing(pg: Tidings) -> None:
     """The key is free when the statement checks it, then another transaction commits it:
-    the statement fails on the unique index as a whole, the other event of its group is not
-    stored either, and the group is left to the unit in a thread."""
+    the statement fails on the unique index as a whole, nothing of it is stored, and the unit
+    in a thread answers the group: the key's earlier event refuses the other body, the other
+    event is stored."""
     db = pg.store.db  # type: ignore[attr-defined]
     racer = Event("mention", actor="zed", recipients=["bob"], idempotency_key="race")
     outcome: list[Any] = []
@@ -144,7 +175,7 @@ def test_a_key_taken_by_a_concurrent_publish_stores_nothing(pg: Tidings) -> None
         other.execute(insert(events).values(event_row(racer, "{}", 1, "default")))
 
         def publish() -> None:
-            outcome.append(asyncio.run(pg.publishing.publish_each_now(
+            outcome.append(asyncio.run(pg.publishing.commit_group(
                 [(mention("amy", "bob", "race"), "default"),
                  (mention("carol", "bob", "free"), "default")])))
 
@@ -154,13 +185,17 @@ def test_a_key_taken_by_a_concurrent_publish_stores_nothing(pg: Tidings) -> None
         assert thread.is_alive()
         other.commit()
         thread.join(10)
-    assert outcome == [None]
-    assert count(pg, "events") == 1 and count(pg, "jobs") == 0
+    ((conflict, free),) = outcome
+    assert isinstance(conflict, IdempotencyConflict)
+    assert isinstance(free, Published) and free.created
+    assert count(pg, "events") == 2 and count(pg, "jobs") == 1
 
 
 @pytest.mark.parametrize("any_backend", ["memory", "sqlite", "mysql"])
-def test_other_stores_leave_it_to_the_unit(any_store_url: str) -> None:
+def test_other_stores_answer_in_a_thread_as_the_unit_does(any_store_url: str) -> None:
     with open_tidings(any_store_url) as t:
-        group = [(mention("amy", "bob"), "default")]
-        assert asyncio.run(t.publishing.publish_each_now(group)) is None
-        assert t.publish_each([(mention("amy", "bob"), "default")])[0]
+        group = [(mention("amy", "bob", "k"), "default"), (mention("amy", "bob"), "default")]
+        first, other = asyncio.run(t.publishing.commit_group(group))
+        assert isinstance(first, Published) and first.created
+        assert isinstance(other, Published) and other.created
+        assert t.publish_each(group)[0] == Published(first.id, created=False)

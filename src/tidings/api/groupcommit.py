@@ -8,10 +8,10 @@ request that arrived meanwhile (up to :data:`GROUP_LIMIT`), so a process pays on
 and one disk flush per group instead of per event. Several groups in flight let the database
 flush their commits together, as it does for the commits of separate connections.
 
-On PostgreSQL a group is one statement awaited on the event loop
-(``Publishing.publish_each_now``: no thread, no BEGIN or COMMIT of its own); where that
-cannot be — a key used before, a repeated key, several scopes, a type not loaded yet, a value
-the store refuses — the group is published as a unit of work in a thread, as on every store.
+Each group is one step of the store awaited on the event loop
+(``Publishing.commit_group``, the store's :class:`tidings.ports.AsyncStore`): on PostgreSQL one
+statement with no thread, no BEGIN or COMMIT of its own, where it can answer the group; else,
+as on every other store, the unit of work in a worker thread.
 
 Each request is still answered on its own, and only once its event is committed: 202 still
 means durable. Its errors are its own too: bad input or a key reused with another body
@@ -72,9 +72,7 @@ class GroupCommit:
             group = self._waiting[:self.limit]
             del self._waiting[:self.limit]
             try:
-                outcomes = await self._publish_now(group)
-                if outcomes is None:
-                    outcomes = await run_in_threadpool(self._publish, group)
+                outcomes = await self._publish(group)
             except BaseException as exc:  # unreachable store, or this task cancelled
                 for *_, future in group:
                     if not future.done():
@@ -90,52 +88,54 @@ class GroupCommit:
                 else:
                     future.set_exception(outcome)
 
-    async def _publish_now(self, group: list[Waiting]) -> list[Published | TidingsError] | None:
-        """The group published on this event loop in one step of the store, or None where
-        that cannot be (then :meth:`_publish` does it in a thread)."""
+    async def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
+        """The group published as one step of the store; if it fails as a whole for a reason
+        one event may cause, each event again alone, in a thread (:func:`each_alone`)."""
+        items = [(fields, scope) for fields, scope, _, _ in group]
+        traces = _traces(group)
         try:
-            return await self.tidings.publishing.publish_each_now(
-                [(fields, scope) for fields, scope, _, _ in group], _traces(group))
+            return await self.tidings.publishing.commit_group(items, traces)
         except (StoreUnavailable, SchemaOutOfDate):
             raise
-        except TidingsError:  # one event's fault: the unit in a thread answers each alone
-            return None
-
-    def _publish(self, group: list[Waiting]) -> list[Published | TidingsError]:
-        return publish_group(self.tidings, [(fields, scope) for fields, scope, _, _ in group],
-                             _traces(group))
+        except TidingsError:
+            if len(items) == 1:
+                raise
+        return await run_in_threadpool(each_alone, self.tidings, items, traces)
 
 
-def _traces(group: list[Waiting]) -> list[Mapping[str, str] | None] | None:
+Traces = list[Mapping[str, str] | None] | None  # each item's trace context, or None
+
+
+def _traces(group: list[Waiting]) -> Traces:
     """The group's trace contexts, or None if none carries one (tracing off)."""
     traces = [trace for _, _, trace, _ in group]
     return traces if any(traces) else None
 
 
 def publish_group(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]],
-                  traces: list[Mapping[str, str] | None] | None = None
-                  ) -> list[Published | TidingsError]:
+                  traces: Traces = None) -> list[Published | TidingsError]:
     """:meth:`Tidings.publish_each` of ``items``; if their transaction fails as a whole for a
     reason one event may cause, each is published again alone, answered by its own outcome.
     An unreachable store or an old schema is raised, for every item alike. ``traces``: each
     item's trace context (its fan-out job joins it)."""
-    def publish_each(some: list[tuple[Mapping[str, Any], str]],
-                     traces: list[Mapping[str, str] | None] | None
-                     ) -> list[Published | TidingsError]:
-        return (tidings.publish_each(some) if traces is None
-                else tidings.publish_each(some, traces))
-
     try:
-        return publish_each(items, traces)
+        return tidings.publish_each(items, traces)
     except (StoreUnavailable, SchemaOutOfDate):
         raise
     except TidingsError:
         if len(items) == 1:
             raise
+    return each_alone(tidings, items, traces)
+
+
+def each_alone(tidings: Tidings, items: list[tuple[Mapping[str, Any], str]],
+               traces: Traces = None) -> list[Published | TidingsError]:
+    """Each item published alone, answered by its own outcome, so that one event's refusal
+    is its own. An unreachable store or an old schema is raised."""
     outcomes: list[Published | TidingsError] = []
-    for n, item in enumerate(items):  # alone, so that one event's refusal is its own
+    for n, item in enumerate(items):
         try:
-            outcomes += publish_each([item], None if traces is None else [traces[n]])
+            outcomes += tidings.publish_each([item], None if traces is None else [traces[n]])
         except (StoreUnavailable, SchemaOutOfDate):
             raise
         except TidingsError as exc:

@@ -75,10 +75,7 @@ def _limit_only(query: bytes) -> bool:
 
 async def unread_count(state: AppState, scope: Scope, user: str) -> Response:
     _caller_may_read(state, scope, user)
-    found = await state.tidings.inbox.badge_counts_now(user)  # no thread where it can
-    if found is None:
-        found = await run_in_threadpool(state.tidings.unread_counts, user)
-    count, unseen = found
+    count, unseen = await state.tidings.inbox.badge_counts(user)  # no thread where it can
     return conditional(dumps({"count": count.count, "display": count.display,
                               "unseen": unseen.count, "unseen_display": unseen.display}),
                        if_none_match(scope["headers"]))
@@ -96,15 +93,12 @@ async def first_page(state: AppState, scope: Scope, user: str) -> Response:
     _caller_may_read(state, scope, user)
     locale = await state.locale_of(user)
     try:  # the items' JSON kept from earlier pages, joined: the bytes dumps() gives the page
-        encoded = await state.tidings.inbox.first_page_encoded_now(
+        encoded = await state.tidings.inbox.first_page_encoded(
             user, limit=limit, locale=locale, encode=item_json)
-    except NOT_STANDARD:
-        encoded = None  # an item only the fallback encoder writes: the page goes through it
-    if encoded is not None:
         body = (b'{"items":[' + b",".join(encoded.items) + b'],"next_cursor":'
                 + dumps(encoded.next_cursor) + b"}")
-    else:
-        page = await run_in_threadpool(  # in a thread where the store cannot read on the loop
+    except NOT_STANDARD:  # an item only the fallback encoder writes: the page goes through it
+        page = await run_in_threadpool(
             lambda: state.tidings.notifications(user, limit=limit, locale=locale))
         body = dumps({"items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
                       "next_cursor": page.next_cursor})

@@ -41,9 +41,10 @@ Sync by decision (``docs/architecture.md``, "Sync ports").
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
-from tidings.ports.units import Notifier, Store, Tx
+from tidings.ports.units import AsyncStore, Notifier, Publication, Store, Tx
 
 __all__ = [
+    "AsyncStore",
     "EventStore",
     "GraphStore",
     "InboxStore",
@@ -51,6 +52,7 @@ __all__ = [
     "JobQueue",
     "MailStore",
     "Notifier",
+    "Publication",
     "SettingsStore",
     "Store",
     "TimelineStore",

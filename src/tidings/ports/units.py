@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from tidings.domain.events import Event
-from tidings.domain.views import PageView
+from tidings.domain.views import Filters, PageView, Published
+from tidings.exceptions import IdempotencyConflict
 from tidings.jobs.model import EventJob
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
@@ -49,6 +50,33 @@ class Tx(Protocol):
         """Run ``callback`` once this unit has committed; never if it rolls back."""
 
 
+class Publication(NamedTuple):
+    """An event checked for publishing: the event, its payload JSON, the job that will fan
+    it out once stored (given its id), its idempotency key's scope."""
+
+    event: Event
+    payload: str
+    job: EventJob
+    scope: str
+
+
+class AsyncStore(Protocol):
+    """What the HTTP API awaits on its event loop: each operation answers as the store's
+    own does, without a thread where the store has a native asynchronous way (one statement
+    on an asyncio connection), else in a worker thread. Never None: every store answers."""
+
+    async def unread_counts(self, user: str) -> tuple[int, int]:
+        """A badge's unread and unseen counts (capped, not narrowed)."""
+
+    async def page_view(self, user: str, *, limit: int,
+                        bundles: Callable[[str], bool]) -> PageView:
+        """:meth:`InboxStore.page_view` of an inbox's first page, not filtered."""
+
+    async def publish(self, items: Sequence[Publication], now: Callable[[], int]
+                      ) -> list[Published | IdempotencyConflict]:
+        """:meth:`Store.publish` of ``items`` (each answered in its place)."""
+
+
 class Store(Protocol):
     """A configured store: units of work, the queue's own operations, and its lifecycle."""
 
@@ -70,36 +98,27 @@ class Store(Protocol):
     def read(self) -> AbstractContextManager[Tx]:
         """A unit that only reads (writes in it are refused or undefined)."""
 
-    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
-        """A badge's unread and unseen counts (capped, not narrowed) awaited on the running
-        event loop without a thread — or None where the store cannot answer so now (then
-        the caller reads them in a unit, in a thread)."""
+    def unread_count(self, user: str, filters: Filters, *, unseen: bool = False) -> int:
+        """:meth:`InboxStore.unread_count` read on its own, without a unit the caller holds
+        (a badge's, or narrowed by ``filters``; with ``unseen``, what is newer than the seen
+        watermark too), capped."""
 
-    async def page_view_now(self, user: str, *, limit: int,
-                            bundles: Callable[[str], bool]) -> PageView | None:
-        """:meth:`InboxStore.page_view` of an inbox's first page, not filtered, awaited on the
-        running event loop without a thread — or None where the store cannot read it so now
-        (then the caller reads it in a unit, in a thread)."""
+    def mark_all_read(self, user: str, until: int) -> int:
+        """Move the user's "all" watermark to ``until`` and announce it to live listeners once
+        committed, as one atomic step; returns the unread count it covered (capped)."""
 
-    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
-                          now: int, *, scope: str) -> list[int] | None:
-        """Store ``rows`` (event, payload JSON; idempotency keys within ``scope``, none
-        repeated) each with its job (``jobs[i]`` for the i-th) as one atomic step awaited on
-        the running event loop without a thread, returning the events' ids in the rows'
-        order — or None, having stored nothing, where it cannot so now: a key already taken,
-        no connection free, a value refused, a store that cannot (then the caller publishes
-        them in a unit of work, in a thread, which says why)."""
+    def publish(self, items: Sequence[Publication], now: Callable[[], int], *,
+                all_or_none: bool = False) -> list[Published | IdempotencyConflict]:
+        """Store the events of ``items`` with their jobs as one atomic step (stored at
+        ``now()``, read as the step begins), each answered in
+        its place: its new event's id (``created``), or an earlier event of its idempotency
+        key within its scope (the same body: that event, not created; another body: the
+        :class:`IdempotencyConflict`, raised instead with ``all_or_none`` and nothing
+        stored). A key repeated among the items answers the first item's event. Retried
+        once where a concurrent publish of the same key won the race."""
 
-    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
-        """The user's unread count under the watermarks alone (a badge's: no filter; with
-        ``unseen``, what is newer than the seen watermark too), capped, read without a unit
-        of work — or None where the store has no such read (then the caller reads it in a
-        unit)."""
-
-    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
-        """Move the user's "all" watermark to ``until`` and announce it to live listeners as
-        one atomic step, returning the unread count it covered (capped) — or None, having done
-        nothing, where the store cannot (then the caller does it as a unit of work)."""
+    @property
+    def aio(self) -> AsyncStore: ...  # the operations the API awaits on its event loop
 
     def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
         """Take ``cost`` tokens from the rate-limit ``bucket`` that every process using this

@@ -125,35 +125,30 @@ class InboxService:
         return positions.newer(self.store, self.catalog.bundles, self.drawer, user, after,
                                limit=limit, locale=locale)
 
-    async def first_page_now(self, user: str, *, limit: int = 20,
-                             locale: str | None = None) -> Page[Notification] | None:
-        """:meth:`notifications`' first page, not filtered, with its read awaited on the
-        running event loop where the store can, else None (then call :meth:`notifications`
-        in a thread)."""
-        found = await self._first_view_now(user, limit, locale)
-        return None if found is None else self._page(*found)
+    async def first_page(self, user: str, *, limit: int = 20,
+                         locale: str | None = None) -> Page[Notification]:
+        """:meth:`notifications`' first page, not filtered, awaited on the running event loop
+        (:class:`tidings.ports.AsyncStore`)."""
+        view, limit, language = await self._first_view(user, limit, locale)
+        return self._page(view, limit, language)
 
-    async def first_page_encoded_now(self, user: str, *, limit: int, locale: str | None,
-                                     encode: Callable[[Notification], bytes]
-                                     ) -> Page[bytes] | None:
-        """:meth:`first_page_now` with each item as ``encode`` gives it (its JSON, say),
-        kept by the drawer so an item listed again is neither built nor encoded again."""
-        found = await self._first_view_now(user, limit, locale)
-        if found is None:
-            return None
-        view, limit, language = found
+    async def first_page_encoded(self, user: str, *, limit: int, locale: str | None,
+                                 encode: Callable[[Notification], bytes]) -> Page[bytes]:
+        """:meth:`first_page` with each item as ``encode`` gives it (its JSON, say), kept by
+        the drawer so an item listed again is neither built nor encoded again."""
+        view, limit, language = await self._first_view(user, limit, locale)
         encoded = self.drawer.encoded
         return self._listed(view, limit, lambda row, info: encoded(
             row, info, view.markers, language, encode))
 
-    async def _first_view_now(self, user: str, limit: int, locale: str | None
-                              ) -> tuple[PageView, int, str] | None:
+    async def _first_view(self, user: str, limit: int, locale: str | None
+                          ) -> tuple[PageView, int, str]:
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
-        view = await self.store.page_view_now(user, limit=limit + 1,
+        view = await self.store.aio.page_view(user, limit=limit + 1,
                                               bundles=self.catalog.bundles)
-        return None if view is None else (view, limit, language)
+        return view, limit, language
 
     @staticmethod
     def _listed(view: PageView, limit: int,
@@ -184,22 +179,13 @@ class InboxService:
     def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed like
         :meth:`notifications`."""
-        filters = self._unread_filters(user, narrow)
-        count = (self.store.unread_count_at_once(user) if filters is UNREAD_ONLY else None)
-        if count is None:
-            with self.store.read() as tx:
-                count = tx.inbox.unread_count(user, filters)
+        count = self.store.unread_count(user, self._unread_filters(user, narrow))
         return UnreadCount(count, count_display(count))
 
     def unseen_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups that arrived (or became unread again) after the seen
         watermark, capped like :meth:`unread_count`: what a badge shows until opened."""
-        filters = self._unread_filters(user, narrow)
-        count = (self.store.unread_count_at_once(user, unseen=True) if filters is UNREAD_ONLY
-                 else None)
-        if count is None:
-            with self.store.read() as tx:
-                count = tx.inbox.unread_count(user, filters, unseen=True)
+        count = self.store.unread_count(user, self._unread_filters(user, narrow), unseen=True)
         return UnreadCount(count, count_display(count))
 
     def unread_counts(self, user: str, **narrow: Unpack[Narrowing]
@@ -211,14 +197,11 @@ class InboxService:
         return UnreadCount(unread, count_display(unread)), UnreadCount(unseen,
                                                                        count_display(unseen))
 
-    async def badge_counts_now(self, user: str) -> tuple[UnreadCount, UnreadCount] | None:
+    async def badge_counts(self, user: str) -> tuple[UnreadCount, UnreadCount]:
         """:meth:`unread_counts` of a badge (no narrowing) awaited on the running event loop
-        where the store can, else None (then call :meth:`unread_counts` in a thread)."""
+        (:class:`tidings.ports.AsyncStore`)."""
         check_user_id(user)
-        found = await self.store.unread_counts_now(user)
-        if found is None:
-            return None
-        unread, unseen = found
+        unread, unseen = await self.store.aio.unread_counts(user)
         return UnreadCount(unread, count_display(unread)), UnreadCount(unseen,
                                                                        count_display(unseen))
 
@@ -305,10 +288,8 @@ class InboxService:
         if not scopes:
             scopes = ["all"]
         now = self.clock.now_us()
-        if scopes == ["all"]:  # one statement where the store can
-            covered = self.store.mark_all_read_at_once(user, now)
-            if covered is not None:
-                return covered
+        if scopes == ["all"]:  # the store's own (one statement where it can)
+            return self.store.mark_all_read(user, now)
 
         def work(tx: Tx) -> int:
             self._announce(tx, user)

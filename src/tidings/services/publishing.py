@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import anyio.to_thread
+
 from tidings import tracing
 from tidings.clock import Clock
 from tidings.domain.events import (
@@ -19,23 +21,26 @@ from tidings.domain.events import (
 from tidings.domain.types import EventType
 from tidings.domain.views import Published, StoredEvent
 from tidings.exceptions import (
-    IdempotencyConflict,
     InvalidInput,
     NotFound,
-    StoreConflict,
     TidingsError,
 )
 from tidings.fanout.specs import fanout_job, fanout_spec, retention_spec
 from tidings.jobs.model import JobSpec
-from tidings.ports import Store, Tx
+from tidings.ports import Publication, Store, Tx
 from tidings.services.catalog import Catalog
 from tidings.services.common import check_ids
 
 RetractHook = Callable[[Tx, list[int]], None]
-# an event checked for publishing: the event, its payload JSON, its type, its key's scope
-Prepared = tuple[Event, str, EventType, str]
+# each item's outcome in its place (None where it is stored), the items to store, their places
+Each = tuple[list[Published | TidingsError | None], list[Publication], list[int]]
 # each item's trace context (tidings.tracing.carrier), for its fan-out job to join its trace
 Traces = Sequence[Mapping[str, str] | None] | None
+
+
+def _span_name(traces: Traces) -> str:
+    """A publish's span: the caller's, or a group of callers' (each with its own trace)."""
+    return "tidings.publish" if traces is None else "tidings.publish.group"
 
 
 def coerce_event(event: Event | Mapping[str, Any]) -> Event:
@@ -57,16 +62,6 @@ def coerce_event(event: Event | Mapping[str, Any]) -> Event:
     if data.get("payload") is None:
         data["payload"] = {}
     return Event(**data)
-
-
-def _span_name(traces: Traces) -> str:
-    """A publish's span: the caller's, or a group of callers' (each with its own trace)."""
-    return "tidings.publish" if traces is None else "tidings.publish.group"
-
-
-def _placed(traces: Traces, places: Sequence[int]) -> list[Mapping[str, str] | None] | None:
-    """The traces of the items at ``places`` (those prepared), in their order."""
-    return None if traces is None else [traces[p] for p in places]
 
 
 class Publishing:
@@ -98,12 +93,14 @@ class Publishing:
         Idempotency keys are looked up and stored within ``scope``."""
         scope = check_scope(scope)
         self._declared_types_saved()
-        prepared = [(*self.prepare(event), scope) for event in batch]
-        keys = [e.idempotency_key for e, _, _, _ in prepared if e.idempotency_key is not None]
-        if len(keys) != len(set(keys)):
-            raise InvalidInput("the batch repeats an idempotency_key", field="idempotency_key")
-        with tracing.span("tidings.publish", {"tidings.event.count": len(prepared)}):
-            return [o for o in self._store(prepared, all_or_none=True)
+        with tracing.span("tidings.publish", {"tidings.event.count": len(batch)}):
+            prepared = [self._publication(event, scope) for event in batch]  # jobs join it
+            keys = [p.event.idempotency_key for p in prepared
+                    if p.event.idempotency_key is not None]
+            if len(keys) != len(set(keys)):
+                raise InvalidInput("the batch repeats an idempotency_key",
+                                   field="idempotency_key")
+            return [o for o in self.store.publish(prepared, self.clock.now_us, all_or_none=True)
                     if isinstance(o, Published)]
 
     def publish_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
@@ -115,129 +112,67 @@ class Publishing:
         commit: many requests' events in one transaction, each durable on return.
         ``traces``: each item's trace context, that its fan-out job joins."""
         self._declared_types_saved()
-        each = self._prepare_each(items, loaded_only=False)
-        assert each is not None
-        outcomes, prepared, places = each
-        with tracing.span(_span_name(traces), {"tidings.event.count": len(prepared)}):
-            stored = self._store(prepared, traces=_placed(traces, places)) if prepared else []
+        with tracing.span(_span_name(traces), {"tidings.event.count": len(items)}):
+            outcomes, prepared, places = self._prepare_each(items, traces)
+            stored = self.store.publish(prepared, self.clock.now_us) if prepared else []
         for place, outcome in zip(places, stored, strict=True):
             outcomes[place] = outcome
         return [o for o in outcomes if o is not None]
 
-    def _prepare_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]], *,
-                      loaded_only: bool) -> tuple[list[Published | TidingsError | None],
-                                                  list[Prepared], list[int]] | None:
+    async def commit_group(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                           traces: Traces = None) -> list[Published | TidingsError]:
+        """:meth:`publish_each` awaited on the running event loop: the store's step
+        (:meth:`tidings.ports.AsyncStore.publish`, one statement with no thread where the
+        store can). Where the types must be read or saved first, the items are prepared in
+        a worker thread. ``traces``: each item's trace context, that its fan-out job joins."""
+        if self.catalog.saved and all(self._loaded(raw) for raw, _ in items):
+            outcomes, prepared, places = self._prepare_each(items, traces)
+        else:  # reading or saving the types is a round trip of its own
+            outcomes, prepared, places = await anyio.to_thread.run_sync(
+                self._saved_and_prepared, items, traces)
+        if prepared:
+            with tracing.span(_span_name(traces), {"tidings.event.count": len(prepared)}):
+                stored = await self.store.aio.publish(prepared, self.clock.now_us)
+            for place, outcome in zip(places, stored, strict=True):
+                outcomes[place] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def _loaded(self, raw: Event | Mapping[str, Any]) -> bool:
+        """Whether preparing ``raw`` reads no stored type (its type is loaded, or it has no
+        type to look up)."""
+        name = raw.type if isinstance(raw, Event) else (
+            raw.get("type") if isinstance(raw, Mapping) else None)
+        return not isinstance(name, str) or name in self.catalog.types
+
+    def _saved_and_prepared(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                            traces: Traces) -> Each:
+        self._declared_types_saved()
+        return self._prepare_each(items, traces)
+
+    def _publication(self, event: Event | Mapping[str, Any], scope: str) -> Publication:
+        """The event checked as :meth:`prepare` does, with its fan-out job, in ``scope``."""
+        checked, payload, event_type = self.prepare(event)
+        return Publication(checked, payload, fanout_job(event_type.priority,
+                                                        checked.created_at), scope)
+
+    def _prepare_each(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
+                      traces: Traces = None) -> Each:
         """Each item prepared, or its refusal in its place among the outcomes; the prepared
-        items and their places. ``loaded_only``: None where an item's type is not loaded
-        (preparing it would read the stored types)."""
+        items and their places. Each item's fan-out job is made in its trace (``traces``)."""
         outcomes: list[Published | TidingsError | None] = [None] * len(items)
-        prepared: list[Prepared] = []
+        prepared: list[Publication] = []
         places: list[int] = []
         for place, (raw, scope) in enumerate(items):
             try:
-                event = coerce_event(raw)
-                if loaded_only and event.type not in self.catalog.types:
-                    return None
-                prepared.append((*self.prepare(event), check_scope(scope)))
+                event, payload, event_type = self.prepare(coerce_event(raw))
+                with tracing.resumed(traces[place] if traces else None):
+                    job = fanout_job(event_type.priority, event.created_at)
+                prepared.append(Publication(event, payload, job, check_scope(scope)))
             except InvalidInput as exc:
                 outcomes[place] = exc
                 continue
             places.append(place)
         return outcomes, prepared, places
-
-    async def publish_each_now(self, items: Sequence[tuple[Event | Mapping[str, Any], str]],
-                               traces: Traces = None) -> list[Published | TidingsError] | None:
-        """:meth:`publish_each` as one step of the store awaited on the running event loop,
-        with no thread (:meth:`Store.publish_now`) — or None, having stored nothing, where it
-        cannot: items of several scopes, a repeated key, a type not loaded yet, a key used
-        before, a store that cannot (then :meth:`publish_each`, in a thread, answers them)."""
-        if not self.catalog.saved:  # storing them is a write of its own, in a thread
-            return None
-        each = self._prepare_each(items, loaded_only=True)
-        if each is None:
-            return None
-        outcomes, prepared, places = each
-        if prepared:
-            keys = [p[0].idempotency_key for p in prepared if p[0].idempotency_key is not None]
-            scopes = {p[3] for p in prepared}
-            if len(scopes) > 1 or len(keys) != len(set(keys)):
-                return None
-            carried = _placed(traces, places)
-            jobs = []
-            for n, (e, _, t, _) in enumerate(prepared):
-                with tracing.resumed(carried[n] if carried else None):
-                    jobs.append(fanout_job(t.priority, e.created_at))
-            ids = await self.store.publish_now(
-                [(event, payload) for event, payload, _, _ in prepared], jobs,
-                self.clock.now_us(), scope=scopes.pop())
-            if ids is None:
-                return None
-            for place, event_id in zip(places, ids, strict=True):
-                outcomes[place] = Published(str(event_id), created=True)
-        return [o for o in outcomes if o is not None]
-
-    def _store(self, prepared: Sequence[Prepared], *, all_or_none: bool = False,
-               traces: Traces = None) -> list[Published | TidingsError]:
-        """The unit of :meth:`publish_many` and :meth:`publish_each`, set-based per scope:
-        one read of the keys, one insert of the events, one of all the jobs. A conflicting
-        key is its item's answer, or with ``all_or_none`` the whole unit's (nothing stored)."""
-        by_scope: dict[str, list[int]] = {}
-        for place, item in enumerate(prepared):
-            by_scope.setdefault(item[3], []).append(place)
-
-        def work(tx: Tx) -> list[Published | TidingsError]:
-            now = self.clock.now_us()
-            results: list[Published | TidingsError | None] = [None] * len(prepared)
-            jobs: list[JobSpec] = []
-            for scope, places in by_scope.items():
-                keys = list(dict.fromkeys(k for k in (prepared[i][0].idempotency_key
-                                                      for i in places) if k is not None))
-                firsts = tx.events.get_by_keys(keys, scope=scope) if keys else {}
-                fresh: list[int] = []
-                taken: dict[str, int] = {}  # key → the place that stores it in this unit
-                repeats: list[tuple[int, int]] = []
-                for i in places:
-                    event = prepared[i][0]
-                    key = event.idempotency_key
-                    if key is None:
-                        fresh.append(i)
-                        continue
-                    first = firsts.get(key)
-                    earlier = taken.get(key)
-                    body = (first.body_hash if first is not None else
-                            prepared[earlier][0].body_hash() if earlier is not None else None)
-                    if body is not None and body != event.body_hash():
-                        conflict = IdempotencyConflict(
-                            f"idempotency_key {key!r} was used before with a different "
-                            "event body")
-                        if all_or_none:
-                            raise conflict
-                        results[i] = conflict
-                    elif first is not None:
-                        results[i] = Published(str(first.id), created=False)
-                    elif earlier is not None:
-                        repeats.append((i, earlier))
-                    else:
-                        taken[key] = i
-                        fresh.append(i)
-                ids = tx.events.insert_many([prepared[i][:2] for i in fresh], now,
-                                            scope=scope)
-                for i, event_id in zip(fresh, ids, strict=True):
-                    event, _, event_type, _ = prepared[i]
-                    with tracing.resumed(traces[i] if traces else None):
-                        jobs.append(fanout_spec(event_id, event_type.priority,
-                                                event.created_at))
-                    results[i] = Published(str(event_id), created=True)
-                for i, earlier in repeats:
-                    results[i] = Published(str(ids[fresh.index(earlier)]), created=False)
-            tx.jobs.enqueue_many(jobs)
-            return [r for r in results if r is not None]
-
-        try:
-            return self.store.transact(work)
-        except StoreConflict:
-            # A concurrent publish with the same key won the race: now it is visible.
-            return self.store.transact(work)
 
     def get_event(self, event_id: str | int) -> StoredEvent:
         (number,) = check_ids([event_id], "event_id", "event id")

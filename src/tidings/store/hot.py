@@ -20,17 +20,17 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Select, bindparam, select
 
-from tidings.domain.events import Event
 from tidings.domain.readstate import POSITION
-from tidings.domain.views import PageView, TimelineEntry
-from tidings.jobs.model import EventJob
+from tidings.domain.views import TimelineEntry
 from tidings.store import hotcompact, hotjournal
+from tidings.store.base import InThreads, StoreBase
 from tidings.store.redis.client import Redis
 from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
 from tidings.store.redis.timeline import RedisTimeline
 from tidings.store.redis.writes import WriteBuffer
 from tidings.store.sql import inboxcap
+from tidings.store.sql.asyncreads import PublishOnLoop
 from tidings.store.sql.database import Database
 from tidings.store.sql.queue import SqlJobAdmin
 from tidings.store.sql.schema import events, read_markers
@@ -150,7 +150,7 @@ class HotTx:
         self.sql.after_commit(callback)
 
 
-class HotStore:
+class HotStore(StoreBase):
     """A SQL store with its inboxes, counters and timelines in Redis."""
 
     def __init__(self, sql: SqlStore, hot_url: str) -> None:
@@ -158,7 +158,7 @@ class HotStore:
         self.redis = Redis(hot_url)
         self.backend = f"{sql.backend}+{'redis-cluster' if self.redis.cluster else 'redis'}"
         self.clock = sql.clock
-        self.notifier = RedisNotifier(self.redis)
+        self.notifier: RedisNotifier = RedisNotifier(self.redis)
         self.registered = Registered()
         self.adopted = False  # the ready marks were seen (or written) by this process
 
@@ -200,22 +200,14 @@ class HotStore:
         with self.sql.read() as tx:
             yield HotTx(tx, self.redis, WriteBuffer(writable=False))
 
-    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
-        return None
+    # unread_count and mark_all_read: StoreBase's units (the counts and the watermarks live
+    # in Redis, the watermarks copied to SQL)
 
-    async def page_view_now(self, user: str, *, limit: int,
-                            bundles: Callable[[str], bool]) -> PageView | None:
-        return None
-
-    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
-                          now: int, *, scope: str) -> list[int] | None:
-        return await self.sql.publish_now(rows, jobs, now, scope=scope)  # both stay in SQL
-
-    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
-        return None  # the counts live in Redis: read through the inbox port
-
-    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
-        return None  # the watermark lives in Redis (and is copied to SQL): a unit of work
+    @functools.cached_property
+    def aio(self) -> InThreads:
+        # the reads in a thread (Redis); a publish in one statement where the SQL store can
+        reads = self.sql.async_reads
+        return InThreads(self) if reads is None else PublishOnLoop(self, self.sql, reads)
 
     def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
         return self.sql.take_tokens(bucket, cost, rate=rate, capacity=capacity)  # in SQL

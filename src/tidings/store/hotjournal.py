@@ -43,7 +43,7 @@ BASELINE = "baseline"
 SNAPSHOT = "snapshot"
 
 
-def wall_now() -> int:
+def wall_clock_us() -> int:
     # the wall clock, not the store's: a row's time is for people reading the journal, and
     # the store's clock (a test's frozen one ticks on every reading) dates what tidings shows
     return time.time_ns() // 1000
@@ -51,7 +51,7 @@ def wall_now() -> int:
 
 def append(conn: Connection, buffer: WriteBuffer) -> None:
     """Journal a unit's writes, in the unit's transaction."""
-    conn.execute(insert(hot_journal).values(written_at=wall_now(), writes=buffer.dumps()))
+    conn.execute(insert(hot_journal).values(written_at=wall_clock_us(), writes=buffer.dumps()))
 
 
 def ready(redis: Redis) -> bool:
@@ -69,7 +69,7 @@ def adopt(db: Database, redis: Redis) -> None:
             return
         newest = conn.execute(select(func.max(events.c.id))).scalar() or 0
         conn.execute(insert(hot_journal).values(
-            written_at=wall_now(), writes=json.dumps({BASELINE: int(newest)})))
+            written_at=wall_clock_us(), writes=json.dumps({BASELINE: int(newest)})))
     mark_ready(redis)
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from tidings import ports
 from tidings.clock import Clock
-from tidings.domain.events import Event
-from tidings.domain.views import PageView
-from tidings.jobs.model import SECOND, EventJob
+from tidings.jobs.model import SECOND
+from tidings.store.base import StoreBase
 from tidings.store.memory.events import MemoryEvents
 from tidings.store.memory.graph import MemoryGraph
 from tidings.store.memory.inbox import MemoryInbox
@@ -46,8 +45,9 @@ class MemoryTx(AfterCommit):
                                    lambda count: self.after_commit(lambda: store.enqueued(count)))
 
 
-class MemoryStore:
-    """A store held in memory, implementing every port of :mod:`tidings.ports`."""
+class MemoryStore(StoreBase):
+    """A store held in memory, implementing every port of :mod:`tidings.ports` (its
+    composites are :class:`StoreBase`'s: a unit of work costs no round trips here)."""
 
     backend = "memory"
 
@@ -94,23 +94,6 @@ class MemoryStore:
     def read(self) -> Iterator[ports.Tx]:
         with self._lock:
             yield MemoryTx(self, self._state, Journal(writable=False))
-
-    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
-        return None
-
-    async def page_view_now(self, user: str, *, limit: int,
-                            bundles: Callable[[str], bool]) -> PageView | None:
-        return None
-
-    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
-                          now: int, *, scope: str) -> list[int] | None:
-        return None  # a unit of work costs no round trips here
-
-    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
-        return None  # a unit of work costs no round trips here
-
-    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
-        return None  # a unit of work costs no round trips here
 
     def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
         """A bucket in this process (the only one that uses the store)."""

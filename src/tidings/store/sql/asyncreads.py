@@ -4,7 +4,8 @@ Served over HTTP, an unread count cost more in its trip to Starlette's thread po
 (about 190 µs on a 2-core box, for a function that returns at once) than in the database. On
 PostgreSQL the plain count (no narrowing) is the one statement of
 :func:`tidings.store.sql.readmarkers.count_statement`, so the API can await it on an
-asyncio connection of psycopg instead (:meth:`SqlStore.unread_counts_now`).
+asyncio connection of psycopg instead (:class:`OnLoop`, the SQL store's
+:class:`tidings.ports.AsyncStore`). So is the first page (:func:`.pageview.unfiltered`).
 
 The same connections run a group of ``POST /v1/events`` as its one statement
 (:mod:`tidings.store.sql.publishnow`): autocommit makes that statement its own transaction.
@@ -12,7 +13,8 @@ The same connections run a group of ``POST /v1/events`` as its one statement
 Connections belong to the event loop that opened them: each loop has its own, at most
 ``size``, opened as needed and kept idle between reads (autocommit, each statement on its
 own, prepared by psycopg after a few runs). A read that finds every connection of its loop
-busy is not served here: it returns None and the caller reads in a thread, as before. A
+busy is not served here: :meth:`AsyncReads.fetch` returns None and :class:`OnLoop` reads in
+a thread, as every store without such connections does (:class:`tidings.store.base.InThreads`). A
 driver error is raised as its kind's :class:`tidings.exceptions.TidingsError` (an unreachable
 database as ``StoreUnavailable``: a 503), and the connection that failed is dropped, so the
 next read opens a new one once the database is back. Their waits are bounded as the pool's are
@@ -24,11 +26,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from tidings.domain.readstate import Markers
+from tidings.domain.views import PageView, Published
+from tidings.exceptions import IdempotencyConflict, StoreRejected
+from tidings.ports import Publication, Store
+from tidings.store.base import InThreads, Units
+from tidings.store.sql import pageview, publishnow, readmarkers
 from tidings.store.sql.boundedpg import AsyncBoundedConnection
 from tidings.store.sql.database import Database
 from tidings.store.sql.driver_errors import classify
@@ -128,3 +137,72 @@ class AsyncReads:
 def _finish(conn: psycopg.AsyncConnection[Any]) -> None:
     if not conn.closed:
         conn.pgconn.finish()
+
+
+class PublishOnLoop(InThreads):
+    """A group of events published by one statement on ``sql``'s asyncio connections
+    (:mod:`.publishnow`) where it can answer the group: one scope, no key repeated, none
+    taken, a connection free, every value accepted (else it stores nothing). Everything else
+    is ``store``'s own, in a thread (:class:`InThreads`): ``store`` is the SQL store itself,
+    or a store that keeps its events in it (:class:`tidings.store.hot.HotStore`)."""
+
+    def __init__(self, store: Units, sql: Store, reads: AsyncReads) -> None:
+        super().__init__(store)
+        self.sql = sql
+        self.reads = reads  # sql's connections
+
+    async def publish(self, items: Sequence[Publication], now: Callable[[], int]
+                      ) -> list[Published | IdempotencyConflict]:
+        ids = await self._in_one_statement(items, now) if _one_statement(items) else None
+        if ids is None:
+            return await super().publish(items, now)
+        on_enqueue = self.sql.on_enqueue
+        if on_enqueue is not None:
+            on_enqueue(len(ids))
+        return [Published(str(event_id), created=True) for event_id in ids]
+
+    async def _in_one_statement(self, items: Sequence[Publication], now: Callable[[], int]
+                                ) -> list[int] | None:
+        """The new events' ids, or None where the statement stored nothing."""
+        statement, params = publishnow.unit([(i.event, i.payload) for i in items],
+                                            [i.job for i in items], now(), items[0].scope)
+        try:
+            found = await self.reads.fetch(statement, params)
+        except (sa_exc.DBAPIError, StoreRejected):
+            # a key taken meanwhile, a value refused, a defect: nothing was stored, and the
+            # unit of work in a thread answers it as it always has
+            return None
+        if found is None or len(found) != len(items):  # busy, or a key already taken
+            return None
+        return [int(row[0]) for row in found]
+
+
+def _one_statement(items: Sequence[Publication]) -> bool:
+    """Whether the statement may answer ``items``: some, of one scope, no key repeated."""
+    keys = [i.event.idempotency_key for i in items if i.event.idempotency_key is not None]
+    return bool(items) and len({i.scope for i in items}) == 1 and len(keys) == len(set(keys))
+
+
+class OnLoop(PublishOnLoop):
+    """The SQL store's :class:`tidings.ports.AsyncStore` on PostgreSQL: a badge's counts and
+    the first page in one statement each too; in a thread where a narrower watermark makes
+    the count inexact, or every connection of the loop is busy."""
+
+    def __init__(self, sql: Store, reads: AsyncReads) -> None:
+        super().__init__(sql, sql, reads)
+
+    async def unread_counts(self, user: str) -> tuple[int, int]:
+        found = await self.reads.fetch(readmarkers.count_statement(
+            self.reads.db.backend, False, False, False, both=True), {"user": user})
+        if found is not None:
+            ((unread, unseen, narrower),) = found
+            if not narrower:
+                return int(unread), int(unseen)
+        return await super().unread_counts(user)
+
+    async def page_view(self, user: str, *, limit: int,
+                        bundles: Callable[[str], bool]) -> PageView:
+        found = await self.reads.fetch(pageview.unfiltered(False, limit), {"user": user})
+        if not found:  # busy
+            return await super().page_view(user, limit=limit, bundles=bundles)
+        return pageview.view(found, bundles, Markers)

@@ -1,5 +1,5 @@
 """PostgreSQL: events and their jobs stored by one statement, for a publish awaited on an
-event loop (:meth:`tidings.store.sql.store.SqlStore.publish_now`).
+event loop (:class:`tidings.store.sql.asyncreads.PublishOnLoop`).
 
 A publish as a unit of work is a transaction of five round trips — ``BEGIN``, the read of
 the idempotency keys, the insert of the events, the insert of their jobs, ``COMMIT`` — run

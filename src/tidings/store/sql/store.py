@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -12,15 +12,12 @@ from sqlalchemy import exc as sa_exc
 
 from tidings import tracing
 from tidings.clock import Clock
-from tidings.domain.events import Event
-from tidings.domain.readstate import Markers
-from tidings.domain.views import Filters, PageView
-from tidings.exceptions import StoreConflict, StoreRejected
-from tidings.jobs.model import EventJob
+from tidings.domain.views import Filters
+from tidings.exceptions import StoreConflict
+from tidings.store.base import InThreads, StoreBase
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall, publishnow, ratebuckets, readmarkers
-from tidings.store.sql import pageview as sql_pageview
-from tidings.store.sql.asyncreads import AsyncReads
+from tidings.store.sql import markall, ratebuckets
+from tidings.store.sql.asyncreads import AsyncReads, OnLoop
 from tidings.store.sql.database import Database
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
@@ -34,7 +31,6 @@ from tidings.store.sql.timeline import SqlTimeline
 from tidings.store.sql.timeouts import SqlTimeouts
 
 T = TypeVar("T")
-UNREAD = Filters(unread=True)  # a badge's count: no filter but the read state
 
 
 class SqlTx(AfterCommit):
@@ -85,7 +81,7 @@ class SqlTx(AfterCommit):
             self.after_commit(lambda: on_enqueue(count))
 
 
-class SqlStore:
+class SqlStore(StoreBase):
     """SQLite, PostgreSQL or MariaDB/MySQL behind the ports."""
 
     def __init__(self, url: str, clock: Clock, *, lease_seconds: float = 60.0,
@@ -128,58 +124,30 @@ class SqlStore:
         with self.held.read() as conn:
             yield SqlTx(self, conn)
 
-    async def unread_counts_now(self, user: str) -> tuple[int, int] | None:
-        if self.async_reads is None:
-            return None
-        found = await self.async_reads.fetch(readmarkers.count_statement(
-            self.db.backend, False, False, False, both=True), {"user": user})
-        if found is None:
-            return None
-        ((unread, unseen, narrower),) = found
-        return None if narrower else (int(unread), int(unseen))
-
-    async def page_view_now(self, user: str, *, limit: int,
-                            bundles: Callable[[str], bool]) -> PageView | None:
-        if self.async_reads is None:
-            return None
-        found = await self.async_reads.fetch(sql_pageview.unfiltered(False, limit),
-                                             {"user": user})
-        if not found:  # busy: read in a unit
-            return None
-        return sql_pageview.view(found, bundles, Markers)
-
-    async def publish_now(self, rows: Sequence[tuple[Event, str]], jobs: Sequence[EventJob],
-                          now: int, *, scope: str) -> list[int] | None:
-        if self.async_reads is None or not rows:
-            return None
-        statement, params = publishnow.unit(rows, jobs, now, scope)
-        try:
-            found = await self.async_reads.fetch(statement, params)
-        except (sa_exc.DBAPIError, StoreRejected):
-            # a key taken meanwhile, a value refused, a defect: nothing was stored, and the
-            # unit of work in a thread answers it as it always has
-            return None
-        if found is None or len(found) != len(rows):  # busy, or a key already taken
-            return None
-        if self.on_enqueue is not None:
-            self.on_enqueue(len(found))
-        return [int(row[0]) for row in found]
-
-    def unread_count_at_once(self, user: str, *, unseen: bool = False) -> int | None:
+    def unread_count(self, user: str, filters: Filters, *, unseen: bool = False) -> int:
         # SqlInbox's own count on the thread's held connection, without the read's unit
         # (SqlTx and its cached ports) around it
         with self.held.read() as conn:
-            return SqlInbox(self.db, conn, self.clock).unread_count(user, UNREAD, unseen=unseen)
+            return SqlInbox(self.db, conn, self.clock).unread_count(user, filters,
+                                                                    unseen=unseen)
 
-    def mark_all_read_at_once(self, user: str, until: int) -> int | None:
+    def mark_all_read(self, user: str, until: int) -> int:
+        # one statement (PostgreSQL) or one short transaction on the held connection's driver;
+        # the unit of work where a narrower watermark makes their count inexact
         if isinstance(self.notifier, PgNotifier):
-            return markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
-        if self.db.backend not in markall.BEGIN:
-            return None
-        covered = markall.in_one_transaction(self.db, self.held.read, user, until)
-        if covered is not None:
-            self.notifier.changed([user])
-        return covered
+            covered = markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
+        elif self.db.backend in markall.BEGIN:
+            covered = markall.in_one_transaction(self.db, self.held.read, user, until)
+            if covered is not None:
+                self.notifier.changed([user])
+        else:
+            covered = None
+        return super().mark_all_read(user, until) if covered is None else covered
+
+    @cached_property
+    def aio(self) -> InThreads:
+        # the badge's counts, the first page and a publish awaited on the loop (PostgreSQL)
+        return InThreads(self) if self.async_reads is None else OnLoop(self, self.async_reads)
 
     def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
         return ratebuckets.take(self.db, bucket, cost, rate=rate, capacity=capacity,
