@@ -87,9 +87,9 @@ def test_concurrent_publishes_share_one_transaction(t: Tidings) -> None:
     groups: list[int] = []
     commit_group = t.publishing.commit_group
 
-    async def counted(items: Any) -> list[Published | TidingsError]:
+    async def counted(items: Any, traces: Any = None) -> list[Published | TidingsError]:
         groups.append(len(items))
-        return await commit_group(items)
+        return await commit_group(items, traces)
 
     t.publishing.commit_group = counted  # type: ignore[method-assign]
     commits = GroupCommit(t)
@@ -165,10 +165,10 @@ def test_a_group_refused_as_a_whole_is_published_one_by_one(t: Tidings) -> None:
     event alone: the group is published again one event at a time."""
     publish_each = t.publish_each
 
-    def picky(items: Any) -> list[Published | TidingsError]:
+    def picky(items: Any, traces: Any = None) -> list[Published | TidingsError]:
         if any(event["actor"] == "mallory" for event, _ in items):
             raise StoreRejected("the store refused a row")
-        return publish_each(items)
+        return publish_each(items, traces)
 
     t.publish_each = picky  # type: ignore[method-assign]
     outcomes = publish_group(t, [(mention("amy", "bob"), "default"),

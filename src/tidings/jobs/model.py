@@ -58,8 +58,9 @@ class EventJob:
         object.__setattr__(self, "args", tracing.stamp(self.args))
 
     def for_event(self, event_id: int) -> JobSpec:
-        return JobSpec(self.func, {"event_id": event_id, **self.args},
-                       unique_key=f"{self.key_prefix}{event_id}", priority=self.priority)
+        with tracing.resumed(self.args):  # the trace it was made in, not the storing unit's
+            return JobSpec(self.func, {"event_id": event_id, **self.args},
+                           unique_key=f"{self.key_prefix}{event_id}", priority=self.priority)
 
 
 @dataclass(frozen=True)
