@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import grimp
 import pytest
@@ -153,3 +154,19 @@ def test_the_http_client_loads_no_engine() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_every_port_is_small() -> None:
+    """The ports are cut by concept, about a dozen methods each (``InboxStore`` and
+    ``GraphStore`` only put small ports together, as a unit of work hands them out): a port
+    that grows past that holds two concepts."""
+    import tidings.ports as ports
+
+    sizes = {}
+    for name in ports.__all__:
+        port = getattr(ports, name)
+        if isinstance(port, type) and Protocol in port.__mro__:
+            sizes[name] = len([k for k, v in vars(port).items() if not k.startswith("_")
+                               and (callable(v) or isinstance(v, property))])
+    assert sizes["InboxStore"] == sizes["GraphStore"] == 0
+    assert {name: n for name, n in sizes.items() if n > 14} == {}

@@ -35,26 +35,62 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
 
+Each port is cut by concept, a dozen methods at most: the inbox is :class:`ReadMarkers`,
+:class:`InboxWrites`, :class:`InboxReads`, :class:`InboxUpkeep` and :class:`Reachability`
+(``InboxStore`` is the five together, as a unit of work hands them out); the graph is
+:class:`Users`, :class:`Subscriptions`, :class:`Follows`, :class:`Audiences`, :class:`Groups`
+and :class:`Mutes` (``GraphStore``).
+
 Sync by decision (``docs/architecture.md``, "Sync ports").
 """
 
-from tidings.ports.feeds import InboxStore, TimelineStore
+from tidings.ports.feeds import (
+    InboxReads,
+    InboxStore,
+    InboxUpkeep,
+    InboxWrites,
+    Reachability,
+    ReadMarkers,
+    TimelineStore,
+)
 from tidings.ports.jobs import JobAdmin, JobQueue
-from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
+from tidings.ports.records import (
+    Audiences,
+    EventStore,
+    Follows,
+    GraphStore,
+    Groups,
+    MailStore,
+    Mutes,
+    SettingsStore,
+    Subscriptions,
+    Users,
+)
 from tidings.ports.units import AsyncStore, Notifier, Publication, Store, Tx
 
 __all__ = [
     "AsyncStore",
+    "Audiences",
     "EventStore",
+    "Follows",
     "GraphStore",
+    "Groups",
+    "InboxReads",
     "InboxStore",
+    "InboxUpkeep",
+    "InboxWrites",
     "JobAdmin",
     "JobQueue",
     "MailStore",
+    "Mutes",
     "Notifier",
     "Publication",
+    "Reachability",
+    "ReadMarkers",
     "SettingsStore",
     "Store",
+    "Subscriptions",
     "TimelineStore",
     "Tx",
+    "Users",
 ]

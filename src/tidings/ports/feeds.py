@@ -21,8 +21,8 @@ from tidings.domain.views import (
 )
 
 
-class InboxStore(Protocol):
-    """Notification rows with their bundling columns, and the read watermarks."""
+class ReadMarkers(Protocol):
+    """A user's read watermarks (Gazelle's narrow rows): read, moved forward, placed."""
 
     def load_markers(self, user: str) -> Markers:
         """A user's watermarks (absent: all zero)."""
@@ -41,8 +41,10 @@ class InboxStore(Protocol):
     def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
         """Where the user's notification of this event sits: (created_at, event id)."""
 
-    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
-        """The user's own stored notifications of these events."""
+
+class InboxWrites(Protocol):
+    """Delivering notifications: the bundling primitives (bases, demote, insert) and
+    the composite over them (``deliver_many``), idempotent per (user, event)."""
 
     def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
                      before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
@@ -64,23 +66,6 @@ class InboxStore(Protocol):
 
     def held(self, event_ids: Sequence[int]) -> set[int]:
         """Those of the events of which any user holds a notification (one read for all)."""
-
-    def unreachable(self, users: Sequence[str]) -> set[str]:
-        """Those of ``users`` whose inboxes live on a server known to be away now (a Redis
-        Cluster node that timed out and has not answered since): fan-out leaves them to a
-        later job and serves the others. A store on one server answers none: its outage
-        fails the whole unit."""
-
-    def index_unreachable(self, event_id: int) -> bool:
-        """Whether the event's index of holders lives on a server known to be away now (as
-        :meth:`unreachable`); a store without such an index answers False."""
-
-    def index_later(self, event_id: int) -> None:
-        """This unit's deliveries of the event leave its index of holders alone: the caller
-        carries the users it delivered to and gives them to :meth:`index` later."""
-
-    def index(self, event_id: int, users: Sequence[str]) -> None:
-        """Name ``users`` (who hold a notification of the event) in its index of holders."""
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
         """Write base rows; a (user, event) already stored is skipped. Registers the users
@@ -121,6 +106,13 @@ class InboxStore(Protocol):
         server-side step.
         """
 
+
+class InboxReads(Protocol):
+    """Reading an inbox: pages, counts, groups and the keys of stored notifications."""
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        """The user's own stored notifications of these events."""
+
     def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
              before: tuple[int, int] | None) -> list[InboxRow]:
         """Base rows newest first by (created_at, event id), strictly before ``before``,
@@ -159,15 +151,19 @@ class InboxStore(Protocol):
                       object: str | None) -> list[NotificationKey]:
         """The user's notifications matching every given field (none given: none)."""
 
-    def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
-                    markers: Markers) -> int:
-        """Mark every member read (or unread again); return how many groups changed state."""
-
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         """The read columns of the user's notifications of these events."""
 
     def keys_for_events(self, event_ids: Sequence[int]) -> list[NotificationKey]:
         """Every stored notification of these events."""
+
+
+class InboxUpkeep(Protocol):
+    """Changing what is stored: per-group read state, removal, the cap, housekeeping."""
+
+    def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
+                    markers: Markers) -> int:
+        """Mark every member read (or unread again); return how many groups changed state."""
 
     def remove(self, keys: Sequence[NotificationKey]) -> int:
         """Delete notifications; a group that loses its base gets its next newest member as
@@ -186,6 +182,34 @@ class InboxStore(Protocol):
         """Keep the history a store has of its own writes bounded (the Redis hot store's
         journal, folded into a snapshot at most once a day: ``docs/redis.md``); a store
         that keeps none returns 0. Returns how many history rows went."""
+
+
+class Reachability(Protocol):
+    """Where an inbox lives on servers that can be away apart (a Redis Cluster): who is
+    unreachable now, and the event index written later. A store on one server answers that
+    everyone is reachable and keeps no separate index."""
+
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        """Those of ``users`` whose inboxes live on a server known to be away now (a Redis
+        Cluster node that timed out and has not answered since): fan-out leaves them to a
+        later job and serves the others. A store on one server answers none: its outage
+        fails the whole unit."""
+
+    def index_unreachable(self, event_id: int) -> bool:
+        """Whether the event's index of holders lives on a server known to be away now (as
+        :meth:`unreachable`); a store without such an index answers False."""
+
+    def index_later(self, event_id: int) -> None:
+        """This unit's deliveries of the event leave its index of holders alone: the caller
+        carries the users it delivered to and gives them to :meth:`index` later."""
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        """Name ``users`` (who hold a notification of the event) in its index of holders."""
+
+
+class InboxStore(ReadMarkers, InboxWrites, InboxReads, InboxUpkeep, Reachability, Protocol):
+    """An inbox as a unit of work hands it out: notification rows with their bundling
+    columns, and the read watermarks — the five ports above together."""
 
 
 class TimelineStore(Protocol):

@@ -76,8 +76,8 @@ class EventStore(Protocol):
         per-followee top-N merge)."""
 
 
-class GraphStore(Protocol):
-    """Who hears of what: users, subscriptions, follows and mutes."""
+class Users(Protocol):
+    """Users the store knows, and when each joined (what a late joiner may see)."""
 
     def add_user(self, user: str, now: int) -> bool:
         """Register a user; True if the user is new."""
@@ -87,6 +87,10 @@ class GraphStore(Protocol):
 
     def joined(self, users: Sequence[str]) -> dict[str, int]:
         """Join times of those of ``users`` who are registered."""
+
+
+class Subscriptions(Protocol):
+    """Subscriptions to (type, object), with their channels and expiry."""
 
     def save_subscription(self, user: str, type: str, object: str, channels: Sequence[str],
                           now: int, expires_at: int | None = None) -> Subscription:
@@ -101,6 +105,16 @@ class GraphStore(Protocol):
 
     def subscription_count(self, user: str) -> int:
         """How many subscriptions the user has."""
+
+    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
+                              at: int) -> dict[str, frozenset[str]]:
+        """Per user with subscriptions matching (``type`` or ``*``, ``object`` or ``*``) and
+        not expired at ``at``, the union of those subscriptions' channels; users with none
+        are left out."""
+
+
+class Follows(Protocol):
+    """The follow graph, and each followee's timeline model (push, pull, hybrid)."""
 
     def add_follow(self, follower: str, followee: str, now: int) -> bool:
         """True if the edge is new."""
@@ -132,27 +146,29 @@ class GraphStore(Protocol):
         """From which position (created_at, event id; exclusive) on the source's posts are
         pushed (None: it is pulled)."""
 
-    def audience(self, source: AudienceSource, *, after: str, upto: str | None,
-                 limit: int | None = None) -> list[str]:
-        """Distinct users of a source with ids in (after, upto], ascending by code point
-        (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
-
     def followers_of(self, actors: Sequence[str], *, limit: int) -> dict[str, list[str]]:
         """Per actor, the first ``limit`` followers by ascending id (what :meth:`audience`
         gives for the actor's ``actor_followers`` source with that limit), all actors in one
         read where the store can; actors without followers are left out."""
 
+    def following(self, users: Sequence[str], followee: str) -> set[str]:
+        """Those of ``users`` who follow ``followee``."""
+
+
+class Audiences(Protocol):
+    """An event's audience sources, read in user-id order and chunked."""
+
+    def audience(self, source: AudienceSource, *, after: str, upto: str | None,
+                 limit: int | None = None) -> list[str]:
+        """Distinct users of a source with ids in (after, upto], ascending by code point
+        (SQL stores need a byte-order collation on user ids, as the migrations declare)."""
+
     def nth_after(self, source: AudienceSource, after: str, n: int) -> str | None:
         """The n-th user id of a source after ``after`` (a chunk boundary), or None."""
 
-    def subscription_channels(self, users: Sequence[str], type: str, object: str | None,
-                              at: int) -> dict[str, frozenset[str]]:
-        """Per user with subscriptions matching (``type`` or ``*``, ``object`` or ``*``) and
-        not expired at ``at``, the union of those subscriptions' channels; users with none
-        are left out."""
 
-    def following(self, users: Sequence[str], followee: str) -> set[str]:
-        """Those of ``users`` who follow ``followee``."""
+class Groups(Protocol):
+    """Named groups of users (a privacy rule's audience)."""
 
     def add_member(self, group: str, user: str, now: int) -> bool:
         """Put a user in a group (privacy rule ``group:NAME``); True if they were not in it."""
@@ -165,6 +181,10 @@ class GraphStore(Protocol):
 
     def members_among(self, group: str, users: Sequence[str]) -> set[str]:
         """Those of ``users`` who are members of ``group``."""
+
+
+class Mutes(Protocol):
+    """What each user muted: actors and objects."""
 
     def add_mute(self, user: str, kind: str, value: str) -> None:
         """Mute an actor (``kind="actor"``) or an object; idempotent."""
@@ -184,6 +204,11 @@ class GraphStore(Protocol):
     def mutes_many(self, users: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
         """The (kind, value) mutes of those of ``users`` who have any, in one read (a batch
         of fan-outs checks each event's actor and object against them)."""
+
+
+class GraphStore(Users, Subscriptions, Follows, Audiences, Groups, Mutes, Protocol):
+    """Who hears of what: users, subscriptions, follows, groups and mutes — the six ports
+    above together, as a unit of work hands them out."""
 
 
 class SettingsStore(Protocol):
