@@ -25,6 +25,7 @@ from tidings.store.sql.migrate import (
 )
 from tidings.store.sql.schema import (
     events,
+    job_failures,
     jobs,
     metadata,
     notifications,
@@ -233,6 +234,31 @@ def test_events_keep_their_ids_and_a_deleted_newest_id_stays_spent(empty_store_u
         # on every database the deleted newest id (3), still named by a timeline, is never
         # handed out again
         assert found[:2] == [(1, 1), (2, 2)] and found[2][0] > 3 and found[2][1] == 9
+    finally:
+        db.dispose()
+
+
+def test_job_ids_stay_spent_once_completed(empty_store_url: str) -> None:
+    """0028: a completed job's id — or one that only a failure on record still names — is
+    never handed out again (on SQLite AUTOINCREMENT; the other databases never reuse one)."""
+    upgrade(empty_store_url, "0027")
+    db = Database(empty_store_url, pool_size=0)
+    job = {"func": "f", "args": "{}", "priority": 5, "run_after": 0, "grabbed_until": 0,
+           "attempts": 0, "created_at": 0}
+    try:
+        with db.write() as conn:
+            conn.execute(insert(jobs), [job, job, job])  # ids 1, 2, 3
+            conn.execute(insert(job_failures).values(
+                job_id=3, func="f", args="{}", error="no", attempt=8, final=True,
+                failed_at=0))
+            conn.execute(delete(jobs).where(jobs.c.id == 3))  # failed for good
+        upgrade(empty_store_url)
+        with db.write() as conn:
+            conn.execute(insert(jobs).values(**job))
+            conn.execute(delete(jobs).where(jobs.c.id > 3))  # completed: the newest id
+            conn.execute(insert(jobs).values(**job))
+            ids = list(conn.execute(select(jobs.c.id).order_by(jobs.c.id)).scalars())
+        assert ids[:2] == [1, 2] and ids[2] > 4
     finally:
         db.dispose()
 

@@ -295,6 +295,8 @@ jobs = Table(
     Column("created_at", BigInteger, nullable=False),
     UniqueConstraint("unique_key"),
     Index(None, "priority", "run_after"),
+    # SQLite would otherwise hand a completed job's id out again (0028)
+    sqlite_autoincrement=True,
     **MYSQL,
 )
 
