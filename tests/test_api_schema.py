@@ -35,6 +35,7 @@ from stores import SqliteStores
 from tidings.api.app import create_app
 from tidings.api.schemas.common import RFC3339
 from tidings.api.schemas.ids import WEBHOOK_URL_BARE
+from tidings.api.schemas.push import P256DH
 from tidings.config import Config
 from tidings.demo import USERS, build_world, events, wiki_types
 from tidings.engine import Tidings
@@ -50,6 +51,8 @@ USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
 TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
 WEBHOOK_URL = re.compile(WEBHOOK_URL_BARE)
+BROWSER_KEY = ("BAx8TZ0fdpchnQF19upu9XIrYLFqkhFA88ZCOMyOmFM34AA8oacnpujqYGyPzeZf1-TN1dZY1iP3oaIQ"
+               "Q1qqNlo")  # a P-256 public key (uncompressed, base64url)
 TYPE_NAMES = [t.name for t in wiki_types()]
 # the types a subscription may name: those whose audience reaches subscribers
 SUBSCRIBABLE = [t.name for t in wiki_types() if "object_subscribers" in t.audience]
@@ -149,6 +152,14 @@ def _ground(case: Any, coin: int) -> None:
         if isinstance(hook, dict) and isinstance(url, str) and len(url) <= 1024 and (
                 WEBHOOK_URL.fullmatch(url)):
             hook["url"] = "https://8.8.8.8/hook"  # nor which hosts a webhook may reach
+        endpoint = body.get("endpoint")
+        if (case.operation.path.endswith("/push-subscriptions") and isinstance(endpoint, str)
+                and len(endpoint) <= 2048 and WEBHOOK_URL.fullmatch(endpoint)):
+            body["endpoint"] = "https://8.8.8.8/push/x"  # nor a push service's
+        keys = body.get("keys")
+        point = keys.get("p256dh") if isinstance(keys, dict) else None
+        if isinstance(keys, dict) and isinstance(point, str) and re.fullmatch(P256DH, point):
+            keys["p256dh"] = BROWSER_KEY  # nor which of its values lie on the curve
 
 
 def _without_nul(value: Any) -> Any:

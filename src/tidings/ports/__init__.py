@@ -36,6 +36,7 @@ Sync by decision (``docs/architecture.md``, "Sync ports").
 
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.push import PushStore
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
 from tidings.ports.units import Notifier, Store, Tx
 
@@ -47,6 +48,7 @@ __all__ = [
     "JobQueue",
     "MailStore",
     "Notifier",
+    "PushStore",
     "SettingsStore",
     "Store",
     "TimelineStore",

@@ -11,6 +11,7 @@ from tidings.domain.views import PageView
 from tidings.jobs.model import EventJob
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.push import PushStore
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
 
 T = TypeVar("T")
@@ -43,6 +44,8 @@ class Tx(Protocol):
     def settings(self) -> SettingsStore: ...
     @property
     def mail(self) -> MailStore: ...
+    @property
+    def push(self) -> PushStore: ...
     @property
     def jobs(self) -> JobQueue: ...
     def after_commit(self, callback: Callable[[], None]) -> None:
