@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pushservice import PushService
+from redis_servers import hot_url_of
 from servers import LiveServer
 from tidings.channels.push import keys
 from tidings.channels.push.deliver import topic, urgency
@@ -36,22 +37,28 @@ TYPES = (
 )
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
-def push_store(request: pytest.FixtureRequest) -> Iterator[str]:
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "redis"])
+def push_store(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The store's settings: in memory, SQLite, PostgreSQL, SQLite with Redis inboxes."""
     if request.param == "memory":
-        yield "memory://push"
+        yield {"database_url": "memory://push"}
         return
-    stores = request.getfixturevalue(f"{request.param}_stores")
+    stores = request.getfixturevalue(f"{request.param.replace('redis', 'sqlite')}_stores")
     url = stores.clone()
-    yield url
+    if request.param == "redis":
+        with hot_url_of("redis", request) as hot:
+            yield {"database_url": url, "hot_store_url": hot}
+    else:
+        yield {"database_url": url}
     stores.drop(url)
 
 
-def make(url: str, **settings: Any) -> tuple[Tidings, FrozenClock]:
+def make(store: dict[str, str], **settings: Any) -> tuple[Tidings, FrozenClock]:
     clock = FrozenClock()
     config = {"vapid_private_key": PRIVATE, "webhook_allow": ("127.0.0.1",),
-              "job_backoff_seconds": 2.0, "public_url": "https://wiki.example", **settings}
-    return Tidings(Config(database_url=url, **config), types=TYPES, clock=clock), clock
+              "job_backoff_seconds": 2.0, "public_url": "https://wiki.example", **store,
+              **settings}
+    return Tidings(Config(**config), types=TYPES, clock=clock), clock
 
 
 @pytest.fixture
@@ -60,7 +67,7 @@ def service() -> Iterator[PushService]:
         yield service
 
 
-def test_a_push_is_signed_encrypted_and_says_what_happened(push_store: str,
+def test_a_push_is_signed_encrypted_and_says_what_happened(push_store: dict[str, str],
                                                            service: PushService) -> None:
     t, _ = make(push_store)
     phone, laptop = service.browser("phone"), service.browser("laptop")
@@ -82,7 +89,7 @@ def test_a_push_is_signed_encrypted_and_says_what_happened(push_store: str,
     t.close()
 
 
-def test_a_bundle_is_one_topic_and_its_count_grows(push_store: str,
+def test_a_bundle_is_one_topic_and_its_count_grows(push_store: dict[str, str],
                                                   service: PushService) -> None:
     t, _ = make(push_store)
     service.browser("phone")
@@ -105,7 +112,7 @@ def test_a_bundle_is_one_topic_and_its_count_grows(push_store: str,
 
 
 @pytest.mark.parametrize("status", [404, 410])
-def test_a_gone_subscription_is_deleted(push_store: str, service: PushService,
+def test_a_gone_subscription_is_deleted(push_store: dict[str, str], service: PushService,
                                         status: int) -> None:
     t, clock = make(push_store)
     service.browser("old")
@@ -123,7 +130,7 @@ def test_a_gone_subscription_is_deleted(push_store: str, service: PushService,
     t.close()
 
 
-def test_429_waits_for_retry_after_and_5xx_backs_off(push_store: str,
+def test_429_waits_for_retry_after_and_5xx_backs_off(push_store: dict[str, str],
                                                      service: PushService) -> None:
     t, clock = make(push_store)
     service.browser("busy")
@@ -156,7 +163,7 @@ def test_429_waits_for_retry_after_and_5xx_backs_off(push_store: str,
     t.close()
 
 
-def test_preferences_turn_push_off_per_category(push_store: str,
+def test_preferences_turn_push_off_per_category(push_store: dict[str, str],
                                                 service: PushService) -> None:
     t, _ = make(push_store)
     service.browser("phone")
@@ -169,7 +176,7 @@ def test_preferences_turn_push_off_per_category(push_store: str,
     t.close()
 
 
-def test_no_job_without_a_subscription_or_a_key(push_store: str,
+def test_no_job_without_a_subscription_or_a_key(push_store: dict[str, str],
                                                 service: PushService) -> None:
     t, _ = make(push_store)
     assert "push" in t.enabled_channels
@@ -184,7 +191,7 @@ def test_no_job_without_a_subscription_or_a_key(push_store: str,
     t.close()
 
 
-def test_subscriptions_are_checked(push_store: str, service: PushService) -> None:
+def test_subscriptions_are_checked(push_store: dict[str, str], service: PushService) -> None:
     t, _ = make(push_store, webhook_allow=())
     good = service.browser("phone").subscription()
     with pytest.raises(InvalidInput, match="loopback"):
