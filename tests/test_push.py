@@ -37,9 +37,10 @@ TYPES = (
 )
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "mysql", "redis"])
 def push_store(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The store's settings: in memory, SQLite, PostgreSQL, SQLite with Redis inboxes."""
+    """The store's settings: in memory, SQLite, PostgreSQL, MariaDB, SQLite with Redis
+    inboxes."""
     if request.param == "memory":
         yield {"database_url": "memory://push"}
         return
