@@ -27,6 +27,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from live import free_port
 
+BROWSER_KEY = ("BAx8TZ0fdpchnQF19upu9XIrYLFqkhFA88ZCOMyOmFM34AA8oacnpujqYGyPzeZf1-TN1dZY1iP3oaIQ"
+               "Q1qqNlo")  # a P-256 public key (uncompressed, base64url)
+
 
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()

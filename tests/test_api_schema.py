@@ -31,6 +31,7 @@ from fastapi import FastAPI
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from pushservice import BROWSER_KEY
 from stores import SqliteStores
 from tidings.api.app import create_app
 from tidings.api.schemas.common import RFC3339
@@ -51,8 +52,6 @@ USER_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,255}$")
 TYPE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 TYPES_QUERY = re.compile(r"^[A-Za-z0-9_.:,-]{0,2000}$")
 WEBHOOK_URL = re.compile(WEBHOOK_URL_BARE)
-BROWSER_KEY = ("BAx8TZ0fdpchnQF19upu9XIrYLFqkhFA88ZCOMyOmFM34AA8oacnpujqYGyPzeZf1-TN1dZY1iP3oaIQ"
-               "Q1qqNlo")  # a P-256 public key (uncompressed, base64url)
 TYPE_NAMES = [t.name for t in wiki_types()]
 # the types a subscription may name: those whose audience reaches subscribers
 SUBSCRIBABLE = [t.name for t in wiki_types() if "object_subscribers" in t.audience]
