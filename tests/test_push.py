@@ -164,6 +164,23 @@ def test_429_waits_for_retry_after_and_5xx_backs_off(push_store: dict[str, str],
     t.close()
 
 
+def test_a_retry_sends_nothing_once_the_notification_is_read(
+        push_store: dict[str, str], service: PushService) -> None:
+    t, clock = make(push_store)
+    service.browser("phone")
+    t.push.add("bob", service.browsers["phone"].subscription())
+    service.answer("phone", (429, {"Retry-After": "60"}))
+    published = t.publish(Event("mention", actor="alice", recipients=["bob"]))
+    t.run_jobs()
+    assert len(service.received["phone"]) == 1
+    t.mark_read("bob", [published.id])  # seen on the web meanwhile
+    clock.advance(3600)
+    t.run_jobs()
+    assert len(service.received["phone"]) == 1
+    assert "push" not in t.queue.counts_by_func()
+    t.close()
+
+
 def test_preferences_turn_push_off_per_category(push_store: dict[str, str],
                                                 service: PushService) -> None:
     t, _ = make(push_store)

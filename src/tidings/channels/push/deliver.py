@@ -99,6 +99,17 @@ def _group(tx: Tx, user: str, event_id: int) -> tuple[str | None, list[str], int
     return groups[0], (info.actors if info else []), (info.count if info else 1)
 
 
+def _read(tx: Tx, user: str, event_id: int) -> bool:
+    """Whether the user's notification of the event is read (no inbox row: not read)."""
+    states = tx.inbox.read_states(user, [event_id])
+    if not states:
+        return False
+    state = states[0]
+    return not tx.inbox.load_markers(user).is_unread(
+        state.read_at, state.fresh_at, state.type, state.category, state.section,
+        position=(state.created_at, state.event_id))
+
+
 def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
     user = str(job.args["user"])
     event = tx.events.get(int(job.args["event_id"]))
@@ -114,6 +125,8 @@ def prepare(ctx: JobContext, tx: Tx, job: Job) -> Request | None:
     prefs = tx.settings.preferences(user) or {}
     if not channel_on(prefs, event_type, "push"):
         return None  # turned off since fan-out
+    if _read(tx, user, event.id):
+        return None  # read on the web meanwhile (a retry's wait): nothing to tell
     group, actors, count = _group(tx, user, event.id)
     actors = actors or ([event.actor] if event.actor else [])
     rendered = render_all(event_type, RenderContext(
