@@ -105,8 +105,9 @@ def removals(before: Any, after: Any, where: str = "") -> list[str]:
     """What ``after`` (an OpenAPI document) lost or changed of ``before``: every key of a
     mapping must stay with an unchanged value, where keys may be added (a new status, a
     description, a pattern); parameter lists are compared by name, so new parameters may be
-    added; other lists must keep their length, compared item by item. Prose (``description``,
-    ``summary``) must stay but may be reworded: it tells, it is not the shape."""
+    added; an ``enum`` may gain values after those it had (a new channel name); other lists
+    must keep their length, compared item by item. Prose (``description``, ``summary``) must
+    stay but may be reworded: it tells, it is not the shape."""
     if isinstance(before, dict) and isinstance(after, dict):
         problems = []
         for key, value in before.items():
@@ -123,6 +124,9 @@ def removals(before: Any, after: Any, where: str = "") -> list[str]:
         return [problem for p in before for problem in (
             removals(p, named[(p["name"], p.get("in"))], f"{where}[{p['name']}]")
             if (p["name"], p.get("in")) in named else [f"{where}[{p['name']}]: removed"])]
+    if (isinstance(before, list) and isinstance(after, list) and where.endswith("/enum")
+            and after[:len(before)] == before):
+        return []
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         return [problem for index, (old, new) in enumerate(zip(before, after, strict=True))
                 for problem in removals(old, new, f"{where}[{index}]")]

@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from engines import table_rows
+from pushservice import BROWSER_KEY
 from servers import SERVER_KEY, LiveServer, wait_for
+from tidings.channels.push import keys
 from tidings.client import Client
 from tidings.store.sql.schema import metadata
 
@@ -45,6 +47,22 @@ def _own_subscription(server: Client, user: str) -> dict[str, str]:
 
 def _victims_subscription(server: Client, user: str) -> dict[str, str]:
     return {"subscription_id": server.subscriptions(user=user)["items"][0]["id"]}
+
+
+def _push_subscription(serial: int) -> dict[str, Any]:
+    return {"endpoint": f"https://8.8.8.8/push/{serial}",
+            "keys": {"p256dh": BROWSER_KEY, "auth": "AAAAAAAAAAAAAAAAAAAAAA"}}
+
+
+def _victims_push_subscription(server: Client, user: str) -> dict[str, str]:
+    page = server._call("GET", f"/v1/users/{user}/push-subscriptions")
+    return {"subscription_id": page["items"][0]["id"]}
+
+
+def _own_push_subscription(server: Client, user: str) -> dict[str, str]:
+    created = server._call("POST", f"/v1/users/{user}/push-subscriptions",
+                           body=_push_subscription(next(_serial)))
+    return {"subscription_id": created["id"]}
 
 
 def _victims_notification(server: Client, user: str) -> dict[str, str]:
@@ -83,6 +101,10 @@ USER_ROUTES: dict[tuple[str, str], Call] = {
     ("PUT", "/preferences"): Call(json={"muted": {"actors": ["alice"]}},
                                   bad_json={"muted": "everyone"}),
     ("GET", "/stream"): Call(),
+    ("GET", "/push-subscriptions"): Call(),
+    ("POST", "/push-subscriptions"): Call(json=_push_subscription(0),
+                                          bad_json={"endpoint": 5}),
+    ("DELETE", "/push-subscriptions/{subscription_id}"): Call(path=_victims_push_subscription),
 }
 # The other /v1 routes, and what a user token gets there: 200 (any user may), 403 (server key
 # only), 404 (an unsubscribe link: its signed token is the credential, a bearer token is not).
@@ -91,6 +113,7 @@ OTHER_ROUTES: dict[tuple[str, str], tuple[int, Call]] = {
     ("POST", "/v1/events/batch"): (403, Call(json={"events": [{"type": "mention"}]})),
     ("POST", "/v1/retractions"): (403, Call(json={"actor": "alice"})),
     ("GET", "/v1/types"): (200, Call()),
+    ("GET", "/v1/push/public-key"): (200, Call()),
     ("GET", "/v1/types/{name}"): (200, Call(path=lambda server, user: {"name": "mention"})),
     ("PUT", "/v1/types/{name}"): (403, Call(json={"category": "x"},
                                             path=lambda server, user: {"name": "mention"})),
@@ -150,6 +173,12 @@ def _success(spec: dict[str, Any], method: str, template: str) -> int:
 
 
 @pytest.fixture
+def live(start_server: Callable[..., LiveServer]) -> LiveServer:
+    """A server with Web Push on (its public key route answers)."""
+    return start_server(config={"vapid_private_key": keys.generate()[0]})
+
+
+@pytest.fixture
 def seeded(live: LiveServer) -> LiveServer:
     """bob has notifications, read state, a subscription, a follow and preferences."""
     with live.client() as server:
@@ -160,6 +189,7 @@ def seeded(live: LiveServer) -> LiveServer:
         server.follow("bob", user="carol")
         server.put_preferences({"muted": {"actors": ["mallory"]}, "locale": "de"}, user="bob")
         server.add_member("staff", "bob")
+        server._call("POST", "/v1/users/bob/push-subscriptions", body=_push_subscription(1))
         assert live.settled()
         (first, _) = [i["id"] for i in server.iter_notifications(user="bob")]
         server.mark_read(user="bob", ids=[first])
@@ -217,6 +247,8 @@ def test_a_user_token_may_use_its_own_routes(seeded: LiveServer) -> None:
                     call = Call(path=_own_subscription)
                 if call.path is _victims_notification:
                     call = Call(path=_own_notification)
+                if call.path is _victims_push_subscription:
+                    call = Call(path=_own_push_subscription)
                 path = path.format(**call.path(server, "alice"))
                 response = _send(http, method, path, call, token=live.token("alice"))
                 expected = _success(spec, method, template)

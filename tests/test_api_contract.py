@@ -67,15 +67,19 @@ def test_the_openapi_document_only_adds_to_v1(openapi_spec: dict[str, Any]) -> N
 def test_the_comparison_sees_removals_but_lets_prose_be_reworded() -> None:
     before = {"paths": {"/v1/x": {"get": {
         "description": "Old words.", "summary": "X",
-        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                       {"name": "kind", "in": "query", "schema": {"enum": ["a", "b"]}}],
         "responses": {"200": {"description": "OK"}}}}}}
     reworded = json.loads(json.dumps(before))
     operation = reworded["paths"]["/v1/x"]["get"]
     operation["description"] = "New words."
     operation["responses"]["404"] = {"description": "Not found"}
+    operation["parameters"][1]["schema"]["enum"].append("c")  # a value added
     assert removals(before, reworded) == []
     del operation["description"]
     operation["parameters"][0]["schema"]["type"] = "string"
+    operation["parameters"][1]["schema"]["enum"] = ["b"]  # a value gone
     assert removals(before, reworded) == [
         "/paths//v1/x/get/description: removed",
-        "/paths//v1/x/get/parameters[limit]/schema/type: 'integer' became 'string'"]
+        "/paths//v1/x/get/parameters[limit]/schema/type: 'integer' became 'string'",
+        "/paths//v1/x/get/parameters[kind]/schema/enum: ['a', 'b'] became ['b']"]

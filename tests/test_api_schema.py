@@ -31,10 +31,12 @@ from fastapi import FastAPI
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from pushservice import BROWSER_KEY
 from stores import SqliteStores
 from tidings.api.app import create_app
 from tidings.api.schemas.common import RFC3339
 from tidings.api.schemas.ids import WEBHOOK_URL_BARE
+from tidings.api.schemas.push import P256DH
 from tidings.config import Config
 from tidings.demo import USERS, build_world, events, wiki_types
 from tidings.engine import Tidings
@@ -149,6 +151,14 @@ def _ground(case: Any, coin: int) -> None:
         if isinstance(hook, dict) and isinstance(url, str) and len(url) <= 1024 and (
                 WEBHOOK_URL.fullmatch(url)):
             hook["url"] = "https://8.8.8.8/hook"  # nor which hosts a webhook may reach
+        endpoint = body.get("endpoint")
+        if (case.operation.path.endswith("/push-subscriptions") and isinstance(endpoint, str)
+                and len(endpoint) <= 2048 and WEBHOOK_URL.fullmatch(endpoint)):
+            body["endpoint"] = "https://8.8.8.8/push/x"  # nor a push service's
+        keys = body.get("keys")
+        point = keys.get("p256dh") if isinstance(keys, dict) else None
+        if isinstance(keys, dict) and isinstance(point, str) and re.fullmatch(P256DH, point):
+            keys["p256dh"] = BROWSER_KEY  # nor which of its values lie on the curve
 
 
 def _without_nul(value: Any) -> Any:

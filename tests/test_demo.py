@@ -72,6 +72,13 @@ def test_demo_page_and_sign_in_list(tmp_path: Path) -> None:
         count = httpx.get(base + "/v1/me/notifications/unread-count",
                           headers={"Authorization": f"Bearer {bob['token']}"})
         assert count.status_code == 200 and "display" in count.json()
+        # Web Push on, with the demo's own key: "Enable push" in the preferences shows
+        key = httpx.get(base + "/v1/push/public-key",
+                        headers={"Authorization": f"Bearer {bob['token']}"})
+        assert key.status_code == 200 and len(key.json()["public_key"]) == 87
+        types = httpx.get(base + "/v1/types",
+                          headers={"Authorization": f"Bearer {bob['token']}"}).json()
+        assert "push" in types["enabled_channels"]
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -339,6 +339,16 @@ def types(database_url: DatabaseOption = None) -> None:
     _print_whole(table)
 
 
+@app.command("vapid-keys")
+def vapid_keys() -> None:
+    """Print a new VAPID key pair for Web Push: set TIDINGS_VAPID_PRIVATE_KEY to the first."""
+    from tidings.channels.push.keys import generate
+
+    private, public = generate()
+    typer.echo(f"TIDINGS_VAPID_PRIVATE_KEY={private}")
+    typer.echo(f"# public key (GET /v1/push/public-key serves it): {public}")
+
+
 def _print_whole(table: Table) -> None:
     """Print ``table`` as wide as its cells need, past the terminal's width if it must: names
     are to be read and copied whole, never cut with "…"."""

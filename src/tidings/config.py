@@ -87,6 +87,8 @@ class Config:
     webhook_read_timeout: float = 5.0
     webhook_concurrency: int = 4
     webhook_host_concurrency: int = 2
+    vapid_private_key: str | None = None  # Web Push: PEM, or the raw key in base64url
+    vapid_subject: str = "mailto:tidings@localhost"
     max_payload_bytes: int = 64 * 1024
     max_recipients: int = 1000
     max_preferences_bytes: int = 64 * 1024  # a user's preferences as JSON
@@ -150,6 +152,8 @@ class Config:
             digest_skip_read=env.get("TIDINGS_DIGEST_SKIP_READ", "1") not in ("0", "false"),
             webhook_secret=env.get("TIDINGS_WEBHOOK_SECRET") or None,
             webhook_allow=_list(env, "TIDINGS_WEBHOOK_ALLOW"),
+            vapid_private_key=env.get("TIDINGS_VAPID_PRIVATE_KEY") or None,
+            vapid_subject=env.get("TIDINGS_VAPID_SUBJECT") or cls.vapid_subject,
             webhook_connect_timeout=_float(env, "TIDINGS_WEBHOOK_CONNECT_TIMEOUT",
                                            cls.webhook_connect_timeout),
             webhook_read_timeout=_float(env, "TIDINGS_WEBHOOK_READ_TIMEOUT",

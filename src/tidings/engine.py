@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Unpack
 
 from tidings import wiring
-from tidings.channels import email
+from tidings.channels import email, push
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
 from tidings.domain.events import DEFAULT_SCOPE, Event
@@ -64,6 +64,7 @@ class Tidings:
         self.handlers: dict[str, Handler] = parts.handlers
         self.job_context = parts.job_context
         self.timelines = parts.timelines
+        self.push = push.Registrations(self.store, self.clock, self.config)
 
     @classmethod
     def open(cls, database_url: str, *, types: Iterable[EventType] = (),

@@ -87,6 +87,10 @@ class Notifications(TransactionTestCase):
         self.tidings.follow(ann, "bob")
         self.tidings.follow("bob", ann)
         self.tidings.mute(ann, actor="someone")
+        self.tidings.store.transact(lambda tx: tx.push.add_push_subscription(
+            ann, "https://push.example.org/ann", "h-ann", "p256dh", "auth",
+            self.tidings.clock.now_us()))
+        self.assertEqual(len(self.tidings.push.list(ann)), 1)
         self.assertEqual(len(self.inbox(self.ann)), 1)
         self.ann.delete()
         self.assertEqual(self.inbox(self.ann), [])
@@ -94,6 +98,7 @@ class Notifications(TransactionTestCase):
         self.assertEqual(self.tidings.following(ann).items, [])
         self.assertEqual(self.tidings.followers(ann).items, [])
         self.assertEqual(self.tidings.muted(ann), {"actors": [], "objects": []})
+        self.assertEqual(self.tidings.push.list(ann), [])
 
 
 class Admin(TransactionTestCase):

@@ -24,6 +24,7 @@ from tidings.api import (
     routes_groups,
     routes_mail,
     routes_ops,
+    routes_push,
     routes_types,
     routes_user,
     web,
@@ -106,6 +107,9 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_user.build(path_user, "/v1/users/{user}", "users"))
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
     app.include_router(routes_mail.build())
+    app.include_router(routes_push.build_public())
+    app.include_router(routes_push.build(path_user, "/v1/users/{user}", "users"))
+    app.include_router(routes_push.build(me_user, "/v1/me", "me"))
     app.include_router(routes_groups.build())
     app.include_router(routes_ops.build())
     docs.install(app)

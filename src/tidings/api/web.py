@@ -31,6 +31,12 @@ def mount(app: FastAPI) -> None:
                         headers={"Access-Control-Allow-Origin": "*",
                                  "Cache-Control": "no-cache"})
 
+    @app.get("/push-sw.js", include_in_schema=False)
+    async def push_worker() -> FileResponse:
+        # at the root, so its scope is the whole inbox (a worker's scope is its folder)
+        return FileResponse(f"{folder}/push-sw.js", media_type="text/javascript",
+                            headers={"Cache-Control": "no-cache"})
+
     app.mount("/static", StaticFiles(directory=folder), name="static")
 
 

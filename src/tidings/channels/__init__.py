@@ -1,11 +1,11 @@
-"""Outbound channels (email, webhooks; the web channel is the inbox itself)."""
+"""Outbound channels (email, webhooks, Web Push; the web channel is the inbox itself)."""
 
 from __future__ import annotations
 
-from tidings.channels import email, webhook
+from tidings.channels import email, push, webhook
 from tidings.channels.registry import Channel
 
 
 def outbound_channels() -> list[Channel]:
     """Every outbound channel tidings ships with, in the order fan-out schedules them."""
-    return [email.CHANNEL, webhook.CHANNEL]
+    return [email.CHANNEL, webhook.CHANNEL, push.CHANNEL]

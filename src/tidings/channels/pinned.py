@@ -41,6 +41,7 @@ class Answer:
 
     status: int | None
     error: str | None
+    retry_after: str | None = None  # the answer's Retry-After header, if any
 
 
 class PinnedTransport(httpx.HTTPTransport):
@@ -115,6 +116,7 @@ def post(target: Target, body: bytes, headers: Mapping[str, str], timeouts: Time
                                            headers=dict(headers),
                                            extensions={"trace": watchdog.trace}) as response:
                     status = response.status_code
+                    retry_after = response.headers.get("retry-after")
             except httpx.ConnectError as exc:
                 error = f"ConnectError: {exc}"
                 if watchdog.expired:
@@ -126,7 +128,7 @@ def post(target: Target, body: bytes, headers: Mapping[str, str], timeouts: Time
                 return Answer(None, f"{type(exc).__name__}: {exc}"[:1000])
             if 200 <= status < 300:
                 return Answer(status, None)
-            return Answer(status, f"receiver answered {status}")
+            return Answer(status, f"receiver answered {status}", retry_after)
     if watchdog.expired:
         return Answer(None, f"no answer within {timeouts.total:g} s")
     return Answer(None, error[:1000])

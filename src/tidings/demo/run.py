@@ -29,10 +29,13 @@ TOKEN_TTL = 30 * 86400
 def _secrets(data_dir: Path) -> dict[str, str]:
     """The demo's server key and token secret, kept so a second run resumes sign-ins."""
     path = data_dir / "secrets.json"
-    if path.exists():
-        data: dict[str, str] = json.loads(path.read_text())
+    data: dict[str, str] = json.loads(path.read_text()) if path.exists() else {
+        "api_key": secrets.token_urlsafe(24), "token_secret": secrets.token_urlsafe(32)}
+    if "vapid_private_key" in data:
         return data
-    data = {"api_key": secrets.token_urlsafe(24), "token_secret": secrets.token_urlsafe(32)}
+    from tidings.channels.push.keys import generate
+
+    data["vapid_private_key"] = generate()[0]  # Web Push ("Enable push" in preferences)
     path.write_text(json.dumps(data))
     path.chmod(0o600)
     return data
@@ -41,7 +44,11 @@ def _secrets(data_dir: Path) -> dict[str, str]:
 def open_world(data_dir: Path) -> Tidings:
     data_dir.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{(data_dir / 'tidings.db').resolve()}"
-    tidings = Tidings(Config.from_env(database_url=url), types=wiki_types())
+    config = Config.from_env(database_url=url)
+    if not config.vapid_private_key:  # the demo's own key, unless TIDINGS_VAPID_PRIVATE_KEY
+        config = Config.from_env(database_url=url,
+                                 vapid_private_key=_secrets(data_dir)["vapid_private_key"])
+    tidings = Tidings(config, types=wiki_types())
     tidings.migrate()
     for event_type in wiki_types():
         tidings.define_type(event_type)

@@ -1,4 +1,4 @@
-"""What a user's preferences say about one notification: web, email (and how), webhook.
+"""What a user's preferences say about one notification: web, email (and how), webhook, push.
 
 Pure rules: the stored preferences come in as a mapping."""
 
@@ -22,6 +22,7 @@ class Plan:
     email: str | None  # None, or the frequency: immediate / daily / weekly
     address: str | None
     webhook: str | None  # the URL
+    push: bool = False  # Web Push to the user's browsers (if they subscribed any)
 
 
 def channel_on(prefs: Mapping[str, Any], event_type: EventType, channel: str) -> bool:
@@ -55,6 +56,7 @@ def plan(prefs: Mapping[str, Any] | None, event_type: EventType, bounced: bool,
         email=frequency if wants_mail else None,
         address=address if wants_mail else None,
         webhook=hook if hook and channel_on(prefs, event_type, "webhook") else None,
+        push=channel_on(prefs, event_type, "push"),
     )
 
 
@@ -66,7 +68,8 @@ def within(plan: Plan, channels: frozenset[str] | None) -> Plan:
     mail = "email" in channels
     return Plan(web=plan.web and "web" in channels, email=plan.email if mail else None,
                 address=plan.address if mail else None,
-                webhook=plan.webhook if "webhook" in channels else None)
+                webhook=plan.webhook if "webhook" in channels else None,
+                push=plan.push and "push" in channels)
 
 
 def mail_delay(prefs: Mapping[str, Any] | None, event_type: EventType) -> tuple[int, bool]:

@@ -22,7 +22,7 @@ from tidings.exceptions import ConfigError, InvalidEventType, UnknownEventType
 SECTIONS = ("alert", "message")
 BUNDLE_RULES = ("none", "object", "actor", "actor_object")
 AUDIENCE_RULES = ("recipients", "object_subscribers", "actor_followers")
-CHANNELS = ("web", "email", "webhook")
+CHANNELS = ("web", "email", "webhook", "push")
 TYPE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # whole string: fullmatch
 LABEL_LIMIT = 80
 DESCRIPTION_LIMIT = 200

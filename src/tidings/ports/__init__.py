@@ -54,6 +54,7 @@ from tidings.ports.feeds import (
     TimelineStore,
 )
 from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.push import PushStore
 from tidings.ports.records import (
     Audiences,
     EventStore,
@@ -85,6 +86,7 @@ __all__ = [
     "Mutes",
     "Notifier",
     "Publication",
+    "PushStore",
     "Reachability",
     "ReadMarkers",
     "SettingsStore",

@@ -12,6 +12,7 @@ from tidings.exceptions import IdempotencyConflict
 from tidings.jobs.model import EventJob
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
+from tidings.ports.push import PushStore
 from tidings.ports.records import EventStore, GraphStore, MailStore, SettingsStore
 
 T = TypeVar("T")
@@ -44,6 +45,8 @@ class Tx(Protocol):
     def settings(self) -> SettingsStore: ...
     @property
     def mail(self) -> MailStore: ...
+    @property
+    def push(self) -> PushStore: ...
     @property
     def jobs(self) -> JobQueue: ...
     def after_commit(self, callback: Callable[[], None]) -> None:

@@ -135,6 +135,7 @@ class HotTx:
         self.graph = sql.graph
         self.settings = sql.settings
         self.mail = sql.mail
+        self.push = sql.push
         self.jobs = sql.jobs
         db = sql.inbox.db
         self.inbox = RedisInbox(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict
 
-Channel = Literal["web", "email", "webhook"]
+Channel = Literal["web", "email", "webhook", "push"]
 Section = Literal["alert", "message"]
 Audience = Literal["recipients", "object_subscribers", "actor_followers"]
 

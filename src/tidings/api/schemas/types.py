@@ -93,4 +93,4 @@ class TypeList(BaseModel):
     items: list[TypeOut]
     enabled_channels: list[Channel] = Field(default_factory=list, description=(
         "The channels this server delivers over: `web` always, `email` with an SMTP server "
-        "configured, `webhook` with a webhook signing secret."))
+        "configured, `webhook` with a webhook signing secret, `push` with a VAPID key."))

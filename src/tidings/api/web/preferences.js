@@ -4,8 +4,9 @@
 import { api, loadTypes } from "./session.js";
 import { el } from "./dom.js";
 import { knownObjects, objectTitle, resolveObject } from "./mutes.js";
+import { offerPush } from "./push.js";
 
-const CHANNEL_NAMES = { web: "Web", email: "Email", webhook: "Webhook" };
+const CHANNEL_NAMES = { web: "Web", email: "Email", webhook: "Webhook", push: "Push" };
 
 // "edit-user-talk" → "Edit user talk", as the server makes labels.
 const humanise = (name) => { const words = name.replace(/[-_.:]+/g, " ").trim() || name;
@@ -45,6 +46,7 @@ export async function showPreferences(main) {
   const channels = types.enabled_channels && types.enabled_channels.length ? types.enabled_channels
     : ["web", "email", "webhook"];  // a server before enabled_channels: every channel
   $("no-email").hidden = channels.includes("email");
+  offerPush($("push"), $("enable-push"), $("push-status"), channels.includes("push"));
   $("email").value = prefs.email.address || "";
   $("frequency").value = prefs.email.frequency;
   $("timezone").value = prefs.email.timezone;

@@ -11,7 +11,8 @@ T = TypeVar("T")
 
 
 def erase_user(user: str) -> dict[str, int]:
-    """Remove ``user``'s inbox, subscriptions, follows (both ways), mutes and preferences;
+    """Remove ``user``'s inbox, subscriptions, follows (both ways), browsers' push
+    subscriptions, mutes and preferences;
     returns how many of each went. Events they published stay in other people's inboxes until
     retracted."""
     tidings = get_tidings()
@@ -29,6 +30,9 @@ def erase_user(user: str) -> dict[str, int]:
         "followers": _drain(
             lambda: [f.user for f in tidings.followers(user, limit=100).items],
             lambda other: tidings.unfollow(other, user)),
+        "push_subscriptions": _drain(
+            lambda: [s.id for s in tidings.push.list(user)],
+            lambda sid: tidings.push.remove(user, sid)),
         "mutes": sum(len(values) for values in muted.values()),
         "preferences": _reset(tidings.set_preferences, user),
     }

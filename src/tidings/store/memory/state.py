@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from tidings.domain.push import PushSubscription
 from tidings.domain.timeline import SourceState
 from tidings.domain.views import MailBatchRow, Subscription
 from tidings.jobs.model import Failure
@@ -188,6 +189,9 @@ class State:
     sent: dict[int, SentRow] = field(default_factory=dict)
     webhooks: dict[int, WebhookRow] = field(default_factory=dict)
     webhook_endpoints: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Web Push: subscriptions by id, and the id of each endpoint's (by its hash)
+    push_subscriptions: dict[int, PushSubscription] = field(default_factory=dict)
+    push_endpoints: dict[str, int] = field(default_factory=dict)
     # jobs
     jobs: dict[int, JobRow] = field(default_factory=dict)
     job_keys: dict[str, int] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from tidings.store.memory.graph import MemoryGraph
 from tidings.store.memory.inbox import MemoryInbox
 from tidings.store.memory.jobs import MemoryJobAdmin, MemoryJobQueue, QueueSettings
 from tidings.store.memory.mail import MemoryMail
+from tidings.store.memory.push import MemoryPush
 from tidings.store.memory.settings import MemorySettings
 from tidings.store.memory.state import Journal, State
 from tidings.store.memory.timeline import MemoryTimeline
@@ -40,6 +41,7 @@ class MemoryTx(AfterCommit):
         self.timeline = MemoryTimeline(state, journal)
         self.settings = MemorySettings(state, journal)
         self.mail = MemoryMail(state, journal)
+        self.push = MemoryPush(state, journal)
         # the store hears of queued jobs once the unit has committed (a woken worker finds them)
         self.jobs = MemoryJobQueue(state, journal, store.queue_settings,
                                    lambda count: self.after_commit(lambda: store.enqueued(count)))

@@ -34,6 +34,7 @@ from tidings.store.sql.schema_base import Serial as Serial
 from tidings.store.sql.schema_base import metadata as metadata
 from tidings.store.sql.schema_hot import hot_journal as hot_journal
 from tidings.store.sql.schema_limits import rate_buckets as rate_buckets
+from tidings.store.sql.schema_push import push_subscriptions as push_subscriptions
 
 # Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
 # stays on its page without a new index entry (0017).

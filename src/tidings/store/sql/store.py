@@ -25,6 +25,7 @@ from tidings.store.sql.heldread import HeldReads
 from tidings.store.sql.inbox import SqlInbox
 from tidings.store.sql.mail import SqlMail
 from tidings.store.sql.notify import CHANNEL, PgNotifier
+from tidings.store.sql.push import SqlPush
 from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
@@ -67,6 +68,10 @@ class SqlTx(AfterCommit):
     @cached_property
     def mail(self) -> SqlMail:
         return SqlMail(self._db, self.conn)
+
+    @cached_property
+    def push(self) -> SqlPush:
+        return SqlPush(self.conn)
 
     @cached_property
     def jobs(self) -> SqlJobs:
