@@ -34,6 +34,8 @@ TYPES = (
               templates=Templates(title="linked by {{ actors_text }}",
                                   bundled_title="linked by {{ actors_text }}")),
     EventType("quiet", category="quiet", audience=("recipients",)),  # web only
+    EventType("reply", category="reply", channels=("web", "push"), audience=("recipients",),
+              push_delay_seconds=300, templates=Templates(title="{{ actor }} replied")),
 )
 
 
@@ -177,6 +179,35 @@ def test_a_retry_sends_nothing_once_the_notification_is_read(
     clock.advance(3600)
     t.run_jobs()
     assert len(service.received["phone"]) == 1
+    assert "push" not in t.queue.counts_by_func()
+    t.close()
+
+
+def test_a_delayed_push_goes_only_if_still_unread_then(push_store: dict[str, str],
+                                                        service: PushService) -> None:
+    """``push_delay_seconds``: in-app first; the push goes N seconds after delivery only if
+    the notification is unread then — read on the web, or retracted, it never goes."""
+    t, clock = make(push_store)
+    service.browser("phone")
+    t.push.add("bob", service.browsers["phone"].subscription())
+    read = t.publish(Event("reply", actor="alice", object="a", recipients=["bob"]))
+    t.run_jobs()
+    assert service.received.get("phone", []) == []  # not yet
+    t.mark_read("bob", [read.id])
+    clock.advance(301)
+    t.run_jobs()
+    assert service.received.get("phone", []) == []  # read meanwhile: never
+
+    t.publish(Event("reply", actor="carol", object="b", recipients=["bob"]))
+    t.publish(Event("reply", actor="dave", object="c", recipients=["bob"]))
+    t.run_jobs()
+    t.retract(actor="dave")
+    clock.advance(299)
+    t.run_jobs()
+    assert service.received.get("phone", []) == []
+    clock.advance(2)
+    t.run_jobs()
+    assert [r["payload"]["title"] for r in service.received.get("phone", [])] == ["carol replied"]
     assert "push" not in t.queue.counts_by_func()
     t.close()
 

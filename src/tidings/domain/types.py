@@ -180,6 +180,8 @@ class EventType:
     # mail N seconds after delivery; with email_unless_read only if still unread then
     email_delay_seconds: int = 0
     email_unless_read: bool = False
+    # push N seconds after delivery, and only if still unread then (as every push)
+    push_delay_seconds: int = 0
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -219,11 +221,11 @@ class EventType:
                 parse_privacy(self.privacy)
             except ValueError as exc:
                 raise bad(str(exc), "privacy") from None
-        if (not isinstance(self.email_delay_seconds, int)
-                or isinstance(self.email_delay_seconds, bool)
-                or not 0 <= self.email_delay_seconds <= MAX_EMAIL_DELAY):
-            raise bad(f"email_delay_seconds must be an integer from 0 to {MAX_EMAIL_DELAY}",
-                      "email_delay_seconds")
+        for delay in ("email_delay_seconds", "push_delay_seconds"):
+            seconds = getattr(self, delay)
+            if (not isinstance(seconds, int) or isinstance(seconds, bool)
+                    or not 0 <= seconds <= MAX_EMAIL_DELAY):
+                raise bad(f"{delay} must be an integer from 0 to {MAX_EMAIL_DELAY}", delay)
         if not isinstance(self.email_unless_read, bool):
             raise bad("email_unless_read must be true or false", "email_unless_read")
         why = query_fields.check_names(self.queryable)
@@ -267,8 +269,8 @@ class EventType:
             data["queryable"] = list(self.queryable)
         else:  # as stored before types had queryable fields
             del data["queryable"]
-        for key in ("email_delay_seconds", "email_unless_read"):
-            if not data[key]:  # as stored before types had delayed mail
+        for key in ("email_delay_seconds", "email_unless_read", "push_delay_seconds"):
+            if not data[key]:  # as stored before types had delayed mail and pushes
                 del data[key]
         return data
 
@@ -283,6 +285,7 @@ class EventType:
             "category", "section", "priority", "bundle", "channels", "audience",
             "templates", "retention_days", "mandatory", "name", "label", "description",
             "privacy", "queryable", "email_delay_seconds", "email_unless_read",
+            "push_delay_seconds",
         }
         for key in data:
             if key not in known:

@@ -82,6 +82,9 @@ class TypeIn(Strict):
         "Immediate mail goes this many seconds after delivery (at most a week)."))
     email_unless_read: bool = Field(False, description=(
         "With a delay: the mail goes only if the notification is still unread then."))
+    push_delay_seconds: JsonInt = Field(0, ge=0, le=604_800, description=(
+        "A push goes this many seconds after delivery (at most a week), and only if the "
+        "notification is still unread then."))
 
 
 class TypeOut(TypeIn):

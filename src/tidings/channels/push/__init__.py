@@ -45,7 +45,10 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
     if not wanted:
         return
     subscribed = tx.push.subscribed(wanted)
-    tx.jobs.enqueue_many([spec(u, out.event.id, out.bundle_hash, out.event_type.priority)
+    delay = out.event_type.push_delay_seconds  # a push job sends nothing already read
+    run_after = ctx.clock.now_us() + delay * 1_000_000 if delay else None
+    tx.jobs.enqueue_many([spec(u, out.event.id, out.bundle_hash, out.event_type.priority,
+                               run_after=run_after)
                           for u in wanted if u in subscribed])
 
 

@@ -48,11 +48,14 @@ RETRY_AFTER_CAP = 24 * 3600
 TITLE_CAP, BODY_CAP, LINK_CAP = 200, 300, 1000
 
 
-def spec(user: str, event_id: int, bundle_hash: str, priority: int) -> JobSpec:
-    """The push of ``user``'s display bundle ``bundle_hash``: one queued job per pair."""
+def spec(user: str, event_id: int, bundle_hash: str, priority: int, *,
+         run_after: int | None = None) -> JobSpec:
+    """The push of ``user``'s display bundle ``bundle_hash``: one queued job per pair (run at
+    ``run_after``, µs, for a type's ``push_delay_seconds``; else at once)."""
     return JobSpec(PUSH, {"user": user, "event_id": event_id, "bundle": bundle_hash,
                           "priority": priority},
-                   unique_key=f"{PUSH}:{bundle_hash}:{user}"[:255], priority=4)
+                   unique_key=f"{PUSH}:{bundle_hash}:{user}"[:255], priority=4,
+                   run_after=run_after)
 
 
 def urgency(priority: int) -> tuple[str, int]:
