@@ -718,6 +718,16 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         assert browser.post(f"{link}/undo").status_code == 200
         live.tidings.set_preferences("bob", {"email": {"address": "bob@new.example.org"}})
         assert browser.post(link).status_code == 410  # sent to the old address
+        browser.headers["Authorization"] = f"Bearer {bob_token}"  # Web Push's routes
+        assert browser.get("/v1/push/public-key").status_code == 404  # no VAPID key here
+        phone = push_subscription("https://93.184.216.34/push/phone")  # a public address
+        for base in ("/v1/me", "/v1/users/bob"):
+            made = browser.post(f"{base}/push-subscriptions", json=phone)
+            assert made.status_code == 201, made.text
+            assert browser.get(f"{base}/push-subscriptions").status_code == 200
+            gone = browser.delete(f"{base}/push-subscriptions/{made.json()['id']}")
+            assert gone.status_code == 204
+        del browser.headers["Authorization"]
         sealed, _, code = link.rpartition(".")  # the sealed part altered, its shape kept
         forged = f"{sealed[:-4]}{'AAAA' if not sealed.endswith('AAAA') else 'BBBB'}.{code}"
         assert browser.post(forged).status_code == 404
@@ -729,6 +739,19 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
     published = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops
                  if p not in ("/openapi.json",)}
     assert published - visited == set()
+
+
+def push_subscription(endpoint: str) -> dict[str, Any]:
+    """A browser's ``PushSubscription`` JSON with keys of its own."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from pushservice import b64url
+
+    point = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return {"endpoint": endpoint, "keys": {"p256dh": b64url(point),
+                                           "auth": b64url(b"0123456789abcdef")}}
 
 
 @ONE_BACKEND

@@ -212,6 +212,23 @@ def test_a_delayed_push_goes_only_if_still_unread_then(push_store: dict[str, str
     t.close()
 
 
+def test_a_users_category_delay_replaces_the_types(push_store: dict[str, str],
+                                                   service: PushService) -> None:
+    t, clock = make(push_store)
+    service.browser("phone")
+    t.push.add("bob", service.browsers["phone"].subscription())
+    t.set_preferences("bob", {"push": {"delays": {"mention": {"push_delay_seconds": 60},
+                                                  "reply": {"push_delay_seconds": 0}}}})
+    t.publish(Event("mention", actor="alice", recipients=["bob"]))  # its type: at once
+    t.run_jobs()
+    assert service.received.get("phone", []) == []  # bob waits a minute for mentions
+    clock.advance(61)
+    t.run_jobs()
+    assert [r["payload"]["title"] for r in service.received["phone"]] == [
+        "alice mentioned you"]
+    t.close()
+
+
 def test_preferences_turn_push_off_per_category(push_store: dict[str, str],
                                                 service: PushService) -> None:
     t, _ = make(push_store)

@@ -177,7 +177,9 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
     site.tidings.set_preferences("bob", {"webhook": {"url": "https://hooks.example.org/bob"},
                                          "email": {"muted_objects": ["page:Sandbox"],
                                                    "delays": {"mention": {
-                                                       "email_delay_seconds": 60}}}})
+                                                       "email_delay_seconds": 60}}},
+                                         "push": {"delays": {"mention": {
+                                             "push_delay_seconds": 30}}}})
     page = open_inbox(browser, site, "bob", width=1280)
     page.goto(f"{site.url}/#/preferences")
     page.locator("#matrix tr").first.wait_for()  # shown once loaded
@@ -212,6 +214,7 @@ def test_preferences_by_category_with_the_channels_delivered(browser: Any, site:
     assert prefs["channels"]["mention"]["web"] is True
     assert "email" not in prefs["channels"]["mention"]  # not offered here: not decided here
     assert prefs["webhook"]["url"] == "https://hooks.example.org/bob"  # kept, not wiped
+    assert prefs["push"] == {"delays": {"mention": {"push_delay_seconds": 30}}}  # kept
 
 
 def test_a_webhook_column_when_webhooks_are_on(browser: Any, webhook_site: Site) -> None:

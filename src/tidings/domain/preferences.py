@@ -84,6 +84,18 @@ def mail_delay(prefs: Mapping[str, Any] | None, event_type: EventType) -> tuple[
     return seconds, own.get("email_unless_read") is True
 
 
+def push_delay(prefs: Mapping[str, Any] | None, event_type: EventType) -> int:
+    """How long the type's push waits (and then goes only if still unread): the user's
+    setting for the type's category (``push.delays``), else the type's own."""
+    own = (((prefs or {}).get("push") or {}).get("delays") or {}).get(event_type.category)
+    if not isinstance(own, Mapping):
+        return event_type.push_delay_seconds
+    seconds = own.get("push_delay_seconds", 0)
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= WEEK:
+        return 0  # stored through the library unchecked: no delay rather than a failure
+    return seconds
+
+
 def email_switched(prefs: Mapping[str, Any], purpose: str, target: str, *,
                    on: bool) -> dict[str, Any]:
     """``prefs`` with one kind of mail turned off (``on=False``: an unsubscribe link) or on

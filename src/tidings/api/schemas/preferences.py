@@ -33,6 +33,19 @@ class EmailPreferences(Strict):
                     "the types' own email_delay_seconds and email_unless_read).")
 
 
+class PushDelay(Strict):
+    push_delay_seconds: JsonInt = Field(0, ge=0, le=604_800, description=(
+        "A push of the category goes this many seconds after delivery, and only if the "
+        "notification is still unread then."))
+
+
+class PushPreferences(Strict):
+    delays: dict[TypeName, PushDelay] = Field(
+        default_factory=dict, json_schema_extra=CLOSED_KEYS,
+        description="Per category: push later, and only if still unread then (instead of "
+                    "the types' own push_delay_seconds).")
+
+
 class Muted(Strict):
     actors: list[UserId] = Field(default_factory=list, max_length=1000)
     objects: list[ObjectKey] = Field(default_factory=list, max_length=1000)
@@ -51,3 +64,4 @@ class Preferences(Strict):
     locale: Annotated[str, StringConstraints(pattern=LOCALE_TAG)] | None = None
     webhook: WebhookPreferences = Field(
         default_factory=lambda: WebhookPreferences.model_validate({}))
+    push: PushPreferences = Field(default_factory=lambda: PushPreferences.model_validate({}))

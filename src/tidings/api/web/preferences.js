@@ -133,6 +133,7 @@ export async function showPreferences(main) {
       channels: switches, muted: { actors: lines("muted-actors"), objects },
       locale: $("locale").value || null,
       webhook: prefs.webhook || { url: null },  // set by the application: kept
+      push: prefs.push || { delays: {} },  // set by the application: kept
     };
     try {
       Object.assign(prefs, await api("/v1/me/preferences", { method: "PUT", body: JSON.stringify(body) }));

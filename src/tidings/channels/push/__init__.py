@@ -23,6 +23,7 @@ from tidings.channels.push.keys import load
 from tidings.channels.registry import Channel, Outgoing
 from tidings.clock import Clock
 from tidings.config import Config
+from tidings.domain.preferences import push_delay
 from tidings.domain.push import (
     MAX_ENDPOINT,
     PushSubscription,
@@ -45,11 +46,14 @@ def schedule(ctx: JobContext, tx: Tx, out: Outgoing) -> None:
     if not wanted:
         return
     subscribed = tx.push.subscribed(wanted)
-    delay = out.event_type.push_delay_seconds  # a push job sends nothing already read
-    run_after = ctx.clock.now_us() + delay * 1_000_000 if delay else None
-    tx.jobs.enqueue_many([spec(u, out.event.id, out.bundle_hash, out.event_type.priority,
-                               run_after=run_after)
-                          for u in wanted if u in subscribed])
+    now = ctx.clock.now_us()
+    specs = []
+    for user in wanted:
+        if user in subscribed:  # a delayed push job sends nothing read meanwhile
+            delay = push_delay(out.prefs.get(user), out.event_type)
+            specs.append(spec(user, out.event.id, out.bundle_hash, out.event_type.priority,
+                              run_after=now + delay * 1_000_000 if delay else None))
+    tx.jobs.enqueue_many(specs)
 
 
 class Registrations:
