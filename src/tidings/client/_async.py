@@ -258,6 +258,29 @@ class AsyncClient(ClientBase, AsyncStream):
         path = user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
         await self._call("DELETE", path)
 
+    async def push_public_key(self) -> str:
+        """The server's VAPID public key, for ``pushManager.subscribe`` (NotFound: no Web Push
+        on this server)."""
+        return cast(str, (await self._call("GET", "/v1/push/public-key"))["public_key"])
+
+    async def add_push_subscription(
+        self, subscription: Mapping[str, Any], *, user: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a browser's ``PushSubscription`` JSON (``endpoint``, ``keys.p256dh``,
+        ``keys.auth``); returns the stored subscription (its ``id``)."""
+        path = user_path(user, "/push-subscriptions")
+        return cast(dict[str, Any], await self._call("POST", path, body=dict(subscription)))
+
+    async def push_subscriptions(self, *, user: str | None = None) -> list[dict[str, Any]]:
+        answer = await self._call("GET", user_path(user, "/push-subscriptions"))
+        return cast(list[dict[str, Any]], answer["items"])
+
+    async def delete_push_subscription(
+        self, subscription_id: int | str, *, user: str | None = None,
+    ) -> None:
+        path = user_path(user, f"/push-subscriptions/{quote(str(subscription_id), safe='')}")
+        await self._call("DELETE", path)
+
     async def follow(self, other: str, *, user: str | None = None) -> FollowState:
         path = user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, await self._call("PUT", path))

@@ -262,6 +262,29 @@ class Client(ClientBase, Stream):
         path = user_path(user, f"/subscriptions/{quote(subscription_id, safe='')}")
         self._call("DELETE", path)
 
+    def push_public_key(self) -> str:
+        """The server's VAPID public key, for ``pushManager.subscribe`` (NotFound: no Web Push
+        on this server)."""
+        return cast(str, (self._call("GET", "/v1/push/public-key"))["public_key"])
+
+    def add_push_subscription(
+        self, subscription: Mapping[str, Any], *, user: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a browser's ``PushSubscription`` JSON (``endpoint``, ``keys.p256dh``,
+        ``keys.auth``); returns the stored subscription (its ``id``)."""
+        path = user_path(user, "/push-subscriptions")
+        return cast(dict[str, Any], self._call("POST", path, body=dict(subscription)))
+
+    def push_subscriptions(self, *, user: str | None = None) -> list[dict[str, Any]]:
+        answer = self._call("GET", user_path(user, "/push-subscriptions"))
+        return cast(list[dict[str, Any]], answer["items"])
+
+    def delete_push_subscription(
+        self, subscription_id: int | str, *, user: str | None = None,
+    ) -> None:
+        path = user_path(user, f"/push-subscriptions/{quote(str(subscription_id), safe='')}")
+        self._call("DELETE", path)
+
     def follow(self, other: str, *, user: str | None = None) -> FollowState:
         path = user_path(user, f"/follows/{quote(other, safe='')}")
         return cast(FollowState, self._call("PUT", path))
