@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pushservice import PushService
-from redis_servers import hot_url_of
 from servers import LiveServer
+from store_registry import KINDS_BY_NAME, names
 from tidings.channels.push import keys
 from tidings.channels.push.deliver import topic, urgency
 from tidings.clock import FrozenClock
@@ -39,21 +39,12 @@ TYPES = (
 )
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql", "mysql", "redis"])
+@pytest.fixture(params=names())
 def push_store(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The store's settings: in memory, SQLite, PostgreSQL, MariaDB, SQLite with Redis
-    inboxes."""
-    if request.param == "memory":
-        yield {"database_url": "memory://push"}
-        return
-    stores = request.getfixturevalue(f"{request.param.replace('redis', 'sqlite')}_stores")
-    url = stores.clone()
-    if request.param == "redis":
-        with hot_url_of("redis", request) as hot:
-            yield {"database_url": url, "hot_store_url": hot}
-    else:
-        yield {"database_url": url}
-    stores.drop(url)
+    """The settings of a clean store of each kind (``store_registry.KINDS``)."""
+    with KINDS_BY_NAME[request.param].place(request) as place:
+        yield {"database_url": place.url,
+               **({"hot_store_url": place.hot_url} if place.hot_url else {})}
 
 
 def make(store: dict[str, str], **settings: Any) -> tuple[Tidings, FrozenClock]:
