@@ -47,6 +47,9 @@ class EventTypeInfo(TypedDict):
     description: str | None
     queryable: list[str]
     privacy: str | None
+    email_delay_seconds: int
+    email_unless_read: bool
+    push_delay_seconds: int
 
 
 class TypeList(list[EventTypeInfo]):
