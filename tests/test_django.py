@@ -131,7 +131,6 @@ def postgres() -> Iterator[str]:
 
 def test_a_site_on_postgresql_gets_a_tidings_database_of_its_own_and_its_tests_pass(
         tmp_path: Path, env: dict[str, str], postgres: str) -> None:
-    pytest.importorskip("psycopg")
     from sqlalchemy import make_url
     server = make_url(postgres_server())
     database = repr({"default": {

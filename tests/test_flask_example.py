@@ -12,11 +12,16 @@ from typing import Any
 
 import pytest
 
+from backends import require
 from servers import SERVER_KEY, LiveServer, wait_for
 
 pytest_plugins = ["servers"]
 pytestmark = pytest.mark.parametrize("api_backend", ["sqlite"])
-flask = pytest.importorskip("flask", reason="the Flask example needs flask (the test extra)")
+
+
+@pytest.fixture(autouse=True)
+def _flask() -> None:
+    require("Flask", lambda: __import__("flask"))  # the test extra installs it
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "flask_site.py"
 
