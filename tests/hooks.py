@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from sqlalchemy import select
@@ -76,10 +76,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append({"headers": dict(self.headers), "body": body,
-                                          "path": self.path})
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
+                self.send_response(receiver.answer(
+                    {"headers": dict(self.headers), "body": body, "path": self.path}))
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -93,7 +91,12 @@ class Receiver:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/hook"
 
-    def __enter__(self) -> Receiver:
+    def answer(self, request: dict[str, Any]) -> int:
+        """Keep ``request``; the status to answer it with."""
+        self.requests.append(request)
+        return self.statuses.pop(0) if self.statuses else 200
+
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

@@ -11,15 +11,13 @@ import hashlib
 import hmac
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from hooks import SECRET, deliveries, make
-from live import free_port
+from hooks import SECRET, Receiver, deliveries, make
 from processes import WorkerProcess
 from servers import LiveServer, start, wait_for
 from tidings.channels.webhook import new_secret, receiver_secret
@@ -31,53 +29,26 @@ from tidings.exceptions import ConfigError
 pytest_plugins = ["servers", "hooks"]
 
 
-class VerifyingReceiver:
+class VerifyingReceiver(Receiver):
     """A receiver that verifies each request with ``standardwebhooks`` under ``secret``:
     401 when it does not verify, else the next of ``statuses`` (then 200). It keeps the
     webhook-ids it accepted, as a receiver deduplicating deliveries would."""
 
     def __init__(self, secret: str, statuses: list[int] | None = None) -> None:
+        super().__init__(list(statuses or []))
         self.verifier = Webhook(secret)
-        self.statuses = list(statuses or [])
-        self.requests: list[dict[str, Any]] = []
         self.verified: list[str] = []  # webhook-id of each request that verified
         self.lock = threading.Lock()
-        receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                headers = dict(self.headers)
-                with receiver.lock:
-                    receiver.requests.append({"headers": headers, "body": body})
-                    try:
-                        receiver.verifier.verify(body, headers)
-                    except WebhookVerificationError:
-                        status = 401
-                    else:
-                        receiver.verified.append(headers["webhook-id"])
-                        status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.port = free_port()
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
-
-    def __enter__(self) -> VerifyingReceiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, request: dict[str, Any]) -> int:
+        with self.lock:
+            self.requests.append(request)
+            try:
+                self.verifier.verify(request["body"], request["headers"])
+            except WebhookVerificationError:
+                return 401
+            self.verified.append(request["headers"]["webhook-id"])
+            return self.statuses.pop(0) if self.statuses else 200
 
 
 def test_retries_carry_the_same_id_and_verify(hook_store: str) -> None:

@@ -22,7 +22,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -45,8 +45,8 @@ from tidings_benchmarks.jobwait import (
 from tidings_benchmarks.measure import median, percentile
 from tidings_benchmarks.memory import RssSampler, fmt_pct, memory_table
 from tidings_benchmarks.processes import WorkerProcesses
-from tidings_benchmarks.report import environment, fmt_rate
-from tidings_benchmarks.stores import BenchStore, database_of, redacted
+from tidings_benchmarks.report import fmt_rate, header
+from tidings_benchmarks.stores import BenchStore, database_of
 
 T = TypeVar("T")
 ACTOR = "bench-star"
@@ -196,12 +196,7 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
             t.close()
         backend = store.backend
     out: dict[str, Any] = {
-        "workload": "fanout",
-        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
-        "backend": backend,
-        "settings": {**{k: v for k, v in asdict(settings).items() if k != "store"},
-                     "workers": list(workers)},
-        "environment": environment(),
+        **header("fanout", settings, backend, workers=list(workers)),
         "notes": notes,
         "results": results,
     }

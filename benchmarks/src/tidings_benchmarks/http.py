@@ -32,7 +32,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -51,9 +51,9 @@ from tidings_benchmarks.loadgen import Load, Request, run_load
 from tidings_benchmarks.measure import Latencies, median
 from tidings_benchmarks.memory import RssSampler, memory_table, server_targets, supported
 from tidings_benchmarks.processes import Server, WorkerProcesses, child_env, started
-from tidings_benchmarks.report import environment, fmt_ms, fmt_rate
+from tidings_benchmarks.report import fmt_ms, fmt_rate, header
 from tidings_benchmarks.sql import jobs
-from tidings_benchmarks.stores import BenchStore, database_of, redacted
+from tidings_benchmarks.stores import BenchStore, database_of
 
 UNREAD, PAGE, PUBLISH = "GET unread-count", "GET first page (20)", "POST /v1/events"
 PUBLISH_BUSY = "POST /v1/events, fan-out meanwhile"
@@ -298,11 +298,7 @@ def result(settings: HttpSettings, backend: str, data: dict[str, Any],
         notes.append(f"the worker caught up with each phase's events {median(drained):.1f} s "
                      "after the phase (median)")
     return {
-        "workload": "http",
-        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
-        "backend": backend,
-        "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
-        "environment": environment(),
+        **header("http", settings, backend),
         "notes": notes,
         "data": data,
         "results": figures,

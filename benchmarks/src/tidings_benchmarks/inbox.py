@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -46,9 +46,9 @@ from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks.compare import Side, comparison, comparison_table, sweep_table
 from tidings_benchmarks.inbox_raw import RawInbox, baselines
 from tidings_benchmarks.measure import Latencies, Timed, alternating, frozen_heap, median
-from tidings_benchmarks.report import environment, fmt_ms, fmt_rate
+from tidings_benchmarks.report import fmt_ms, fmt_rate, header
 from tidings_benchmarks.sql import notifications
-from tidings_benchmarks.stores import BenchStore, database_of, redacted
+from tidings_benchmarks.stores import BenchStore, database_of
 
 TYPES = ("page-linked", "mention", "edit-user-talk", "thank-you-edit")
 LINK_WATCHERS = 4
@@ -326,11 +326,7 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
             "latency": latencies.to_dict(),
         })
     out: dict[str, Any] = {
-        "workload": "inbox",
-        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
-        "backend": backend,
-        "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
-        "environment": environment(),
+        **header("inbox", settings, backend),
         "notes": notes,
         "data": data,
         "results": figures,

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 import httpx
 
@@ -39,20 +39,20 @@ def child_env(url: str, **settings: str) -> dict[str, str]:
             "TIDINGS_DATABASE_URL": url, **settings}
 
 
-class WorkerProcesses:
-    """``count`` worker processes on ``url``; a context manager that stops them on exit."""
+class Launched:
+    """Processes started as a context: launched and waited for on entry (stopped again if
+    that fails), stopped on exit."""
 
-    def __init__(self, url: str, count: int, *, chunk_size: int, poll: float,
-                 ready_timeout: float = 60.0) -> None:
-        self.url = url
-        self.count = count
-        self.chunk_size = chunk_size
-        self.poll = poll
-        self.ready_timeout = ready_timeout
-        self._logs = Path(tempfile.mkdtemp(prefix="tidings-bench-workers-"))
-        self._procs: list[subprocess.Popen[bytes]] = []
+    def launch(self) -> None:
+        raise NotImplementedError
 
-    def __enter__(self) -> WorkerProcesses:
+    def wait_ready(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
         try:
             self.start()
         except BaseException:
@@ -66,6 +66,20 @@ class WorkerProcesses:
     def start(self) -> None:
         self.launch()
         self.wait_ready()
+
+
+class WorkerProcesses(Launched):
+    """``count`` worker processes on ``url``; a context manager that stops them on exit."""
+
+    def __init__(self, url: str, count: int, *, chunk_size: int, poll: float,
+                 ready_timeout: float = 60.0) -> None:
+        self.url = url
+        self.count = count
+        self.chunk_size = chunk_size
+        self.poll = poll
+        self.ready_timeout = ready_timeout
+        self._logs = Path(tempfile.mkdtemp(prefix="tidings-bench-workers-"))
+        self._procs: list[subprocess.Popen[bytes]] = []
 
     def launch(self) -> None:
         """Start the processes without waiting for them."""
@@ -136,7 +150,7 @@ class WorkerProcesses:
         return "\n".join(text.splitlines()[-lines:])
 
 
-class Server:
+class Server(Launched):
     """An HTTP server on a free loopback port, as a context manager; ``port`` once started.
 
     :meth:`tidings_serve` makes one for ``tidings serve``; the HTTP baseline
@@ -162,21 +176,6 @@ class Server:
         return cls("tidings serve", lambda port: [
             sys.executable, "-m", "tidings.cli", "serve", "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(processes), "--no-worker"], env)
-
-    def __enter__(self) -> Server:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        self.launch()
-        self.wait_ready()
 
     def launch(self) -> None:
         """Start the process without waiting for it."""

@@ -24,6 +24,23 @@ def environment() -> dict[str, Any]:
     }
 
 
+def header(workload: str, settings: Any, backend: str, **more_settings: Any) -> dict[str, Any]:
+    """The first fields of a bench's JSON: what ran, where, with which settings (a dataclass
+    with a ``store``, shown without its password), on which machine."""
+    from dataclasses import asdict
+
+    from tidings_benchmarks.stores import redacted
+
+    return {
+        "workload": workload,
+        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
+        "backend": backend,
+        "settings": {**{k: v for k, v in asdict(settings).items() if k != "store"},
+                     **more_settings},
+        "environment": environment(),
+    }
+
+
 def write_json(path: Path, result: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, sort_keys=False) + "\n", encoding="utf-8")

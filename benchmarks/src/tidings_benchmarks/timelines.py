@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Protocol
 
@@ -41,9 +41,9 @@ from tidings.engine import Tidings
 from tidings_benchmarks import BenchFailure, timeline_seed
 from tidings_benchmarks import timeline_data as tl
 from tidings_benchmarks.measure import Timed, alternating, frozen_heap
-from tidings_benchmarks.report import environment
+from tidings_benchmarks.report import header
 from tidings_benchmarks.storage import table_bytes
-from tidings_benchmarks.stores import BenchStore, redacted
+from tidings_benchmarks.stores import BenchStore
 from tidings_benchmarks.timeline_floor import FloorPostgres
 from tidings_benchmarks.timeline_report import summarise
 
@@ -359,11 +359,7 @@ def run(settings: TimelineSettings, progress: Progress) -> dict[str, Any]:
             measured += models
         backend = store.backend
     out: dict[str, Any] = {
-        "workload": "timelines",
-        "store": redacted(settings.store) if settings.store else "sqlite (temporary file)",
-        "backend": backend,
-        "settings": {k: v for k, v in asdict(settings).items() if k != "store"},
-        "environment": environment(),
+        **header("timelines", settings, backend),
         "notes": sorted(set(notes)),
         "data": graphs,
     }
