@@ -29,10 +29,10 @@ from tidings.store.redis.inbox import RedisInbox
 from tidings.store.redis.notifier import RedisNotifier
 from tidings.store.redis.timeline import RedisTimeline
 from tidings.store.redis.writes import WriteBuffer
-from tidings.store.sql import inboxcap
-from tidings.store.sql.asyncreads import PublishOnLoop
-from tidings.store.sql.database import Database
-from tidings.store.sql.queue import SqlJobAdmin
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.inbox import cap as inboxcap
+from tidings.store.sql.jobs import SqlJobAdmin
+from tidings.store.sql.onloop import PublishOnLoop
 from tidings.store.sql.schema import events, read_markers
 from tidings.store.sql.store import SqlStore, SqlTx
 

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from tidings.store import hotjournal
 from tidings.store.redis.client import Redis
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import hot_journal
 
 DAY_US = 86_400 * 1_000_000

@@ -33,7 +33,7 @@ from sqlalchemy import Connection, func, insert, select
 
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.writes import WriteBuffer
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import events, hot_journal
 
 PAGE = 500  # journal rows read at once

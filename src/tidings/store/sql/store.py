@@ -16,20 +16,20 @@ from tidings.domain.views import Filters
 from tidings.exceptions import StoreConflict
 from tidings.store.base import InThreads, StoreBase
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall, ratebuckets
-from tidings.store.sql.asyncreads import AsyncReads, OnLoop
-from tidings.store.sql.database import Database
+from tidings.store.sql import ratebuckets
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.heldread import HeldReads
+from tidings.store.sql.core.timeouts import SqlTimeouts
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.graph import SqlGraph
-from tidings.store.sql.heldread import HeldReads
-from tidings.store.sql.inbox import SqlInbox
+from tidings.store.sql.inbox import SqlInbox, markers
+from tidings.store.sql.jobs import SqlJobAdmin, SqlJobs
 from tidings.store.sql.mail import SqlMail
 from tidings.store.sql.notify import CHANNEL, PgNotifier
+from tidings.store.sql.onloop import AsyncReads, OnLoop
 from tidings.store.sql.push import SqlPush
-from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
-from tidings.store.sql.timeouts import SqlTimeouts
 
 T = TypeVar("T")
 
@@ -140,9 +140,9 @@ class SqlStore(StoreBase):
         # one statement (PostgreSQL) or one short transaction on the held connection's driver;
         # the unit of work where a narrower watermark makes their count inexact
         if isinstance(self.notifier, PgNotifier):
-            covered = markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
-        elif self.db.backend in markall.BEGIN:
-            covered = markall.in_one_transaction(self.db, self.held.read, user, until)
+            covered = markers.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
+        elif self.db.backend in markers.BEGIN:
+            covered = markers.in_one_transaction(self.db, self.held.read, user, until)
             if covered is not None:
                 self.notifier.changed([user])
         else:
@@ -163,12 +163,12 @@ class SqlStore(StoreBase):
         self.queue.next_run_after()
 
     def migrate(self) -> None:
-        from tidings.store.sql.migrate import upgrade
+        from tidings.store.sql.core.migrate import upgrade
 
         upgrade(self.db.url)
 
     def check_schema(self) -> None:
-        from tidings.store.sql.migrate import check_schema_current
+        from tidings.store.sql.core.migrate import check_schema_current
 
         check_schema_current(self.db)
 

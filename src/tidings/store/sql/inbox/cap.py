@@ -29,8 +29,8 @@ from sqlalchemy import (
 )
 
 from tidings.domain.views import NotificationKey
-from tidings.store.sql.bulk import column_params, unnest_insert
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.bulk import column_params, unnest_insert
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import notifications, users
 
 IN_LIST = 5000

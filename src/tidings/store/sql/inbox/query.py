@@ -8,7 +8,7 @@ from sqlalchemy import ColumnElement, and_, exists, or_, true
 
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
-from tidings.store.sql import readmarkers
+from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.schema import event_fields, notifications
 
 n = notifications.c

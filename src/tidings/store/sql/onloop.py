@@ -3,12 +3,12 @@
 Served over HTTP, an unread count cost more in its trip to Starlette's thread pool and back
 (about 190 µs on a 2-core box, for a function that returns at once) than in the database. On
 PostgreSQL the plain count (no narrowing) is the one statement of
-:func:`tidings.store.sql.readmarkers.count_statement`, so the API can await it on an
+:func:`tidings.store.sql.inbox.markers.count_statement`, so the API can await it on an
 asyncio connection of psycopg instead (:class:`OnLoop`, the SQL store's
 :class:`tidings.ports.AsyncStore`). So is the first page (:func:`.pageview.unfiltered`).
 
 The same connections run a group of ``POST /v1/events`` as its one statement
-(:mod:`tidings.store.sql.publishnow`): autocommit makes that statement its own transaction.
+(:mod:`tidings.store.sql.events`): autocommit makes that statement its own transaction.
 
 Connections belong to the event loop that opened them: each loop has its own, at most
 ``size``, opened as needed and kept idle between reads (autocommit, each statement on its
@@ -37,10 +37,12 @@ from tidings.domain.views import PageView, Published
 from tidings.exceptions import IdempotencyConflict, StoreRejected
 from tidings.ports import Publication, Store
 from tidings.store.base import InThreads, Units
-from tidings.store.sql import pageview, publishnow, readmarkers
-from tidings.store.sql.boundedpg import AsyncBoundedConnection
-from tidings.store.sql.database import Database
-from tidings.store.sql.driver_errors import classify
+from tidings.store.sql import events
+from tidings.store.sql.core.boundedpg import AsyncBoundedConnection
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.errors import classify
+from tidings.store.sql.inbox import markers as readmarkers
+from tidings.store.sql.inbox import page as pageview
 
 
 class AsyncReads:
@@ -141,7 +143,7 @@ def _finish(conn: psycopg.AsyncConnection[Any]) -> None:
 
 class PublishOnLoop(InThreads):
     """A group of events published by one statement on ``sql``'s asyncio connections
-    (:mod:`.publishnow`) where it can answer the group: one scope, no key repeated, none
+    (:mod:`.events`) where it can answer the group: one scope, no key repeated, none
     taken, a connection free, every value accepted (else it stores nothing). Everything else
     is ``store``'s own, in a thread (:class:`InThreads`): ``store`` is the SQL store itself,
     or a store that keeps its events in it (:class:`tidings.store.hot.HotStore`)."""
@@ -164,7 +166,7 @@ class PublishOnLoop(InThreads):
     async def _in_one_statement(self, items: Sequence[Publication], now: Callable[[], int]
                                 ) -> list[int] | None:
         """The new events' ids, or None where the statement stored nothing."""
-        statement, params = publishnow.unit([(i.event, i.payload) for i in items],
+        statement, params = events.unit([(i.event, i.payload) for i in items],
                                             [i.job for i in items], now(), items[0].scope)
         try:
             found = await self.reads.fetch(statement, params)

@@ -27,8 +27,8 @@ from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
 from tidings.exceptions import StoreRejected, StoreUnavailable
-from tidings.store.sql import database
-from tidings.store.sql.database import Database
+from tidings.store.sql.core import database
+from tidings.store.sql.core.database import Database
 
 # errors after which a held connection is not trusted for the next read
 _DROP_ON = (sa_exc.SQLAlchemyError, StoreUnavailable, StoreRejected)

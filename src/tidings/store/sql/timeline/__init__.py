@@ -19,12 +19,11 @@ from sqlalchemy import Connection, case, delete, func, select, text, update
 
 from tidings.domain.timeline import PULL, PUSH, START, Candidate, Position, ReadPlan
 from tidings.domain.views import TimelineEntry
-from tidings.store.sql import timeline_merged as merged
-from tidings.store.sql import timeline_read as read
-from tidings.store.sql import timelinecap
-from tidings.store.sql.database import Database
-from tidings.store.sql.positions import compared, params
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import events, timeline_state, timelines
+from tidings.store.sql.timeline import cap as timelinecap
+from tidings.store.sql.timeline import reads as read
+from tidings.store.sql.timeline.positions import compared, params
 
 t = timelines.c
 st = timeline_state.c
@@ -120,11 +119,11 @@ class SqlTimeline:
                ) -> tuple[list[Candidate], list[tuple[str, str]]] | None:
         if self.db.backend != "postgresql":
             return None  # no LATERAL on SQLite and MariaDB: the steps, each in one statement
-        rows = self.db.fetch(self.conn, merged.statement(
+        rows = self.db.fetch(self.conn, read.merged_statement(
             below is not None, above is not None, limit,
             "pulled" if plan.model == PULL else "pushed" if plan.model == PUSH else "sources"),
-            merged.params(user, plan, below, above))
-        return merged.candidates(rows)
+            read.merged_params(user, plan, below, above))
+        return read.candidates(rows)
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, Index, String, Table
 
-from tidings.store.sql.schema_base import MYSQL, Serial, metadata
+from tidings.store.sql.schema.base import MYSQL, Serial, metadata
 
 ENDPOINT = 2048
 

@@ -45,7 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import timeline_state, timelines
 
 IN_LIST = 5000  # users per IN list

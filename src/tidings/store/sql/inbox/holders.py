@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, select, text
 
-from tidings.store.sql.bulk import any_within, probes
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.bulk import any_within, probes
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import notifications
 
 n = notifications.c

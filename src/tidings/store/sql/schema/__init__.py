@@ -27,14 +27,14 @@ from tidings.domain.events import DEFAULT_SCOPE
 
 # the shared metadata and conventions; the hot store's table and the rate limit's have modules
 # of their own
-from tidings.store.sql.schema_base import MYSQL as MYSQL
-from tidings.store.sql.schema_base import NAMING as NAMING
-from tidings.store.sql.schema_base import NOT_PG as NOT_PG
-from tidings.store.sql.schema_base import Serial as Serial
-from tidings.store.sql.schema_base import metadata as metadata
-from tidings.store.sql.schema_hot import hot_journal as hot_journal
-from tidings.store.sql.schema_limits import rate_buckets as rate_buckets
-from tidings.store.sql.schema_push import push_subscriptions as push_subscriptions
+from tidings.store.sql.schema.base import MYSQL as MYSQL
+from tidings.store.sql.schema.base import NAMING as NAMING
+from tidings.store.sql.schema.base import NOT_PG as NOT_PG
+from tidings.store.sql.schema.base import Serial as Serial
+from tidings.store.sql.schema.base import metadata as metadata
+from tidings.store.sql.schema.hot import hot_journal as hot_journal
+from tidings.store.sql.schema.limits import rate_buckets as rate_buckets
+from tidings.store.sql.schema.push import push_subscriptions as push_subscriptions
 
 # Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
 # stays on its page without a new index entry (0017).

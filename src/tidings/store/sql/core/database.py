@@ -44,10 +44,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from tidings.exceptions import ConfigError, StoreUnavailable
-from tidings.store.sql.boundedpg import connect_bounded
-from tidings.store.sql.bulk import column_arrays, json_batches, unnest_insert
-from tidings.store.sql.driver_errors import classify, is_retryable
-from tidings.store.sql.timeouts import SqlTimeouts
+from tidings.store.sql.core.boundedpg import connect_bounded
+from tidings.store.sql.core.bulk import column_arrays, json_batches, unnest_insert
+from tidings.store.sql.core.errors import classify, is_retryable
+from tidings.store.sql.core.timeouts import SqlTimeouts
 
 T = TypeVar("T")
 

@@ -56,9 +56,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from tidings.domain.timeline import Position
 from tidings.domain.views import StoredEvent
-from tidings.store.sql.database import Database
-from tidings.store.sql.positions import compare, compared, params
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import events
+from tidings.store.sql.timeline.positions import compare, compared, params
 
 GROUP = 200  # followees per statement on backends without LATERAL
 e = events.c

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, select, update
 
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import users
 
 u = users.c

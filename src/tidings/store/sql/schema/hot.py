@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Table, Text
 from sqlalchemy.dialects import mysql
 
-from tidings.store.sql.schema_base import MYSQL, Serial, metadata
+from tidings.store.sql.schema.base import MYSQL, Serial, metadata
 
 # MariaDB/MySQL's TEXT holds 64 KB: a unit's writes may be more (a chunk of 5,000 users)
 LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")

@@ -1,7 +1,7 @@
 """Run the Alembic migrations that ship inside the package, with no ``alembic.ini``.
 
-The configuration is built in code: ``script_location`` points at the ``migrations`` folder next to
-this module and the store URL travels in ``config.attributes``, never in a file. Revisions are
+The configuration is built in code: ``script_location`` points at the SQL store's ``migrations``
+folder and the store URL travels in ``config.attributes``, never in a file. Revisions are
 numbered ``0001``, ``0002``… so their order reads off the file names.
 """
 
@@ -17,9 +17,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from tidings.exceptions import SchemaOutOfDate
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def declared_for(dialect: str) -> Callable[..., bool]:

@@ -41,18 +41,13 @@ from tidings.domain.views import (
     ReadState,
 )
 from tidings.store import pageview, stepwise
-from tidings.store.sql import (
-    bundlebases,
-    bundlelocks,
-    groupsummary,
-    holders,
-    inboxcap,
-    pagereads,
-    readmarkers,
-)
-from tidings.store.sql import pageview as sql_pageview
-from tidings.store.sql.database import Database
-from tidings.store.sql.inboxquery import before_place, filter_conditions, match_conditions
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.inbox import bundles, holders
+from tidings.store.sql.inbox import cap as inboxcap
+from tidings.store.sql.inbox import groups as groupsummary
+from tidings.store.sql.inbox import markers as readmarkers
+from tidings.store.sql.inbox import page as sql_pageview
+from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
 
 n = notifications.c
@@ -118,12 +113,12 @@ class SqlInbox:
         if before is None:  # the newest base of each pair, as a batch reads them
             found = self.bundle_bases_many([(u, bundle_hash) for u in users])
             return {user: base for (user, _), base in found.items()}
-        bundlelocks.lock(self.db, self.conn, users, bundle_hash, self.clock)
+        bundles.lock(self.db, self.conn, users, bundle_hash, self.clock)
         bases: dict[str, BundleBase] = {}
         for start in range(0, len(users), IN_LIST):
             part = list(users[start:start + IN_LIST])
             query = (
-                select(*bundlebases.BASE_COLUMNS)
+                select(*bundles.BASE_COLUMNS)
                 .where(n.user_id.in_(part), n.bundle_hash == bundle_hash,
                        n.bundle_base == true())
                 .order_by(n.user_id)
@@ -138,13 +133,13 @@ class SqlInbox:
                 newest = bases.get(row.user_id)
                 if newest is None or (row.created_at, row.event_id) > (
                         newest.created_at, newest.event_id):
-                    bases[row.user_id] = bundlebases.base_of(row)
+                    bases[row.user_id] = bundles.base_of(row)
         return bases
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
                           ) -> dict[tuple[str, str], BundleBase]:
-        bundlelocks.lock_pairs(self.db, self.conn, pairs, self.clock)
-        return bundlebases.of_pairs(self.db, self.conn, pairs)
+        bundles.lock_pairs(self.db, self.conn, pairs, self.clock)
+        return bundles.of_pairs(self.db, self.conn, pairs)
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         return holders.delivered(self.db, self.conn, event_id, users)
@@ -199,7 +194,7 @@ class SqlInbox:
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         if self.db.backend == "postgresql":
-            bundlebases.demote(self.db, self.conn, groups)
+            bundles.demote(self.db, self.conn, groups)
             return
         for start in range(0, len(groups), BATCH):
             self.conn.execute(
@@ -238,7 +233,7 @@ class SqlInbox:
         return removed
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
-        return bundlelocks.forget(self.conn, before, limit)
+        return bundles.forget(self.conn, before, limit)
 
     def compact_history(self, now: int) -> int:
         return 0  # the rows are the history: no journal of writes
@@ -326,7 +321,7 @@ class SqlInbox:
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
         if self.db.backend != "postgresql" or filters.unread is not None:
             if filters == Filters():  # three statements built once, straight to the driver
-                return pagereads.page_view(self.db, self.conn, user, limit=limit,
+                return sql_pageview.page_view(self.db, self.conn, user, limit=limit,
                                            before=before, bundles=bundles)
             return pageview.page_view(self, user, filters, limit=limit, before=before,
                                       bundles=bundles)

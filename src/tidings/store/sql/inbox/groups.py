@@ -30,7 +30,7 @@ from tidings.domain.bundling import (
     group_info as info_of,
 )
 from tidings.domain.views import GroupInfo, NewNotification
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import notifications
 
 n = notifications.c

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Boolean, Column, Double, String, Table
 
-from tidings.store.sql.schema_base import MYSQL, metadata
+from tidings.store.sql.schema.base import MYSQL, metadata
 
 rate_buckets = Table(
     "rate_buckets",

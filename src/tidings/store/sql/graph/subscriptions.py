@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select
 
 from tidings.domain.views import Subscription
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import subscriptions
 
 

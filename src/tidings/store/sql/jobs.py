@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Select, and_, case, delete, func, insert, or_
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND, Failure, Job, JobSpec, backoff_us
 from tidings.ports.jobs import QueueFigures
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import job_failures, jobs
 
 # MariaDB's locking scan locks the rows it reads and rejects (another lane's jobs) until its

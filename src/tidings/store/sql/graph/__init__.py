@@ -1,6 +1,6 @@
 """Who hears of what (``GraphStore`` on SQL): users, follows, groups, mutes, and the audience
-sources listed by chunk (their statements: :mod:`tidings.store.sql.audience`); subscriptions
-in :mod:`tidings.store.sql.subscriptions`."""
+sources listed by chunk (their statements: :mod:`tidings.store.sql.graph.audience`); subscriptions
+in :mod:`tidings.store.sql.graph.subscriptions`."""
 
 from __future__ import annotations
 
@@ -20,16 +20,17 @@ from sqlalchemy import (
 from tidings.domain.audience import AudienceSource
 from tidings.domain.timeline import SourceState
 from tidings.domain.views import Follow, Member
-from tidings.store.sql import registry
-from tidings.store.sql.audience import (
+from tidings.store.sql.core.bulk import probes
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.graph import users as registry
+from tidings.store.sql.graph.audience import (
     ACTORS_PER_UNION,
     PG_FOLLOWERS,
     followers_union,
     live,
     ranged,
 )
-from tidings.store.sql.bulk import probes
-from tidings.store.sql.database import Database
+from tidings.store.sql.graph.subscriptions import SqlSubscriptions
 from tidings.store.sql.schema import (
     follows,
     group_members,
@@ -37,7 +38,6 @@ from tidings.store.sql.schema import (
     subscriptions,
     timeline_sources,
 )
-from tidings.store.sql.subscriptions import SqlSubscriptions
 
 # which of a JSON array of users are members of :group_name (PostgreSQL: .bulk.probes)
 _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
