@@ -50,7 +50,7 @@ def delivery(event_id: int, created: int, *, bundle: str = "b", bundled: bool = 
 
 
 def deliver(store: ports.Store, d: Delivery, users: Sequence[str]) -> list[str]:
-    return write(store, lambda tx: tx.inbox.deliver(d, users))
+    return write(store, lambda tx: tx.inbox.deliver_many([(d, users)])[0])
 
 
 def page(store: ports.Store, user: str, filters: Filters = ALL, *, limit: int = 100,
@@ -273,7 +273,7 @@ def test_nothing_of_a_failed_unit_is_written(store: ports.Store) -> None:
         tx.inbox.set_marker("ann", "all", 500)
         tx.inbox.mark_groups("ann", [display_hash("b", e)], read=True, now=300,
                              markers=Markers())
-        tx.inbox.deliver(delivery(e, 20), ["bob"])
+        tx.inbox.deliver_many([(delivery(e, 20), ["bob"])])
         tx.timeline.push(e, ["ann"], 30)
         raise RuntimeError("the unit fails")
 

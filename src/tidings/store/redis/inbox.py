@@ -147,9 +147,6 @@ class RedisInbox(RedisMarkers):
         for user, mine in by_user.items():
             self.buffer.script("demote", self.keys.user(user), mine, user=user)
 
-    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        return self.deliver_many([(delivery, users)])[0]
-
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         """Who holds each event read for all the items in one pipeline, the users written to
         registered at once; each event's scripts buffered in order (an event given twice:

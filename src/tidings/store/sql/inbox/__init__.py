@@ -186,9 +186,6 @@ class SqlInbox:
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
         return inboxcap.over_cap(self.conn, users, cap, self.sizes)
 
-    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        return stepwise.deliver(self, delivery, users)
-
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         return stepwise.deliver_many(self, items)
 
