@@ -411,11 +411,11 @@ def test_a_delivery_registers_only_users_not_registered_before(
     try:
         statements: list[str] = []
         listen = lambda *args: statements.append(args[2])  # noqa: E731
-        sa_event.listen(hot.sql.db.engine, "before_cursor_execute", listen)
+        sa_event.listen(hot.records.db.engine, "before_cursor_execute", listen)
         deliver(hot, delivery(publish(hot, 1), 10), ["ann", "bob"])
         deliver(hot, delivery(publish(hot, 2), 20, bundle="c"), ["ann", "bob"])
         deliver(hot, delivery(publish(hot, 3), 30, bundle="d"), ["bob", "cat"])
-        sa_event.remove(hot.sql.db.engine, "before_cursor_execute", listen)
+        sa_event.remove(hot.records.db.engine, "before_cursor_execute", listen)
         registering = [s for s in statements if "INTO users" in s]
         assert len(registering) == 2
         known = read(hot, lambda tx: tx.graph.joined(["ann", "bob", "cat", "dan"]))

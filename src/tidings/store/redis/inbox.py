@@ -53,7 +53,7 @@ class RedisInbox(RedisMarkers):
         self.copy_marker = copy_marker
         self.copy_position = copy_position
         self.register = register
-        self.compact = compact  # the journal's compaction, in the unit (hotcompact)
+        self.compact = compact  # the journal's compaction, in the unit (FeedRecords)
         # rows this unit's buffer will write, per user: (created, id), for the cap's check
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.unindexed: set[int] = set()  # events whose index the fan-out completes later

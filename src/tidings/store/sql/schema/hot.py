@@ -3,9 +3,9 @@
 ``hot_journal``: one row per unit of work that wrote to Redis, holding the unit's Redis writes
 (JSON), inserted in the unit's transaction, so that ``tidings rebuild-hot-store`` replays them
 in order into an emptied Redis and gets back exactly what was there
-(``tidings.store.hotjournal``). Unused by a deployment without a hot store. ``written_at`` is
-the wall clock (µs) when the row was written; a checkpoint's (``tidings.store.hotcompact``)
-is minus the store's time when it was taken.
+(``tidings.store.sql.journal``, ``tidings.store.redis.journal``). Unused by a deployment
+without a hot store. ``written_at`` is the wall clock (µs) when the row was written; a
+checkpoint's is minus the store's time when it was taken.
 """
 
 from __future__ import annotations

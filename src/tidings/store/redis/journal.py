@@ -1,12 +1,13 @@
-"""The hot store's journal: every Redis write a committed unit of work made, kept in SQL.
+"""The hot store's journal on the Redis side: ready marks, the replay, the snapshot.
 
 Inbox rows, marks by id, deletions, bundles, watermarks and timelines live in Redis; Redis
 may lose them (no persistence, a restart, ``FLUSHALL``, a replaced server). Each unit that
-writes to Redis also inserts one ``hot_journal`` row in its own SQL transaction holding the
-writes its buffer sends (``WriteBuffer.dumps``): the writes are decided by the unit (which
-groups are marked, which rows go, which users an event reaches, at what time), and every
-script decides the rest from the state before it, so replaying the rows in order into an
-empty key space gives back exactly what was there (``tidings rebuild-hot-store``).
+writes to Redis also journals the writes its buffer sends (``WriteBuffer.dumps``) in its
+store of records (:class:`tidings.ports.hot.FeedRecords`; in SQL ``hot_journal``,
+``tidings.store.sql.journal``): the writes are decided by the unit (which groups are marked,
+which rows go, which users an event reaches, at what time), and every script decides the
+rest from the state before it, so replaying the rows in order (:class:`Replay`) into an empty
+key space gives back exactly what was there (``tidings rebuild-hot-store``).
 
 Whether Redis still holds its data is told by its ready marks (``Redis.ready_key``): one key
 on a server, one per slot on a cluster, written when a hot store is first used or rebuilt.
@@ -17,60 +18,35 @@ The first row of a journal is its baseline: the newest event id when the hot sto
 used with a journal. Events up to it (a hot store written before the journal existed) are
 delivered again by the back-fill path after the replay, as before the journal.
 
-Rows older than a day or two are folded by the retention job into a snapshot of the state
-they made (``tidings.store.hotcompact``), which a replay writes back before the rows after it.
+Older rows are folded by the retention job into the state they make (:func:`folded`): they
+are replayed, as a rebuild would, into a scratch key space under the prefix
+(``<prefix>~<token>:``, each key keeping its hash tag, hence its slot), every key there is
+read back (:func:`dump`) for the store of records to keep in their place, and the scratch
+keys go. A rebuild writes the snapshot back (:func:`restore`), then replays the rows after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
-
+from tidings.ports.hot import BASELINE, SNAPSHOT, SnapshotPart
 from tidings.store.redis.client import Redis, guard
 from tidings.store.redis.writes import WriteBuffer
-from tidings.store.sql.core.database import Database
-from tidings.store.sql.schema import events, hot_journal
 
-PAGE = 500  # journal rows read at once
 SENT = 5_000  # writes sent in one round of pipelines
 RESTORED = 1_000  # members (or fields) a restoring command writes at most
-BASELINE = "baseline"
-SNAPSHOT = "snapshot"
-
-
-def wall_clock_us() -> int:
-    # the wall clock, not the store's: a row's time is for people reading the journal, and
-    # the store's clock (a test's frozen one ticks on every reading) dates what tidings shows
-    return time.time_ns() // 1000
-
-
-def append(conn: Connection, buffer: WriteBuffer) -> None:
-    """Journal a unit's writes, in the unit's transaction."""
-    conn.execute(insert(hot_journal).values(written_at=wall_clock_us(), writes=buffer.dumps()))
+KEYS_A_ROW = 2_000  # keys of the snapshot in one journal row
+READ = 500  # keys read back at once
 
 
 def ready(redis: Redis) -> bool:
     """Whether Redis holds its ready mark (of one slot: enough to tell a first use)."""
     with guard("ready mark"):
         return bool(redis.client.exists(redis.ready_keys()[0]))
-
-
-def adopt(db: Database, redis: Redis) -> None:
-    """First use of a hot store without a journal: take Redis as it is (empty for a new
-    deployment), note the baseline and mark Redis ready. A journal that has rows means
-    Redis lost its data: nothing is adopted then, and the scripts refuse until a rebuild."""
-    with db.write() as conn:
-        if conn.execute(select(hot_journal.c.id).limit(1)).first() is not None:
-            return
-        newest = conn.execute(select(func.max(events.c.id))).scalar() or 0
-        conn.execute(insert(hot_journal).values(
-            written_at=wall_clock_us(), writes=json.dumps({BASELINE: int(newest)})))
-    mark_ready(redis)
 
 
 # Sets (ARGV[1] a run id) or deletes (ARGV[1] '') the ready marks ARGV[2..] of one node's
@@ -137,9 +113,9 @@ def _unlink(redis: Redis, keys: list[str]) -> int:
 
 class Replay:
     """Journal rows sent, in order, with ``redis`` (a client whose scripts skip the ready
-    mark's check), into its own key space or, ``into``, a scratch prefix under it (the
-    compaction's: ``tidings.store.hotcompact``). A many-user script's users are grouped by
-    node again: the cluster's slots may have moved since."""
+    mark's check), into its own key space or, ``into``, a scratch prefix under it (a
+    fold's: :func:`folded`). A many-user script's users are grouped by node again: the
+    cluster's slots may have moved since."""
 
     def __init__(self, redis: Redis, into: str | None = None) -> None:
         self.redis = redis
@@ -155,7 +131,7 @@ class Replay:
 
     def row(self, writes: str) -> None:
         """One journal row: a unit's writes, or an object (the baseline, a checkpoint, a
-        part of a snapshot: ``hotcompact``)."""
+        part of a snapshot)."""
         if writes.startswith("{"):
             head = json.loads(writes)
             self.baseline = max(self.baseline, int(head.get(BASELINE, 0)))
@@ -182,7 +158,7 @@ class Replay:
 
 
 def restore(key: str, kind: str, data: Any) -> list[Any]:
-    """The commands that write a key a snapshot holds (``hotcompact.dump``) back."""
+    """The commands that write a key a snapshot holds (:func:`dump`) back."""
     if kind == "string":
         return [("", "SET", [key, data])]
     command = {"hash": "HSET", "zset": "ZADD", "set": "SADD"}[kind]
@@ -190,20 +166,60 @@ def restore(key: str, kind: str, data: Any) -> list[Any]:
     return [("", command, [key, *data[i:i + step]]) for i in range(0, len(data), step)]
 
 
-def replay(db: Database, redis: Redis) -> tuple[int, int]:
-    """Send every journaled write, in order, with ``redis`` (a client whose scripts skip
-    the ready mark's check); returns (units replayed, baseline event id)."""
-    sender = Replay(redis)
-    after = 0
-    while True:
-        with db.read() as conn:
-            rows = conn.execute(select(hot_journal.c.id, hot_journal.c.writes)
-                                .where(hot_journal.c.id > after)
-                                .order_by(hot_journal.c.id).limit(PAGE)).all()
-        if not rows:
-            break
-        for row in rows:
-            sender.row(row.writes)
-        after = rows[-1].id
-    sender.flush()
-    return sender.units, sender.baseline
+@contextlib.contextmanager
+def folded(redis: Redis, rows: Iterator[str]) -> Iterator[tuple[int, Iterator[SnapshotPart]]]:
+    """The state ``rows`` make (:data:`tidings.ports.hot.Fold`): replayed into a scratch key
+    space, read back (their baseline, :func:`dump`'s parts) while the context is open, then
+    deleted."""
+    raw = Redis(redis.url, check_ready=False)
+    scratch = f"{redis.prefix}~{secrets.token_hex(6)}:"
+    try:
+        replay = Replay(raw, into=scratch)
+        for writes in rows:
+            replay.row(writes)
+        replay.flush()
+        yield replay.baseline, dump(raw, scratch)
+    finally:
+        wipe(raw, scratch)
+        raw.close()
+
+
+def dump(redis: Redis, prefix: str) -> Iterator[SnapshotPart]:
+    """Every key under ``prefix``, by name, in parts of up to KEYS_A_ROW keys: [name after
+    the prefix, type, data] (a hash's fields and values, a sorted set's scores and members,
+    a set's members, a string)."""
+    names = sorted(keys_under(redis, prefix))
+    for start in range(0, len(names), KEYS_A_ROW):
+        yield _read(redis, prefix, names[start:start + KEYS_A_ROW])
+
+
+def _read(redis: Redis, prefix: str, names: list[str]) -> SnapshotPart:
+    entries: SnapshotPart = []
+    for start in range(0, len(names), READ):
+        batch = names[start:start + READ]
+        kinds = redis.pipeline([("", "TYPE", [key]) for key in batch], "compacting")
+        reads = {"hash": ("HGETALL", []), "zset": ("ZRANGE", [0, -1, "WITHSCORES"]),
+                 "set": ("SMEMBERS", []), "string": ("GET", [])}
+        values = redis.pipeline([("", reads[kind][0], [key, *reads[kind][1]])
+                                 for key, kind in zip(batch, kinds, strict=True)], "compacting")
+        for key, kind, value in zip(batch, kinds, values, strict=True):
+            entries.append([key[len(prefix):], kind, _flat(kind, value)])
+    return entries
+
+
+def _flat(kind: str, value: Any) -> Any:
+    if kind == "hash":
+        return [x for pair in sorted(value.items()) for x in pair]
+    if kind == "zset":  # [(member, score), ...] or [member, score, ...]: scores first
+        pairs = (value if value and isinstance(value[0], (list, tuple))
+                 else list(zip(value[::2], value[1::2], strict=True)))
+        return [x for member, score in pairs for x in (_score(score), member)]
+    if kind == "set":
+        return sorted(value)
+    return value
+
+
+def _score(score: Any) -> str:
+    if isinstance(score, float):
+        return repr(int(score)) if score.is_integer() else repr(score)
+    return str(score)
