@@ -13,7 +13,6 @@ _RETRYABLE = ("deadlock", "could not serialize", "lock wait timeout", "database 
               "1213", "1205", "40001", "40p01")
 
 
-
 def classify(exc: sa_exc.DBAPIError) -> TidingsError | None:
     """The error a driver error stands for, or None when it is neither an outage nor a refused
     value (an integrity error, which the engine may handle, or a defect): leave it as it is."""

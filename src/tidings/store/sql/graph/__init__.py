@@ -43,8 +43,6 @@ from tidings.store.sql.schema import (
 _PG_MEMBERS = probes(group_members, ("group_name",), "user_id", ("user_id",))
 
 
-
-
 def _pushed(at: int | None, id_: int | None) -> tuple[int, int] | None:
     """A stored ``push_from`` as a position (None: the source is pulled)."""
     return None if id_ is None else (int(at or 0), int(id_))

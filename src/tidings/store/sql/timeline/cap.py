@@ -54,8 +54,6 @@ t = timelines.c
 st = timeline_state.c
 
 
-
-
 def _boundary(user: str, excess: str) -> str:
     """SQL of a mailbox's boundary: its ``excess``-th oldest entry as an array [created_at,
     event_id] (arrays compare element by element), read from the oldest end."""
