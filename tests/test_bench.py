@@ -150,8 +150,9 @@ def assert_memory(processes: dict[str, Any], labels: list[str]) -> None:
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def assert_compared(data: dict[str, Any]) -> None:
-    """Every figure has a tidings value, a baseline value and their ratio (never a speed)."""
+def assert_compared(data: dict[str, Any], *, lean: bool = False) -> None:
+    """Every figure has a tidings value, a baseline value and their ratio (never a speed);
+    with ``lean``, the lean layout's raw side and tidings' ratio to it too."""
     assert data["comparisons"]
     for row in data["comparisons"]:
         assert row["tidings"]["per_second"] > 0, row
@@ -159,6 +160,11 @@ def assert_compared(data: dict[str, Any]) -> None:
         assert row["baseline"]["statement"] and row["baseline"]["anchor"]
         assert row["ratio"] == pytest.approx(
             row["tidings"]["per_second"] / row["baseline"]["per_second"], rel=0.01)
+        assert ("lean" in row) == lean, row
+        if lean:
+            assert row["lean"]["per_second"] > 0 and row["lean"]["statement"], row
+            assert row["ratio_to_lean"] == pytest.approx(
+                row["tidings"]["per_second"] / row["lean"]["per_second"], rel=0.01)
     for points in data.get("sweep", {}).get("series", {}).values():
         assert points
         for p in points:
@@ -179,9 +185,15 @@ def test_bench_inbox_baseline_sweep_and_plot(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert [r["figure"] for r in data["comparisons"]] == [
         "unread count", "first page (20, bundled)", "mark all read"]
-    assert_compared(data)
+    assert_compared(data, lean=True)
+    assert all(row["lean"]["latency"]["count"] == 5 for row in data["comparisons"])
     assert [p["x"] for p in data["sweep"]["series"]["unread count"]] == [20, 60]
     assert_storage(data["storage"], data["data"]["notifications"])
+    lean = data["storage"]["lean"]
+    assert lean["bytes"] == sum(lean["tables"].values()) > 0
+    assert {"lean_inbox", "lean_ev", "lean_names"} <= lean["tables"].keys()
+    assert lean["bytes_per_row"] == round(lean["bytes"] / data["data"]["notifications"], 1)
+    assert "tidings ÷ lean" in result.output and "lean raw: every lean table" in result.output
     assert "bytes on disk per notification row" in result.output
     assert png.read_bytes().startswith(PNG)
 

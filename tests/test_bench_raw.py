@@ -24,11 +24,18 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.store.sql.schema import notifications
-from tidings_benchmarks import fanout_raw, timeline_data, timeline_floor, timeline_seed
+from tidings_benchmarks import (
+    BenchFailure,
+    fanout_raw,
+    timeline_data,
+    timeline_floor,
+    timeline_seed,
+)
 from tidings_benchmarks import inbox as inbox_workload
 from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks.baseline_app import create_app
 from tidings_benchmarks.inbox_raw import RawInbox
+from tidings_benchmarks.lean_raw import LeanFanout, LeanInbox, unleb128
 from tidings_benchmarks.stores import BenchStore, database_of
 
 QUIET = Progress(disable=True)
@@ -83,6 +90,58 @@ def test_raw_inbox_statements_and_the_baseline_app_answer_what_the_engine_answer
         assert t.unread_count(user).count == 0
     finally:
         raw.close()
+        t.close()
+
+
+def test_the_lean_layouts_statements_answer_what_the_engine_answers(store_url: str) -> None:
+    """W2's lean side holds the engine's display groups: the same capped counts, the same
+    first pages with the same group sizes (a difference fails the bench); mark all read moves
+    its watermark alone. W3's lean fan-out writes a row per follower and records them all."""
+    t = _engine(store_url)
+    try:
+        world = inbox_workload.World(10, random.Random(3))
+        inbox_workload.load(t, world, 150, QUIET)
+        lean = LeanInbox(store_url, inbox_workload.bench_types())
+        try:
+            assert lean.filled.notifications >= 150
+            assert lean.filled.groups < lean.filled.notifications  # some bundles
+            inbox_workload.check_lean(t, lean, world.users)
+            pages = [row for user in world.users for row in lean.first_page(user)]
+            assert any(row["count"] > 1 and row["group"] != row["event_id"] for row in pages)
+            user = max(world.users, key=lean.unread_count)
+            assert lean.unread_count(user) > 0
+            lean.conn.execute(lean.conn.sql("UPDATE lean_inbox SET flags = flags | 1 "
+                                            "WHERE user_id = %s"), (lean.user(user),))
+            with pytest.raises(BenchFailure, match="unread count"):
+                inbox_workload.check_lean(t, lean, [user])
+            other = next(u for u in world.users if u != user and lean.unread_count(u) > 0)
+            lean.mark_all_read(other, time.time_ns() // 1000)
+            assert lean.unread_count(other) == 0 and t.unread_count(other).count > 0
+        finally:
+            lean.close()
+        followers = [f"f{i:03d}" for i in range(30)]
+        fanout_raw.write_follows(store_url, [(f, "star") for f in followers])
+        fan = LeanFanout(store_url, chunk_size=7)
+        try:
+            assert fan.load_follows() == 30
+            now = time.time_ns() // 1000
+            assert fan.deliver_chunked("star", now) == 30
+            assert fan.deliver("star", now + 1) == 30
+            holders = fan.conn.fetch("SELECT holders FROM lean_ev WHERE id = 1")[0][0]
+            chunks = fan.conn.fetch("SELECT users FROM lean_deliveries WHERE event_id = 1 "
+                                    "ORDER BY chunk")
+            ids: list[int] = []
+            for packed in [holders, *(row[0] for row in chunks)]:
+                deltas = unleb128(bytes(packed))
+                ids += [sum(deltas[:i + 1]) for i in range(len(deltas))]
+            assert len(chunks) == 4
+            assert sorted(fan.names.names[i] for i in ids) == followers
+            assert fan.conn.fetch("SELECT count(*) FROM lean_inbox")[0][0] == 60
+            fan.empty()
+            assert fan.conn.fetch("SELECT count(*) FROM lean_inbox")[0][0] == 0
+        finally:
+            fan.close()
+    finally:
         t.close()
 
 

@@ -7,7 +7,11 @@ when its ratio is, whatever the machine's mood that minute. An entry is plain JS
     {"figure": "unread count", "unit": "requests/s",
      "tidings": {"per_second": 812.0, "per_second_rounds": [...], "latency": {...} | null},
      "baseline": {... the same ..., "statement": "SELECT …", "anchor": "raw_postgresql.py: …"},
-     "ratio": 0.069, "goal_ratio": 0.85}
+     "ratio": 0.069, "goal_ratio": 0.85,
+     "lean": {... the same, of the lean layout's raw statements ...}, "ratio_to_lean": 0.21}
+
+``lean`` and ``ratio_to_lean`` (tidings over the lean raw side) are there when the bench ran
+that side (:mod:`tidings_benchmarks.lean_raw`).
 
 A sweep (``--sweep``) is a set of series, each a list of points ``{"x", "tidings",
 "baseline", "ratio"}`` (per-second figures), with the x axis named once.
@@ -66,11 +70,16 @@ def ratio(tidings: float, baseline: float) -> float | None:
 
 
 def comparison(figure: str, unit: str, tidings: Side, baseline: Side, *, statement: str,
-               anchor: str, goal: float | None = None, **extra: Any) -> dict[str, Any]:
+               anchor: str, goal: float | None = None, lean: Side | None = None,
+               lean_statement: str = "", **extra: Any) -> dict[str, Any]:
     """One figure's entry (``extra`` adds context such as followers or workers)."""
-    return {"figure": figure, "unit": unit, **extra, "tidings": tidings.to_dict(),
-            "baseline": {**baseline.to_dict(), "statement": statement, "anchor": anchor},
-            "ratio": ratio(tidings.per_second, baseline.per_second), "goal_ratio": goal}
+    out = {"figure": figure, "unit": unit, **extra, "tidings": tidings.to_dict(),
+           "baseline": {**baseline.to_dict(), "statement": statement, "anchor": anchor},
+           "ratio": ratio(tidings.per_second, baseline.per_second), "goal_ratio": goal}
+    if lean is not None:
+        out["lean"] = {**lean.to_dict(), "statement": lean_statement}
+        out["ratio_to_lean"] = ratio(tidings.per_second, lean.per_second)
+    return out
 
 
 def point(x: float, tidings: float, baseline: float | None) -> dict[str, Any]:
@@ -90,21 +99,30 @@ def _latency(side: dict[str, Any], key: str) -> str:
 
 
 def comparison_table(title: str, comparisons: Sequence[dict[str, Any]]) -> Table:
-    """``tidings | baseline | ratio`` per figure, with p50/p90/p99 (tidings / baseline, ms)
-    where the figure is per request."""
+    """``tidings | baseline | ratio`` per figure, then ``lean raw | tidings ÷ lean`` where
+    some figure has a lean side, with p50/p90/p99 (tidings / baseline [/ lean], ms) where
+    the figure is per request."""
     out = Table(title=title, title_justify="left")
     out.add_column("figure")
-    for column in ("tidings", "baseline", "ratio", "goal", "p50 ms", "p90 ms", "p99 ms"):
+    with_lean = any("lean" in row for row in comparisons)
+    columns = ["tidings", "baseline", "ratio", "goal"]
+    if with_lean:
+        columns += ["lean raw", "tidings ÷ lean"]
+    for column in (*columns, "p50 ms", "p90 ms", "p99 ms"):
         out.add_column(column, justify="right")
     for row in comparisons:
-        t, b = row["tidings"], row["baseline"]
+        t, b, lean = row["tidings"], row["baseline"], row.get("lean")
         goal = row.get("goal_ratio")
-        out.add_row(
-            f"{row['figure']} ({row['unit']})", fmt_rate(t["per_second"]),
-            fmt_rate(b["per_second"]), fmt_ratio(row["ratio"]),
-            f"≥ {goal:g}x" if goal is not None else "",
-            *(f"{_latency(t, key)} / {_latency(b, key)}" if t.get("latency") else "—"
-              for key in ("p50_ms", "p90_ms", "p99_ms")))
+        cells = [f"{row['figure']} ({row['unit']})", fmt_rate(t["per_second"]),
+                 fmt_rate(b["per_second"]), fmt_ratio(row["ratio"]),
+                 f"≥ {goal:g}x" if goal is not None else ""]
+        if with_lean:
+            cells += [fmt_rate(lean["per_second"]) if lean else "—",
+                      fmt_ratio(row.get("ratio_to_lean"))]
+        sides = [t, b, *([lean] if lean else [])]
+        cells += [" / ".join(_latency(side, key) for side in sides) if t.get("latency")
+                  else "—" for key in ("p50_ms", "p90_ms", "p99_ms")]
+        out.add_row(*cells)
     return out
 
 

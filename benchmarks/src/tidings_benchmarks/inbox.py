@@ -18,8 +18,10 @@ round times, one request after another from one client: ``unread_count`` of rand
 ``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) of random
 users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
 
-``--baseline`` times, right after each of tidings' phases and for the same users, the raw
-statements of :mod:`tidings_benchmarks.inbox_raw`; ``--sweep`` adds the reads of one user per inbox
+``--baseline`` times, in blocks alternating with tidings' and for the same users, the raw
+statements of :mod:`tidings_benchmarks.inbox_raw` on tidings' tables and those of the lean
+layout (:mod:`tidings_benchmarks.lean_raw`, filled with the same notifications in the same
+groups); ``--sweep`` adds the reads of one user per inbox
 size (:mod:`tidings_benchmarks.sweep`).
 """
 
@@ -41,10 +43,11 @@ from tidings.demo import wiki_types
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings_benchmarks import BenchFailure, inbox_storage
+from tidings_benchmarks import BenchFailure, inbox_storage, lean_raw
 from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks.compare import Side, comparison, comparison_table, sweep_table
 from tidings_benchmarks.inbox_raw import RawInbox, baselines
+from tidings_benchmarks.lean_raw import LeanInbox
 from tidings_benchmarks.measure import Latencies, Timed, alternating, frozen_heap, median
 from tidings_benchmarks.report import fmt_ms, fmt_rate, header
 from tidings_benchmarks.sql import notifications
@@ -229,11 +232,13 @@ def now_us() -> int:
 
 
 def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
-              progress: Progress, label: str) -> dict[str, dict[str, Timed]]:
-    """Time each figure on tidings and, with a baseline, on the raw statements, for the same
-    users in alternating blocks (:func:`alternating`); after each side's block of mark all
-    read, its users are checked and the read markers put back."""
-    sides: dict[str, dict[str, Timed]] = {"tidings": {}, "baseline": {}}
+              progress: Progress, label: str, lean: LeanInbox | None = None
+              ) -> dict[str, dict[str, Timed]]:
+    """Time each figure on tidings and, with a baseline, on the raw statements and on the
+    lean layout's, for the same users in alternating blocks (:func:`alternating`); after
+    each side's block of mark all read, tidings' or the lean side's first user is checked and
+    both sides' read markers are put back."""
+    sides: dict[str, dict[str, Timed]] = {"tidings": {}, "baseline": {}, "lean": {}}
     task = progress.add_task(label, total=len(FIGURES))
     ours: dict[str, Callable[[str], object]] = {
         FIGURES[0]: t.unread_count, FIGURES[1]: partial(first_page, t),
@@ -245,17 +250,33 @@ def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
                 FIGURES[0]: raw.unread_count, FIGURES[1]: raw.first_page,
                 FIGURES[2]: partial(_mark, raw, now_us())}
             calls.append(theirs[figure])
-        after: Callable[[list[str]], None] | None = None
+        if lean is not None:
+            leans: dict[str, Callable[[str], object]] = {
+                FIGURES[0]: lean.unread_count, FIGURES[1]: lean.first_page,
+                FIGURES[2]: partial(_mark_lean, lean, now_us())}
+            calls.append(leans[figure])
+        after: Callable[[int, list[str]], None] | None = None
         if figure == FIGURES[2]:
             saved = save_markers(t)
+            saved_lean = lean.save_marks() if lean is not None else []
 
-            def after(block: list[str], saved: list[dict[str, Any]] = saved) -> None:
-                check_all_read(t, block[0])
+            def after(side: int, block: list[str], saved: list[dict[str, Any]] = saved,
+                      saved_lean: list[tuple[Any, ...]] = saved_lean,
+                      lean_side: int = len(calls) - 1) -> None:
+                if side == 0:
+                    check_all_read(t, block[0])
                 restore_markers(t, saved)
+                if lean is not None:
+                    if side == lean_side and lean.unread_count(block[0]) != 0:
+                        raise BenchFailure(f"{block[0]} has unread groups in the lean "
+                                           "tables after mark all read")
+                    lean.restore_marks(saved_lean)
         timed = alternating(chosen[figure], calls, after)
         sides["tidings"][figure] = timed[0]
         if raw is not None:
             sides["baseline"][figure] = timed[1]
+        if lean is not None:
+            sides["lean"][figure] = timed[-1]
         progress.advance(task)
     progress.remove_task(task)
     return sides
@@ -263,6 +284,25 @@ def one_round(t: Tidings, raw: RawInbox | None, chosen: dict[str, list[str]],
 
 def _mark(raw: RawInbox, now: int, user: str) -> None:
     raw.mark_all_read(user, now)
+
+
+def _mark_lean(lean: LeanInbox, now: int, user: str) -> None:
+    lean.mark_all_read(user, now)
+
+
+def check_lean(t: Tidings, lean: LeanInbox, users: Sequence[str]) -> None:
+    """The lean tables answer what tidings answers: the same capped unread count and, on the
+    first page, the same newest events in the same order with the same group sizes."""
+    for user in users:
+        ours, theirs = t.unread_count(user).count, lean.unread_count(user)
+        if ours != theirs:
+            raise BenchFailure(f"{user}: unread count {ours} in tidings, {theirs} in the "
+                               "lean tables")
+        page = [(int(i.id), i.count) for i in t.notifications(user, limit=20).items]
+        lean_page = [(row["event_id"], row["count"]) for row in lean.first_page(user)]
+        if page != lean_page:
+            raise BenchFailure(f"{user}: first page {page} in tidings, {lean_page} in the "
+                               "lean tables")
 
 
 def check_all_read(t: Tidings, user: str) -> None:
@@ -291,9 +331,17 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
     with BenchStore(settings.store) as store:
         t, world, data = open_loaded(store, settings.scale, rng, progress)
         raw = RawInbox(store.url) if settings.baseline else None
+        lean: LeanInbox | None = None
         try:
+            if settings.baseline:
+                task = progress.add_task("filling the lean layout's tables", total=None)
+                lean = LeanInbox(store.url, bench_types())
+                progress.remove_task(task)
+                check_lean(t, lean, world.users[:20])
             storage = inbox_storage.measure(store.url, data["notifications"],
                                             baseline=settings.baseline)
+            if lean is not None:
+                storage["lean"] = lean_raw.storage(store.url, data["notifications"])
             sweep_users: dict[int, str] = {}
             if settings.sweep:
                 stream = (e for e in world.events() if e.recipients)
@@ -303,9 +351,9 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
                 store.analyze()
             with frozen_heap():  # the generated world, out of the GC's passes
                 one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
-                          "warming up")
+                          "warming up", lean)
                 rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
-                                    f"round {r + 1} of {settings.rounds}")
+                                    f"round {r + 1} of {settings.rounds}", lean)
                           for r in range(settings.rounds)]
                 if sweep_users:
                     sweep = sweep_workload.run(t, raw, sweep_users, FIGURES[:2], settings.ops,
@@ -313,6 +361,8 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
         finally:
             if raw is not None:
                 raw.close()
+            if lean is not None:
+                lean.close()
             t.close()
         backend = store.backend
     figures = []
@@ -338,7 +388,8 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
             comparison(name, "requests/s", Side.of([r["tidings"][name] for r in rounds]),
                        Side.of([r["baseline"][name] for r in rounds]),
                        statement=statements[name].statement, anchor=statements[name].anchor,
-                       goal=GOALS[name])
+                       goal=GOALS[name], lean=Side.of([r["lean"][name] for r in rounds]),
+                       lean_statement=lean_raw.STATEMENTS[name])
             for name in FIGURES]
     if sweep is not None:
         out["sweep"] = sweep
@@ -352,8 +403,8 @@ def table(result: dict[str, Any]) -> list[Table]:
              f"{data['read_share']:.0%} read (median of {result['settings']['rounds']} rounds)")
     tables: list[Table] = []
     if "comparisons" in result:
-        tables.append(comparison_table(title + "; baseline: the raw statements",
-                                       result["comparisons"]))
+        tables.append(comparison_table(title + "; baseline: the raw statements; lean raw: "
+                                       "the lean layout's", result["comparisons"]))
     else:
         out = Table(title=title, title_justify="left")
         out.add_column("figure")

@@ -11,6 +11,10 @@ notification rows:
   by their recipients (django-notifications-hq keeps them in each row);
 * ``every inbox table`` — plus the per-user state (``read_markers``, ``bundle_locks``).
 
+With ``--baseline`` the lean layout's tables (:mod:`tidings_benchmarks.lean_raw`), filled with
+the same notifications, are measured the same way (``lean``: every lean table, per
+notification).
+
 The profile splits the ``notifications`` figure by relation (the rows, each index) and, on
 PostgreSQL, gives each column's average width from ``pg_stats`` (after ``ANALYZE``), so the
 index or column that costs most can be named.
@@ -114,6 +118,17 @@ def table(storage: dict[str, Any], title: str) -> Table:
         for row in theirs["profile"]:
             out.add_row(f"  {row['relation']}", f"{row['bytes'] / 1e6:,.2f}", "",
                         _b(row["bytes_per_row"]), "", "", "", "")
+    lean = storage.get("lean")
+    if lean:
+        every = storage["figures"][-1]["bytes_per_row"]
+        times = f"{every / lean['bytes_per_row']:.1f}x" if every and lean["bytes_per_row"] else ""
+        out.add_row(f"lean raw: every lean table (tidings' every inbox table ÷ lean: {times})",
+                    f"{lean['bytes'] / 1e6:,.2f}", _b(lean["bytes_per_row"]), "", "", "", "",
+                    "")
+        rows = storage["rows"]
+        for name, size in sorted(lean["tables"].items(), key=lambda item: -item[1]):
+            out.add_row(f"  {name}", f"{size / 1e6:,.2f}", _b(per_row(size, rows)), "", "", "",
+                        "", "")
     widths = storage.get("column_widths")
     if widths:
         out.caption = "average column widths (pg_stats, B): " + ", ".join(

@@ -79,13 +79,13 @@ def time_each(calls: Sequence[Callable[[], object]]) -> Timed:
 
 
 def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
-                after: Callable[[list[T]], None] | None = None, block: int = BLOCK
+                after: Callable[[int, list[T]], None] | None = None, block: int = BLOCK
                 ) -> list[Timed]:
     """Each side's calls for ``items``, in blocks of :data:`BLOCK` items taken in turn, which
     side goes first alternating too: both sides meet the same load on a busy machine and the
     same caches (a side timed whole right after the other would find the database's pages
-    warmed by it, or the box busier or quieter). ``after`` runs untimed after each side's
-    block."""
+    warmed by it, or the box busier or quieter). ``after(side, block)`` runs untimed after
+    each side's block."""
     seconds = [0.0] * len(sides)
     latencies: list[list[float]] = [[] for _ in sides]
     for n, start in enumerate(range(0, len(items), block)):
@@ -96,7 +96,7 @@ def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
             seconds[i] += timed.seconds
             latencies[i] += timed.latencies
             if after is not None:
-                after(turn)
+                after(i, turn)
     return [Timed(s, tuple(lat)) for s, lat in zip(seconds, latencies, strict=True)]
 
 
