@@ -101,7 +101,8 @@ def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
         "deliveries, 25 followers, 1 worker(s) vs INSERT…SELECT",
         "deliveries, 25 followers, 1 worker(s) vs COPY",
         "events to ~43 followers, 1 worker(s)"]
-    assert_compared(data)
+    assert_compared(data, lean=True)
+    assert {"1", "baseline", "lean"} == data["push"]["seconds"].keys()
     assert list(data["sweep"]["series"]) == [
         "deliveries, 25 followers (rows/s)", "events to ~43 followers (events/s)"]
     assert png.read_bytes().startswith(PNG)

@@ -10,10 +10,14 @@ rows for N distinct users, each a follower, or the bench fails (nothing lost or 
 worker's RSS is sampled from before the first round's event to after the last
 (:mod:`tidings_benchmarks.memory`): start, peak, end.
 
-``--baseline`` then writes the same N rows with the raw statements of
+``--baseline`` also writes the same N rows with the raw statements of
 :mod:`tidings_benchmarks.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
-client), round by round, and the push rounds with the seed's push statement. ``--sweep`` runs
-1, 2 and 4 workers and adds each figure's curve over the number of workers.
+client) and with those of the lean layout (:mod:`tidings_benchmarks.lean_raw`, its own tables,
+the same followers), and the push rounds with the seed's push statement and the lean layout's:
+each round of tidings with the first worker count is followed by one round of each raw side
+for the same event or actors, the raw sides' order turning round by round. Every side's round
+starts from empty inboxes. ``--sweep`` runs 1, 2 and 4 workers and adds each figure's curve
+over the number of workers.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from tidings_benchmarks.jobwait import (
     wait_for_fanout,
     wait_for_queue,
 )
+from tidings_benchmarks.lean_raw import STATEMENTS as LEAN_STATEMENTS
+from tidings_benchmarks.lean_raw import LeanFanout
 from tidings_benchmarks.measure import median, percentile
 from tidings_benchmarks.memory import RssSampler, fmt_pct, memory_table
 from tidings_benchmarks.processes import WorkerProcesses
@@ -58,6 +64,7 @@ GOAL_PUSH = 1.0
 GOAL_SECONDS = {10_000: 1.0, 1_000_000: 20.0}
 # A worker's RSS across a fan-out: flat within ±10 % (issue 14).
 GOAL_RSS_FLAT_PCT = 10.0
+RAW_SIDES = ("baseline", "lean")  # the push rounds' keys that are no worker count
 
 
 @dataclass(frozen=True)
@@ -123,22 +130,21 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     return seconds
 
 
-def raw_rounds(store: BenchStore, t: Tidings, raw: RawFanout, subscribers: int, rounds: int,
-               progress: Progress) -> dict[str, list[float]]:
-    """The baselines' seconds per round: the same rows by INSERT … SELECT, then by COPY."""
-    seconds: dict[str, list[float]] = {"INSERT…SELECT": [], "COPY": []}
-    task = progress.add_task(f"baseline: {subscribers:,} rows", total=2 * rounds)
-    for name, job in (("INSERT…SELECT", raw.insert_select), ("COPY", raw.copy)):
-        for _ in range(rounds):
-            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
-            started = time.perf_counter()
-            written = job(ACTOR, time.time_ns() // 1000)
-            seconds[name].append(time.perf_counter() - started)
-            if written != subscribers:
-                raise BenchFailure(f"{name} wrote {written:,} rows for {subscribers:,}")
-            progress.advance(task)
-    progress.remove_task(task)
-    return seconds
+def raw_round(store: BenchStore, raw: RawFanout, lean: LeanFanout, subscribers: int,
+              turn: int, seconds: dict[str, list[float]]) -> None:
+    """One round of each raw side, from empty inboxes, appended to ``seconds`` by side: the
+    same rows by INSERT … SELECT, by COPY and by the lean layout's statements, the order
+    turning with ``turn``."""
+    jobs: list[tuple[str, Callable[[str, int], int]]] = [
+        ("INSERT…SELECT", raw.insert_select), ("COPY", raw.copy), ("lean", lean.deliver_chunked)]
+    for name, job in jobs[turn % 3:] + jobs[:turn % 3]:
+        store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
+        lean.empty()
+        started = time.perf_counter()
+        written = job(ACTOR, time.time_ns() // 1000)
+        seconds.setdefault(name, []).append(time.perf_counter() - started)
+        if written != subscribers:
+            raise BenchFailure(f"{name} wrote {written:,} rows for {subscribers:,}")
 
 
 def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
@@ -157,6 +163,7 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
             notes.append("SQLite has one writer: ran with 1 worker process only")
         t = Tidings(Config(database_url=store.url, chunk_size=settings.chunk_size), pool_size=2)
         raw = RawFanout(store.url) if settings.baseline else None
+        lean = LeanFanout(store.url, settings.chunk_size) if settings.baseline else None
         try:
             runs = len(settings.subscribers) * (len(workers) + (raw is not None)) + (
                 bool(settings.push_events) * (len(workers) + (raw is not None)))
@@ -171,6 +178,8 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                                                  partial(progress.advance, loading)))
                 progress.remove_task(loading)
                 store.analyze()
+                if lean is not None:
+                    lean.load_follows()
                 for count in workers:
                     seconds: list[float] = []
                     with _workers(store, settings, count) as procs, \
@@ -181,18 +190,20 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                             seconds.append(one_round(t, settings, subscribers, procs,
                                                      progress, label))
                             progress.advance(overall)
+                            if raw is not None and lean is not None and count == workers[0]:
+                                raw_round(store, raw, lean, subscribers, r,
+                                          raw_seconds.setdefault(subscribers, {}))
+                                progress.advance(overall)
                     results.append(_summary(subscribers, count, settings, seconds,
                                             rss.summaries()))
-                if raw is not None:
-                    raw_seconds[subscribers] = raw_rounds(store, t, raw, subscribers,
-                                                          settings.rounds, progress)
-                    progress.advance(overall, settings.rounds)
             if settings.push_events:
-                push = _push(store, t, raw, settings, workers, rng, progress)
+                push = _push(store, t, raw, lean, settings, workers, rng, progress)
                 progress.advance(overall, settings.rounds * (len(workers) + (raw is not None)))
         finally:
             if raw is not None:
                 raw.close()
+            if lean is not None:
+                lean.close()
             t.close()
         backend = store.backend
     out: dict[str, Any] = {
@@ -213,30 +224,40 @@ def _workers(store: BenchStore, settings: FanoutSettings, count: int) -> WorkerP
     return WorkerProcesses(store.url, count, chunk_size=settings.chunk_size, poll=settings.poll)
 
 
-def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, settings: FanoutSettings,
-          workers: Sequence[int], rng: random.Random, progress: Progress) -> dict[str, Any]:
-    """Events to ~43 followers: tidings at each worker count, then the seed's statement."""
+def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, lean: LeanFanout | None,
+          settings: FanoutSettings, workers: Sequence[int], rng: random.Random,
+          progress: Progress) -> dict[str, Any]:
+    """Events to ~43 followers: tidings at each worker count; after each round with the
+    first, the seed's statement and the lean layout's for the same actors (their order
+    turning round by round)."""
     store.empty_tables()
     t.define_type(EVENT_TYPE)
     users = max(push_workload.FOLLOWEES + 1, round(settings.push_users * settings.scale))
     graph = push_workload.load_graph(store.url, users, rng, progress)
     store.analyze()
+    if lean is not None:
+        lean.load_follows()
     actors = [rng.choices(graph.users, k=settings.push_events) for _ in range(settings.rounds)]
     seconds: dict[str, list[float]] = {}
     task = progress.add_task(f"{settings.push_events:,} events to ~43 followers",
                              total=settings.rounds * (len(workers) + (raw is not None)))
     for count in workers:
         with _workers(store, settings, count) as procs:
-            for chosen in actors:
+            for r, chosen in enumerate(actors):
                 store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
                 seconds.setdefault(str(count), []).append(push_workload.tidings_round(
                     t, graph, chosen, procs, settings.timeout))
                 progress.advance(task)
-    if raw is not None:
-        for chosen in actors:
-            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
-            seconds.setdefault("baseline", []).append(push_workload.raw_round(raw, graph, chosen))
-            progress.advance(task)
+                if raw is None or lean is None or count != workers[0]:
+                    continue
+                sides: list[tuple[str, Callable[[], float]]] = [
+                    ("baseline", partial(push_workload.raw_round, raw, graph, chosen)),
+                    ("lean", partial(push_workload.lean_round, lean, graph, chosen))]
+                for name, side in sides if r % 2 == 0 else sides[::-1]:
+                    store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
+                    lean.empty()
+                    seconds.setdefault(name, []).append(side())
+                progress.advance(task)
     progress.remove_task(task)
     rows = [graph.due(chosen) for chosen in actors]
     return {"users": users, "followers_per_user": round(sum(graph.followers.values()) / users, 1),
@@ -261,17 +282,21 @@ def _comparisons(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str,
                 f"deliveries, {n:,} followers, {w} worker(s) vs {baseline}", "rows/s",
                 Side.of_rates(_rates(n, row["seconds"])),
                 Side.of_rates(_rates(n, raw_seconds[n][baseline])),
-                statement=statement, anchor=anchor, goal=goal, subscribers=n, workers=w))
+                statement=statement, anchor=anchor, goal=goal, subscribers=n, workers=w,
+                lean=Side.of_rates(_rates(n, raw_seconds[n]["lean"])),
+                lean_statement=LEAN_STATEMENTS["fan-out"]))
     if push:
         statement, anchor = STATEMENTS["push"]
         baseline_rates = _rates(push["events"], push["seconds"]["baseline"])
+        lean_rates = _rates(push["events"], push["seconds"]["lean"])
         for key, seconds in push["seconds"].items():
-            if key != "baseline":
+            if key not in RAW_SIDES:
                 out.append(comparison(
                     f"events to ~43 followers, {key} worker(s)", "events/s",
                     Side.of_rates(_rates(push["events"], seconds)),
                     Side.of_rates(baseline_rates), statement=statement, anchor=anchor,
-                    goal=GOAL_PUSH, workers=int(key)))
+                    goal=GOAL_PUSH, workers=int(key), lean=Side.of_rates(lean_rates),
+                    lean_statement=LEAN_STATEMENTS["push"]))
     return out
 
 
@@ -288,7 +313,7 @@ def _sweep(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[
     if push:
         raw = push["seconds"].get("baseline")
         for key, seconds in push["seconds"].items():
-            if key != "baseline":
+            if key not in RAW_SIDES:
                 series.setdefault("events to ~43 followers (events/s)", []).append(point(
                     int(key), median(_rates(push["events"], seconds)),
                     median(_rates(push["events"], raw)) if raw else None))

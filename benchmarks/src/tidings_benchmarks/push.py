@@ -7,7 +7,8 @@ events, one after another through :meth:`Tidings.publish` (each durable on retur
 users, while W ``tidings worker`` processes fan them out; the clock stops when the last inbox
 row is committed, and the rows are then counted against the followers the actors have. The
 baseline runs the seed's push statement for the same actors, committed per event
-(:meth:`tidings_benchmarks.fanout_raw.RawFanout.push`).
+(:meth:`tidings_benchmarks.fanout_raw.RawFanout.push`), and the lean layout its own
+(:meth:`tidings_benchmarks.lean_raw.LeanFanout.deliver`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tidings.engine import Tidings
 from tidings_benchmarks import BenchFailure
 from tidings_benchmarks.fanout_raw import EVENT_TYPE, OBJECT, RawFanout, write_follows
 from tidings_benchmarks.jobwait import count_rows, wait_for_fanout, wait_for_queue
+from tidings_benchmarks.lean_raw import LeanFanout
 from tidings_benchmarks.processes import WorkerProcesses
 from tidings_benchmarks.stores import database_of
 
@@ -90,5 +92,20 @@ def raw_round(raw: RawFanout, graph: Graph, actors: Sequence[str]) -> float:
     seconds = time.perf_counter() - started
     if written != graph.due(actors):
         raise BenchFailure(f"the push statements wrote {written:,} rows for "
+                           f"{graph.due(actors):,} due")
+    return seconds
+
+
+def lean_round(lean: LeanFanout, graph: Graph, actors: Sequence[str]) -> float:
+    """The lean layout's fan-out per actor, committed each; return the seconds. Each event
+    has a time of its own: a user's group rows are keyed by (user, created_at)."""
+    written = 0
+    now = time.time_ns() // 1000
+    started = time.perf_counter()
+    for i, actor in enumerate(actors):
+        written += lean.deliver(actor, now + i)
+    seconds = time.perf_counter() - started
+    if written != graph.due(actors):
+        raise BenchFailure(f"the lean statements wrote {written:,} rows for "
                            f"{graph.due(actors):,} due")
     return seconds
