@@ -160,6 +160,24 @@ def store(request: pytest.FixtureRequest, clock: FrozenClock) -> Iterator[ports.
 
 
 @pytest.fixture
+def sqlite_url(sqlite_stores: SqlStores) -> Iterator[str]:
+    """A clean SQLite database at head (the SQL part of a hot store, or the reference beside
+    one); dropped after the test."""
+    url = sqlite_stores.clone()
+    yield url
+    sqlite_stores.drop(url)
+
+
+@pytest.fixture
+def hot(hot_url: str, sqlite_url: str,  # noqa: F811 (the fixture)
+        clock: FrozenClock) -> Iterator[Tidings]:
+    """An engine on SQLite with its inboxes, markers and timelines on Redis: ``hot_url`` is the
+    local Redis or the session's Redis Cluster (``redis_servers.py``)."""
+    with open_tidings(sqlite_url, clock=clock, hot_store_url=hot_url) as t:
+        yield t
+
+
+@pytest.fixture
 def clock() -> FrozenClock:
     """A clock the test moves by hand."""
     return FrozenClock()

@@ -172,7 +172,7 @@ def test_a_unit_of_several_fanouts_keeps_each_event_in_its_own_trace(
 
 def test_a_worker_process_set_up_by_the_otel_variables_continues_the_trace(
         url: str, spans: InMemorySpanExporter, tmp_path: Path) -> None:
-    src = str(Path(__file__).resolve().parent.parent / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "OTEL_"))},
            "PYTHONPATH": src, "TIDINGS_DATABASE_URL": url,
            "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "tidings-test-worker"}
@@ -200,7 +200,7 @@ def test_tidings_serve_set_up_by_the_otel_variables_continues_an_incoming_trace(
         t.load_types()  # stored, for the server to read
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("TIDINGS_", "OTEL_"))},
-           "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src"),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
            "TIDINGS_DATABASE_URL": url, "TIDINGS_API_KEY": SERVER_KEY,
            "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "tidings-test-api"}
     out = tmp_path / "spans.json"

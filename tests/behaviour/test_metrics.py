@@ -27,7 +27,7 @@ from tidings.observe import Observer
 
 pytest_plugins = ["servers"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "docs" / "grafana-dashboard.json"
 
 

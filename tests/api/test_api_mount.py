@@ -156,7 +156,7 @@ def test_a_user_the_host_does_not_know_gets_no_one_elses_data(site: LiveServer) 
     assert refused.value.status == 401
 
 
-MOUNT_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "mount.md"
+MOUNT_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "mount.md"
 
 
 def test_the_guides_example_runs_as_written(sqlite_stores: SqlStores,

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.parametrize("api_backend", ["sqlite"])
 def _flask() -> None:
     require("Flask", lambda: __import__("flask"))  # the test extra installs it
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "flask_site.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_site.py"
 
 
 def example() -> ModuleType:

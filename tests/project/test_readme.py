@@ -31,7 +31,7 @@ import pytest
 from live import free_port
 from stores import PostgresStores
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 RUNNERS = {("Start here", "sh"), ("Ten lines of Python", "python"), ("Over HTTP", "sh"),
            ("Scaling out", "sh")}

@@ -1,6 +1,7 @@
-"""The inbox and timeline ports on SQLite alone and with Redis / Redis Cluster as the hot part:
-every store gives the same answers through the ports (join-or-start, the Jiepang query
-dimensions, the capped count, marks, removal, trimming, idempotent and all-or-nothing writes).
+"""The inbox and timeline ports on every store (``store``), the Redis / Redis Cluster hot parts
+among them: every store gives the same answers through the ports (join-or-start, the Jiepang
+query dimensions, the capped count, marks, removal, trimming, idempotent and all-or-nothing
+writes); and how the hot store registers the users a delivery reaches in SQL.
 """
 
 from __future__ import annotations

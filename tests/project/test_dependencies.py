@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 # Jinja2 before 3.1.6 lets sandboxed templates escape (CVE-2024-56201, CVE-2024-56326,
 # CVE-2025-27516); tidings renders templates that API callers define in the sandbox.
 FLOORS = {"jinja2": ("3.1.5", "3.1.6")}  # the last release refused, the first accepted

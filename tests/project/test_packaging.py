@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NEEDED = ["tidings/api/web/app.js", "tidings/api/web/index.html", "tidings/api/web/tidings.css",
           "tidings/api/web/notifications.js", "tidings/api/web/404.html",
           "tidings/api/web/favicon.svg", "tidings/api/web/bell/bell.css",

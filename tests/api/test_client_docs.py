@@ -15,7 +15,7 @@ from stores import SqlStores
 
 pytest_plugins = ["servers"]
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "client.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tidings.engine import Tidings
 
 CHROMIUM = os.environ.get("TIDINGS_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("TIDINGS_ARTIFACTS")
-                 or Path(__file__).parent.parent / "test-artifacts")
+                 or Path(__file__).parents[2] / "test-artifacts")
 KEY = "web-test-key"
 SECRET = "web-test-secret-of-thirty-two-bytes!"
 TYPES = [

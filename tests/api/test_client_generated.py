@@ -12,7 +12,7 @@ from pathlib import Path
 
 from parsing import parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "unasync.py"
 PACKAGE = ROOT / "src" / "tidings" / "client"
 

@@ -26,7 +26,7 @@ from tidings.config import Config
 
 pytest_plugins = ["servers"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 GUIDE = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
 FILES = sorted(path.name for path in DEPLOY.iterdir())

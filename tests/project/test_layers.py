@@ -15,7 +15,7 @@ import pytest
 
 from parsing import parse
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "tidings"
+SRC = Path(__file__).resolve().parents[2] / "src" / "tidings"
 ROOT = SRC.parent.parent
 
 

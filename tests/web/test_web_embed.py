@@ -17,7 +17,7 @@ from starlette.routing import Route
 from live import LiveServer
 from test_web import ARTIFACTS, Site, browser, site, wait_until  # noqa: F401  (fixtures)
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "embed.html"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "embed.html"
 
 
 @pytest.fixture

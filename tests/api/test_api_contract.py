@@ -16,7 +16,7 @@ from contract import removals
 
 pytest_plugins = ["servers"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
 BASELINE = Path(__file__).with_name("openapi_v1.json")
 METHOD = r"(?:GET|POST|PUT|DELETE|PATCH)"

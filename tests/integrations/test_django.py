@@ -22,7 +22,7 @@ from backends import postgres_server, require, with_database
 def _django() -> None:
     require("Django", lambda: __import__("django"))  # the test extra installs it
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "django.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 PLACE = re.compile(r"(?:# |<!-- )(\S+?)( \(add at the end\))?(?: -->)?\n")
@@ -61,7 +61,8 @@ def build(site: Path, env: dict[str, str], database: str | None = None) -> None:
         with (site / "mysite" / "settings.py").open("a", encoding="utf-8") as settings:
             settings.write(f"\nDATABASES = {database}\n")
     (site / "blog" / "tests.py").write_text(
-        (ROOT / "tests" / "django_site" / "blog_tests.py").read_text(encoding="utf-8"),
+        (ROOT / "tests" / "integrations" / "django_site" / "blog_tests.py").read_text(
+            encoding="utf-8"),
         encoding="utf-8")
 
 
