@@ -1,5 +1,5 @@
 """The engine with its hot parts in Redis / Redis Cluster: what users see is what the SQL
-store shows (the shared checks of ``tests/test_inbox_query.py``, bundles, counts, marks)."""
+store shows (the shared checks of ``test_inbox_query.py``, bundles, counts, marks)."""
 
 from __future__ import annotations
 

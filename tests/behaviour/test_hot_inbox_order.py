@@ -1,4 +1,4 @@
-"""``tests/test_inbox_order.py`` on Redis and Redis Cluster: a notification delivered late sits
+"""``test_inbox_order.py`` on Redis and Redis Cluster: a notification delivered late sits
 at its event's time in the inbox and stays unread under a mark set before it arrived."""
 
 from __future__ import annotations

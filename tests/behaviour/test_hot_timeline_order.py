@@ -1,7 +1,7 @@
 """One order for inbox and timeline on the Redis hot store and Redis Cluster: a post imported
 with ``tidings import``, dated 2019, sits below today's posts in the inbox and in the mailbox
 timeline, and still does after ``tidings rebuild-hot-store`` refilled both from SQL
-(``tests/test_timeline_order.py`` runs the same on the SQL stores and in memory)."""
+(``tests/behaviour/test_timeline_order.py`` runs the same on the SQL stores and in memory)."""
 
 from __future__ import annotations
 

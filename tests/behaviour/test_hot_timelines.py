@@ -1,5 +1,5 @@
 """Timelines with the mailboxes in Redis / Redis Cluster, under each model: the behaviour of
-``tests/test_timeline_models.py`` (pulled parts come from the SQL events, the mailbox and its
+``test_timeline_models.py`` (pulled parts come from the SQL events, the mailbox and its
 floor from Redis)."""
 
 from __future__ import annotations

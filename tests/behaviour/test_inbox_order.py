@@ -2,7 +2,7 @@
 time fan-out delivered it, so a post whose fan-out ran late sits at its publication. Its
 delivery time still decides read state: a "read up to" mark set before it arrived leaves it
 unread. On every SQL store and in memory here; on Redis and Redis Cluster in
-``tests/hotstore/test_hot_inbox_order.py``."""
+``tests/behaviour/test_hot_inbox_order.py``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Jiepang's query dimensions through the facade on every SQL backend: list by (user, types)
 with actor / object conditions, ``max_id`` and ``since_id``; the unread count by the same; delete
-by (user, actor, type, object) for one recipient; mark read by match. ``tests/hotstore`` runs the
-same checks with the Redis hot store."""
+by (user, actor, type, object) for one recipient; mark read by match. ``test_hot_engine.py`` runs
+the same checks with the Redis hot store."""
 
 from __future__ import annotations
 

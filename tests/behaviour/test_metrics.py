@@ -2,7 +2,7 @@
 sum over processes sharing a directory, and a dashboard built from metrics that exist.
 
 The whole topology (two API servers of two processes, two workers) is
-``tests/test_scaleout.py``.
+``tests/faults/test_scaleout.py``.
 """
 
 from __future__ import annotations

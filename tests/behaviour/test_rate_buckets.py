@@ -2,7 +2,7 @@
 
 Run on every store: the SQL ones keep a bucket in a row that any number of processes take
 from in one statement; threads with their own connections stand in for those processes here
-(``tests/test_scaleout.py`` runs real ones).
+(``tests/faults/test_scaleout.py`` runs real ones).
 """
 
 from __future__ import annotations

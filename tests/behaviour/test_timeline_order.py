@@ -4,7 +4,7 @@ An imported post dated years ago sits below today's posts in the timeline as in 
 whichever timeline model serves the reader, and every way of paging (``cursor``, ``max_id``,
 ``since_id``, all given as the items show them) walks that order without skipping or repeating.
 The hot store's run of the same scenario, with ``tidings rebuild-hot-store``, is in
-``tests/hotstore/test_hot_timeline_order.py``.
+``tests/behaviour/test_hot_timeline_order.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The bench's baselines do the same jobs as tidings, on every backend: a raw statement that
 counted, listed or wrote something else would make every ratio meaningless.
 
-No speed is measured here (see tests/test_bench.py for the tiny end-to-end runs).
+No speed is measured here (see tests/bench/test_bench.py for the tiny end-to-end runs).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """docs/django.md, followed as a new user would: a Django project made by ``django-admin``, the
 doc's own snippets written into it, ``manage.py migrate``, then Django's test runner with its
-test client against real tidings (tests/django_site/blog_tests.py) on SQLite and PostgreSQL."""
+test client against real tidings (``django_site/blog_tests.py`` here) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

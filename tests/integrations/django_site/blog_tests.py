@@ -1,4 +1,4 @@
-"""The Django test cases run inside the project that tests/test_django.py builds from
+"""The Django test cases run inside the project that tests/integrations/test_django.py builds from
 docs/django.md (as ``blog/tests.py``): Django's own test client against real tidings."""
 
 import jwt
