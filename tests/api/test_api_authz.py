@@ -16,12 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from engines import table_rows
+from engines import table_names, table_rows
 from pushservice import BROWSER_KEY
 from servers import SERVER_KEY, LiveServer, wait_for
 from tidings.channels.push import keys
 from tidings.client import Client
-from tidings.store.sql.schema import metadata
 
 pytest_plugins = ["servers"]
 
@@ -163,7 +162,7 @@ def _send(http: httpx.Client, method: str, path: str, call: Call, *, bad: bool =
 
 def _snapshot(live: LiveServer) -> dict[str, list[dict[str, Any]]]:
     assert live.settled()
-    return {name: table_rows(live.tidings, name) for name in metadata.tables}
+    return {name: table_rows(live.tidings, name) for name in table_names()}
 
 
 def _success(spec: dict[str, Any], method: str, template: str) -> int:

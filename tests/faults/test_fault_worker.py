@@ -19,19 +19,19 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
 
 import tidings
+from engines import keys_of
 from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.fanout.specs import FANOUT_CHUNK
-from tidings.store.sql.schema import job_failures, jobs, notifications
 
 pytestmark = pytest.mark.slow
 
@@ -125,14 +125,11 @@ def workers(store_url: str, tmp_path: Path) -> Iterator[Workers]:
 
 
 def queue_by_func(t: Tidings) -> dict[str, int]:
-    with t.store.db.read() as conn:
-        rows = conn.execute(select(jobs.c.func, func.count()).group_by(jobs.c.func)).all()
-    return {row[0]: int(row[1]) for row in rows}
+    return t.queue.counts_by_func()
 
 
 def delivered(t: Tidings) -> int:
-    with t.store.db.read() as conn:
-        return int(conn.execute(select(func.count()).select_from(notifications)).scalar_one())
+    return len(keys_of(t))
 
 
 def test_sigkilled_workers_lose_and_double_nothing(
@@ -202,20 +199,14 @@ def test_sigkilled_workers_lose_and_double_nothing(
         assert kills_with_work >= KILLS // 2, (
             f"only {kills_with_work} of {kills} kills landed while jobs were queued")
         assert saw_chunks, "the chunked (replace_with) fan-out path was not exercised"
-        with t.store.db.read() as conn:
-            total = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
-            doubled = conn.execute(
-                select(notifications.c.user_id, notifications.c.event_id)
-                .group_by(notifications.c.user_id, notifications.c.event_id)
-                .having(func.count() > 1).limit(5)).all()
-            per_event = {row[0]: row[1] for row in conn.execute(
-                select(notifications.c.event_id, func.count())
-                .group_by(notifications.c.event_id))}
-            users = set(conn.execute(select(notifications.c.user_id).distinct()).scalars())
-            left = conn.execute(select(func.count()).select_from(jobs)).scalar_one()
-            final_failures = conn.execute(
-                select(job_failures.c.func, job_failures.c.error)
-                .where(job_failures.c.final).limit(5)).all()
+        keys = keys_of(t)
+        total = len(keys)
+        doubled = [pair for pair, n in Counter((k.user_id, k.event_id) for k in keys).items()
+                   if n > 1][:5]
+        per_event = dict(Counter(k.event_id for k in keys))
+        users = {k.user_id for k in keys}
+        left = sum(t.queue.counts_by_func().values())
+        final_failures = [(f.func, f.error) for f in t.queue.failures(limit=5, final_only=True)]
         assert total == expected
         assert doubled == []
         assert per_event == dict.fromkeys(published, SUBSCRIBERS)

@@ -21,12 +21,13 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import create_engine, func, select
 
 import tidings
+from engines import keys_of
 from live import free_port
 from stores import PostgresStores
-from tidings.store.sql.schema import jobs, notifications
+from tidings.config import Config
+from tidings.engine import Tidings
 
 pytestmark = pytest.mark.slow
 SRC = str(Path(tidings.__file__).resolve().parents[1])
@@ -171,17 +172,9 @@ def test_metrics_sum_to_the_work_and_the_rate_limit_is_one_budget(
         assert 0 < passed <= 2 * RATE + RATE * seconds + 1, (passed, seconds)
         assert all(int(a.headers["Retry-After"]) >= 1 for a in answers if a.status_code == 429)
 
-        engine = create_engine(postgres_url)
-        try:
-            def drained() -> bool:
-                with engine.connect() as conn:
-                    return conn.execute(select(func.count()).select_from(jobs)).scalar_one() == 0
-
-            wait_for(drained)
-            with engine.connect() as conn:
-                rows = conn.execute(select(func.count()).select_from(notifications)).scalar_one()
-        finally:
-            engine.dispose()
+        with Tidings(Config(database_url=postgres_url)) as look:
+            wait_for(lambda: sum(look.queue.counts_by_func().values()) == 0)
+            rows = len(keys_of(look))
         accepted = EVENTS + passed
         assert rows == EVENTS * len(RECIPIENTS) + passed
 

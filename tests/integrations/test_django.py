@@ -16,6 +16,9 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from backends import postgres_server, require, with_database
+from engines import event_ids
+from tidings.config import Config
+from tidings.engine import Tidings
 
 
 @pytest.fixture(autouse=True)
@@ -108,9 +111,9 @@ def test_a_new_site_on_sqlite_migrates_tidings_beside_it_and_its_tests_pass(
     assert "tidings: schema of sqlite:///" in said
     own = site / "db.tidings.sqlite3"
     assert own.exists()
-    tables = create_engine(f"sqlite:///{own}").connect().execute(
-        text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars().all()
-    assert {"events", "notifications", "alembic_version"} <= set(tables)
+    with Tidings(Config(database_url=f"sqlite:///{own}")) as tidings:
+        tidings.check_schema()  # at the head revision
+        assert event_ids(tidings) == []
     env = {**env, "TIDINGS_DATABASE_URL": f"sqlite:///{tmp_path / 'tidings-test.db'}"}
     said = run(site, "manage.py", "test", "blog", "-v", "2", env=env)
     assert "Ran 8 tests" in said and "OK" in said
@@ -147,10 +150,10 @@ def test_a_site_on_postgresql_gets_a_tidings_database_of_its_own_and_its_tests_p
     run(site, "manage.py", "makemigrations", "blog", env=env)
     said = run(site, "manage.py", "migrate", env=env)
     assert f"/{postgres}_tidings is up to date" in said
-    own = create_engine(with_database(postgres_server(), f"{postgres}_tidings"))
-    with own.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 0
-    own.dispose()
+    with Tidings(Config(database_url=with_database(postgres_server(),
+                                                   f"{postgres}_tidings"))) as tidings:
+        tidings.check_schema()
+        assert event_ids(tidings) == []
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{postgres}_tt"'))
     admin.dispose()
