@@ -1,5 +1,8 @@
 """Store fixtures: one behaviour suite and one contract suite, run against every store.
 
+The fixtures here are shared by every folder of ``tests/`` (``README.md`` there says which test
+goes where); a folder's own are in its ``conftest.py``.
+
 The stores are registered once, in ``store_registry.KINDS``; every fixture below that runs a test
 on every store takes its parameters from there. A test that takes ``any_store_url`` runs once per
 kind, with ids ``memory``, ``sqlite``, ``postgresql``, ``mysql``, ``redis`` and ``cluster`` (the

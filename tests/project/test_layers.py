@@ -1,9 +1,11 @@
 """The layering holds: import-linter's contracts (pyproject.toml), no import circle inside the
-package, no private name used across packages, and the pure layers load no template files."""
+package, no private name used across packages, the pure layers load no template files, and only
+the tests of ``tests/sql`` read tables."""
 
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from parsing import parse
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tidings"
 ROOT = SRC.parent.parent
+TESTS = ROOT / "tests"
 
 
 def _modules() -> dict[str, Path]:
@@ -170,3 +173,78 @@ def test_every_port_is_small() -> None:
                                and (callable(v) or isinstance(v, property))])
     assert sizes["InboxStore"] == sizes["GraphStore"] == 0
     assert {name: n for name, n in sizes.items() if n > 14} == {}
+
+
+# -- only tests/sql reads tables --------------------------------------------------------------
+
+# SQLAlchemy's statement builders: importing one is reading or writing tables
+STATEMENTS = {"select", "insert", "update", "delete", "func", "table", "column", "inspect",
+              "literal_column", "Table", "MetaData"}
+# a statement in a string that reads or writes a table (not CREATE/DROP DATABASE, SELECT 1…)
+RAW_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE|TRIGGER)\b", re.IGNORECASE)
+# helpers at tests/ that read tables, and why; any other helper must not
+TABLE_HELPERS = {
+    "stores.py": "builds the test databases: clones, empties and drops them",
+    "engines.py": "table_counts / table_rows: 'nothing written' on a SQL store (API tests)",
+    "hooks.py": "deliveries / queued: the webhook log and jobs (no port reads them back)",
+}
+
+
+def _table_reads(path: Path) -> list[str]:
+    """Where ``path`` reads or writes tables: the SQL schema or a statement builder imported,
+    or a raw statement naming a table passed to ``text()`` or ``execute()``."""
+    found: dict[int, str] = {}
+    for node in ast.walk(parse(path)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = {alias.name for alias in node.names}
+            if node.module == "tidings.store.sql.schema" or (
+                    node.module == "tidings.store.sql" and "schema" in names):
+                found[node.lineno] = "the SQL schema"
+            elif node.module.split(".")[0] == "sqlalchemy" and names & STATEMENTS:
+                found[node.lineno] = f"sqlalchemy's {sorted(names & STATEMENTS)}"
+        elif isinstance(node, ast.Import):
+            if any(a.name.startswith("tidings.store.sql.schema") for a in node.names):
+                found[node.lineno] = "the SQL schema"
+        elif isinstance(node, ast.Call) and node.args and _runs_sql(node.func):
+            strings = [n.value for n in ast.walk(node.args[0])
+                       if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            if any(RAW_SQL.search(string) for string in strings):
+                found[node.lineno] = "raw SQL"
+    return [f"{line}: {what}" for line, what in sorted(found.items())]
+
+
+def _runs_sql(func: ast.expr) -> bool:
+    """``text(…)``, ``….text(…)``, ``….execute(…)`` or ``….exec_driver_sql(…)``."""
+    if isinstance(func, ast.Name):
+        return func.id == "text"
+    return isinstance(func, ast.Attribute) and func.attr in ("text", "execute",
+                                                             "exec_driver_sql")
+
+
+def test_only_the_sql_tests_read_tables() -> None:
+    """Every test outside ``tests/sql`` reads a store through the library and its ports, so
+    it holds on every store; a helper at ``tests/`` reads tables only if listed above."""
+    reads = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        where = path.relative_to(TESTS)
+        if where.parts[0] == "sql" or "django_site" in where.parts \
+                or (len(where.parts) == 1 and where.name in TABLE_HELPERS):
+            continue
+        if found := _table_reads(path):
+            reads[str(where)] = found
+    assert reads == {}
+    assert all((TESTS / name).exists() for name in TABLE_HELPERS)
+
+
+def test_the_table_read_check_finds_each_kind(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from tidings.store.sql.schema import jobs\n"
+        "from tidings.store.sql import schema\n"
+        "from sqlalchemy import event, select\n"
+        "import tidings.store.sql.schema\n"
+        "conn.execute(text('SELECT count(*) FROM events'))\n"
+        "admin.execute(f'INSERT INTO {table} VALUES (1)')\n"
+        "conn.execute(text('DROP DATABASE x'))\n"  # not a table
+        "from sqlalchemy import make_url, event\n")  # nothing read
+    assert [f.split(":")[0] for f in _table_reads(probe)] == ["1", "2", "3", "4", "5", "6"]
