@@ -30,8 +30,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from backends import with_database
-from tidings.store.sql.database import normalise_url
-from tidings.store.sql.migrate import upgrade
+from tidings.store.sql.core.database import normalise_url
+from tidings.store.sql.core.migrate import upgrade
 from tidings.store.sql.schema import metadata
 
 # Child tables before their parents, so that plain DELETEs empty a database.

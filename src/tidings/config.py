@@ -109,7 +109,7 @@ class Config:
     job_max_attempts: int = 8
     job_backoff_seconds: float = 2.0
     ready_timeout: float = 3.0
-    # seconds the SQL store waits (tidings.store.sql.timeouts): to connect, for a statement
+    # seconds the SQL store waits (tidings.store.sql.core.timeouts): to connect, for a statement
     # (the client waits a second longer for its answer; 0: no limit), for a pooled connection
     db_connect_timeout: float = 5.0
     db_statement_timeout: float = 30.0

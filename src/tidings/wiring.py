@@ -37,7 +37,7 @@ from tidings.services.inbox import InboxService
 from tidings.services.publishing import Publishing
 from tidings.services.settings import PreferenceLimits, SettingsService
 from tidings.services.timeline import TimelineService
-from tidings.store.sql.timeouts import SqlTimeouts
+from tidings.store.sql.core.timeouts import SqlTimeouts
 
 MEMORY = "memory://"
 
@@ -85,7 +85,7 @@ def store_of(config: Config, clock: Clock, *, pool_size: int = 5) -> Store:
 def migrate_schema(url: str) -> tuple[str | None, str | None]:
     """Create or upgrade the schema of the SQL database at ``url`` to this version; returns
     its revision before (None: empty) and after."""
-    from tidings.store.sql.migrate import current_revision, upgrade
+    from tidings.store.sql.core.migrate import current_revision, upgrade
 
     before = current_revision(url)
     upgrade(url)
@@ -95,10 +95,10 @@ def migrate_schema(url: str) -> tuple[str | None, str | None]:
 def migrate_if_embedded(url: str) -> None:
     """Migrate the database at ``url`` if it is SQLite (the embedded store migrates itself
     when a server starts on it); a server database is left to ``tidings migrate``."""
-    from tidings.store.sql.database import Database
+    from tidings.store.sql.core.database import Database
 
     if Database(url).backend == "sqlite":
-        from tidings.store.sql.migrate import upgrade
+        from tidings.store.sql.core.migrate import upgrade
 
         upgrade(url)
 

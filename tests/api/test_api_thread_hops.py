@@ -50,7 +50,7 @@ def test_an_unread_count_and_a_page_take_one_thread_hop_each(
     page = "/v1/users/bob/notifications?limit=20"
     hops = _hops(t, monkeypatch, ["/v1/users/bob/notifications/unread-count", page, page])
     # the count and the page: none on PostgreSQL, awaited on the event loop
-    # (store/sql/asyncreads.py); the page's first time also reads the user's locale, then cached
+    # (store/sql/onloop.py); the page's first time also reads the user's locale, then cached
     loop = t.store.backend == "postgresql"
     assert hops == ([0, 1, 0] if loop else [1, 2, 1])
 

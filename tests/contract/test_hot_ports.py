@@ -51,7 +51,7 @@ def delivery(event_id: int, created: int, *, bundle: str = "b", bundled: bool = 
 
 
 def deliver(store: ports.Store, d: Delivery, users: Sequence[str]) -> list[str]:
-    return write(store, lambda tx: tx.inbox.deliver(d, users))
+    return write(store, lambda tx: tx.inbox.deliver_many([(d, users)])[0])
 
 
 def page(store: ports.Store, user: str, filters: Filters = ALL, *, limit: int = 100,
@@ -274,7 +274,7 @@ def test_nothing_of_a_failed_unit_is_written(store: ports.Store) -> None:
         tx.inbox.set_marker("ann", "all", 500)
         tx.inbox.mark_groups("ann", [display_hash("b", e)], read=True, now=300,
                              markers=Markers())
-        tx.inbox.deliver(delivery(e, 20), ["bob"])
+        tx.inbox.deliver_many([(delivery(e, 20), ["bob"])])
         tx.timeline.push(e, ["ann"], 30)
         raise RuntimeError("the unit fails")
 
@@ -412,11 +412,11 @@ def test_a_delivery_registers_only_users_not_registered_before(
     try:
         statements: list[str] = []
         listen = lambda *args: statements.append(args[2])  # noqa: E731
-        sa_event.listen(hot.sql.db.engine, "before_cursor_execute", listen)
+        sa_event.listen(hot.records.db.engine, "before_cursor_execute", listen)
         deliver(hot, delivery(publish(hot, 1), 10), ["ann", "bob"])
         deliver(hot, delivery(publish(hot, 2), 20, bundle="c"), ["ann", "bob"])
         deliver(hot, delivery(publish(hot, 3), 30, bundle="d"), ["bob", "cat"])
-        sa_event.remove(hot.sql.db.engine, "before_cursor_execute", listen)
+        sa_event.remove(hot.records.db.engine, "before_cursor_execute", listen)
         registering = [s for s in statements if "INTO users" in s]
         assert len(registering) == 2
         known = read(hot, lambda tx: tx.graph.joined(["ann", "bob", "cat", "dan"]))

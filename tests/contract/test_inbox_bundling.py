@@ -151,7 +151,7 @@ def _again(store: ports.Store, model: Model, item: tuple[Delivery, list[str]], n
            ) -> None:
     """An event delivered again to the same users: nothing written."""
     d, users = replace(item[0], delivered_at=now), item[1]
-    assert write(store, lambda tx: tx.inbox.deliver(d, users)) == []
+    assert write(store, lambda tx: tx.inbox.deliver_many([(d, users)])[0]) == []
     assert model.deliver(d, users) == []
 
 

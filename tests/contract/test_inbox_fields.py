@@ -46,7 +46,7 @@ def test_deliver_keeps_the_fields_for_every_recipient(store: ports.Store,
         d = Delivery(event_id=event, created_at=event * 10, type="comment",
                      category="general", section="alert", actor="bob", object="o",
                      bundle_hash=f"b{event}", bundled=False, fields=(("lang", lang),))
-        write(store, lambda tx, d=d: tx.inbox.deliver(d, ["ann", "cat"]))
+        write(store, lambda tx, d=d: tx.inbox.deliver_many([(d, ["ann", "cat"])]))
     for user in ("ann", "cat"):
         assert ids(page(store, user, Filters(fields=(("lang", "en"),)))) == [e[1]]
         assert unread(store, user, Filters(fields=(("lang", "de"),))) == 1

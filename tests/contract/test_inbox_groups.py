@@ -34,10 +34,10 @@ def _deliver(store: ports.Store, clock: FrozenClock, actors: Sequence[str | None
                 now = clock.now_us()
                 event = Event(type="like", actor=actor, object=obj, payload={"n": 1})
                 event_id = tx.events.insert(event, '{"n": 1}', now)
-                tx.inbox.deliver(Delivery(
+                tx.inbox.deliver_many([(Delivery(
                     event_id=event_id, created_at=now, type="like", category="social",
                     section="alert", actor=actor, object=obj, bundle_hash=f"like:{obj}",
-                    bundled=True), list(users))
+                    bundled=True), list(users))])
                 made.append(event_id)
             return made
         ids += write(store, work)

@@ -423,7 +423,7 @@ def test_deliver_joins_the_newest_unread_group_of_its_bundle(store: ports.Store,
         d = Delivery(event_id=event, created_at=at, type="comment", category="general",
                      section="alert", actor="bob", object="o", bundle_hash="b", bundled=True,
                      writer=writer)
-        return write(store, lambda tx: tx.inbox.deliver(d, ["ann"]))
+        return write(store, lambda tx: tx.inbox.deliver_many([(d, ["ann"])])[0])
 
     assert deliver_one(e[0], 10) == ["ann"]
     assert deliver_one(e[1], 20, "job:1") == ["ann"]

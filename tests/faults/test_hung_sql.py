@@ -34,7 +34,7 @@ from tidings.config import Config
 from tidings.engine import Tidings
 from tidings.exceptions import ConfigError, StoreUnavailable
 from tidings.jobs.worker import Worker
-from tidings.store.sql.timeouts import SqlTimeouts
+from tidings.store.sql.core.timeouts import SqlTimeouts
 
 SERVER_KEY = "hung-sql-key"
 AUTH = {"Authorization": f"Bearer {SERVER_KEY}"}

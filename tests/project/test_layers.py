@@ -125,7 +125,7 @@ def test_no_private_name_is_used_across_packages() -> None:
 
 def test_the_private_name_check_finds_one(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from tidings.store.sql.driver_errors import _first_line\n"
+    probe.write_text("from tidings.store.sql.core.errors import _first_line\n"
                      "from tidings.channels import email\nemail._templates()\n")
     assert len(_private_uses("tidings.api.probe", probe)) == 2
 

@@ -22,7 +22,7 @@ from sqlalchemy import exc as sa_exc
 from contract import error_of
 from servers import LiveServer
 from tidings.exceptions import StoreRejected, StoreUnavailable, TidingsError
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 
 pytest_plugins = ["servers"]
 

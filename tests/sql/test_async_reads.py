@@ -1,5 +1,5 @@
 """A badge's counts and an inbox's first page awaited on the event loop, without a thread
-(PostgreSQL, ``tidings.store.sql.asyncreads``): the same answer as the unit read in a thread,
+(PostgreSQL, ``tidings.store.sql.onloop``): the same answer as the unit read in a thread,
 on the loop where the statement answers and in a thread where it cannot (a narrower
 watermark, every connection busy, another store: ``tidings.store.base.InThreads``), a 503
 when the database drops the connection and recovery on the next read."""
@@ -18,7 +18,7 @@ from sqlalchemy import event as sa_event
 from engines import open_tidings
 from tidings.engine import Tidings
 from tidings.exceptions import StoreUnavailable
-from tidings.store.sql.readmarkers import unread_count_statement
+from tidings.store.sql.inbox.markers import unread_count_statement
 
 
 @pytest.fixture

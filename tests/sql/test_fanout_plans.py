@@ -16,8 +16,8 @@ from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.audience import OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.engine import Tidings
-from tidings.store.sql.audience import ranged
-from tidings.store.sql.bundlebases import BASES_OF_PAIRS, DEMOTE
+from tidings.store.sql.graph.audience import ranged
+from tidings.store.sql.inbox.bundles import BASES_OF_PAIRS, DEMOTE
 from tidings.store.sql.schema import notifications, subscriptions
 
 PAGES = 300

@@ -34,7 +34,7 @@ from tidings.config import Config
 from tidings.domain.events import Event
 from tidings.engine import Tidings
 from tidings.metrics import Metrics
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import job_failures
 
 KEY = "log-test-key-0123456789"

@@ -14,8 +14,8 @@ from tidings.config import Config
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import IdempotencyConflict, SchemaOutOfDate
-from tidings.store.sql.database import Database
-from tidings.store.sql.migrate import (
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.migrate import (
     check_schema_current,
     current_revision,
     declared_for,

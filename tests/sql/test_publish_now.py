@@ -1,5 +1,5 @@
 """A group of ``POST /v1/events`` published on the event loop in one statement (PostgreSQL,
-``tidings.store.sql.publishnow``): the same events and fan-out jobs as the unit of work in a
+``tidings.store.sql.events``): the same events and fan-out jobs as the unit of work in a
 thread; where the statement cannot answer the group (a key used before, a key repeated, several
 scopes, a type not loaded, a key a concurrent publish takes meanwhile) it stores nothing and the
 unit in a thread answers, as it does on every other store."""

@@ -16,8 +16,8 @@ from tidings.config import Config
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql.groupsummary import GROUP_INDEX, members_statement
-from tidings.store.sql.holders import ANY_HOLDER, HOLDERS
+from tidings.store.sql.inbox.groups import GROUP_INDEX, members_statement
+from tidings.store.sql.inbox.holders import ANY_HOLDER, HOLDERS
 from tidings.store.sql.schema import events, notifications
 
 USERS = [f"u{i}" for i in range(8)]

@@ -8,6 +8,7 @@ rebuild, reads answer 503, never 200 with rows missing."""
 
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 from typing import Any
@@ -24,8 +25,9 @@ from tidings.clock import FrozenClock
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import StoreUnavailable
-from tidings.store import hotcompact, hotjournal
 from tidings.store.hot import HotStore
+from tidings.store.redis import journal as redisjournal
+from tidings.store.sql import journal as sqljournal
 from tidings.store.sql.schema import hot_journal
 
 USERS = ["ann", "bob", "cat", "dan"]
@@ -164,7 +166,7 @@ def _journal(t: Tidings) -> list[tuple[int, str]]:
     """(id, what) of every journal row: 'snapshot', 'checkpoint', 'baseline' or 'unit'."""
     store = t.store
     assert isinstance(store, HotStore)
-    with store.sql.db.read() as conn:
+    with store.records.db.read() as conn:
         rows = conn.execute(select(hot_journal.c.id, hot_journal.c.writes)
                             .order_by(hot_journal.c.id)).all()
     return [(r.id, "unit" if not r.writes.startswith("{") else
@@ -189,7 +191,7 @@ def test_a_rebuild_after_the_journal_was_compacted_past_retention_is_exact(
     a rebuild from it gives back every inbox exactly. Seed 5 stores the snapshot one key
     a row (many rows, and a last row taking what the folded rows had no room for)."""
     if seed == 5:
-        monkeypatch.setattr(hotcompact, "KEYS_A_ROW", 1)
+        monkeypatch.setattr(redisjournal, "KEYS_A_ROW", 1)
     server, prefix, hot_url, sql_url = _places(kind, request, sqlite_stores)
     clock = FrozenClock()
     t = open_tidings(sql_url, clock=clock, hot_store_url=hot_url,
@@ -264,16 +266,17 @@ def test_a_rebuild_overtaken_by_a_fold_of_the_journal_starts_again(
         delete_prefix(server, prefix)
         store = t.store
         assert isinstance(store, HotStore)
-        row, folds = hotjournal.Replay.row, []
+        row, folds = redisjournal.Replay.row, []
 
-        def row_then_fold(self: hotjournal.Replay, writes: str) -> None:
+        def row_then_fold(self: redisjournal.Replay, writes: str) -> None:
             row(self, writes)
             if self.into is None and self.units == 10 and not folds:  # meanwhile, a fold
-                with store.sql.db.write() as conn:
-                    folds.append(hotcompact.compact(conn, store.redis, clock.now_us()))
+                with store.records.db.write() as conn:
+                    folds.append(sqljournal.compact(conn, clock.now_us(), functools.partial(
+                        redisjournal.folded, store.redis)))
 
-        monkeypatch.setattr(hotjournal, "PAGE", 5)
-        monkeypatch.setattr(hotjournal.Replay, "row", row_then_fold)
+        monkeypatch.setattr(sqljournal, "PAGE", 5)
+        monkeypatch.setattr(redisjournal.Replay, "row", row_then_fold)
         monkeypatch.setenv("TIDINGS_DATABASE_URL", sql_url)
         monkeypatch.setenv("TIDINGS_HOT_STORE_URL", hot_url)
         result = CliRunner().invoke(app, ["rebuild-hot-store"])

@@ -15,7 +15,7 @@ from sqlalchemy import event
 from engines import open_tidings
 from tidings.domain.views import Filters
 from tidings.engine import Tidings
-from tidings.store.sql import database
+from tidings.store.sql.core import database
 
 
 @contextmanager

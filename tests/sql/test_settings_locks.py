@@ -64,7 +64,7 @@ def test_a_settings_write_does_not_wait_on_a_held_fan_out(
                 category="mention", section="alert", actor=fired.actor, object=fired.object,
                 bundle_hash=bundle_hash("none", fired.type, fired.actor, fired.object,
                                         fired.id), bundled=False)
-            written.append(tx.inbox.deliver(delivery, ["bob"]))
+            written.append(tx.inbox.deliver_many([(delivery, ["bob"])])[0])
             held.set()
             assert release.wait(30)
 

@@ -8,8 +8,8 @@ import json
 from sqlalchemy import create_engine, text
 
 from stores import PostgresStores
-from tidings.store.sql.database import normalise_url
-from tidings.store.sql.timeline_merged import _object, array_text
+from tidings.store.sql.core.database import normalise_url
+from tidings.store.sql.timeline.reads import _object, array_text
 
 
 def test_the_types_text_is_read_back_as_the_same_array(

@@ -122,7 +122,7 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
                     users = audiences[i]
 
                     def work(tx: Any, d: Delivery = d, users: list[str] = users) -> list[str]:
-                        return tx.inbox.deliver(d, users)  # type: ignore[no-any-return]
+                        return tx.inbox.deliver_many([(d, users)])[0]  # type: ignore[no-any-return]
 
                     store.transact(work)
 

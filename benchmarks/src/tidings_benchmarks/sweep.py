@@ -34,7 +34,7 @@ from tidings.domain.bundling import (
 from tidings.domain.events import Event, Limits, validate_event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql import groupsummary
+from tidings.store.sql.inbox import groups as groupsummary
 from tidings_benchmarks.compare import point
 from tidings_benchmarks.inbox_raw import RawInbox
 from tidings_benchmarks.measure import Timed, median, time_each

@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from tidings.store.sql import timelinecap
+from tidings.store.sql.timeline import cap as timelinecap
 from tidings_benchmarks import BenchFailure
 from tidings_benchmarks.raw import parse, pg_params
 from tidings_benchmarks.timeline_data import POST, payload, user_id

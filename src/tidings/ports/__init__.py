@@ -39,7 +39,8 @@ Each port is cut by concept, a dozen methods at most: the inbox is :class:`ReadM
 :class:`InboxWrites`, :class:`InboxReads`, :class:`InboxUpkeep` and :class:`Reachability`
 (``InboxStore`` is the five together, as a unit of work hands them out); the graph is
 :class:`Users`, :class:`Subscriptions`, :class:`Follows`, :class:`Audiences`, :class:`Groups`
-and :class:`Mutes` (``GraphStore``).
+and :class:`Mutes` (``GraphStore``). What a hot store asks of its store of records beyond
+these is :mod:`tidings.ports.hot`.
 
 Sync by decision (``docs/architecture.md``, "Sync ports").
 """

@@ -86,10 +86,6 @@ class InboxWrites(Protocol):
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         """(user, display hash) groups whose current base row stops being the base."""
 
-    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        """:meth:`deliver_many` of one event: write it into these users' inboxes; return the
-        users newly written."""
-
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         """Write each (delivery, users) item, in order, into those users' inboxes; return the
         users newly written by each (an event given twice: its users once).

@@ -19,7 +19,7 @@ import anyio.to_thread
 from tidings.domain.views import Filters, PageView, Published
 from tidings.exceptions import IdempotencyConflict, StoreConflict
 from tidings.jobs.model import JobSpec
-from tidings.ports import Notifier, Publication, Tx
+from tidings.ports import AsyncStore, Notifier, Publication, Tx
 
 T = TypeVar("T")
 UNREAD = Filters(unread=True)  # a badge's count: no filter but the read state
@@ -64,7 +64,7 @@ class StoreBase(ABC):
             return self.transact(lambda tx: _publish(tx, items, now(), all_or_none))
 
     @cached_property
-    def aio(self) -> InThreads:
+    def aio(self) -> AsyncStore:
         return InThreads(self)
 
 

@@ -34,11 +34,6 @@ class Steps(Protocol):
     def insert(self, rows: Sequence[NewNotification]) -> None: ...
 
 
-def deliver(inbox: Steps, delivery: Delivery, users: Sequence[str]) -> list[str]:
-    """Write ``delivery`` to those of ``users`` who lack it; return them: a batch of one."""
-    return deliver_many(inbox, [(delivery, users)])[0]
-
-
 def deliver_many(inbox: Steps, items: Sequence[tuple[Delivery, Sequence[str]]]
                  ) -> list[list[str]]:
     """Each (delivery, users) item in order, as one by one, set-based: one read of which

@@ -143,9 +143,6 @@ class MemoryInbox:
         # the bound is the true count here
         return sorted(u for u in set(users) if len(self._s.notes.get(u, {})) > cap)
 
-    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        return stepwise.deliver(self, delivery, users)
-
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         return stepwise.deliver_many(self, items)
 

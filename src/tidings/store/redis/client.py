@@ -40,9 +40,13 @@ SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 OUTAGES: tuple[type[BaseException], ...] = (
     rex.ConnectionError, rex.TimeoutError, rex.ClusterError, rex.RedisClusterException,
     rex.ReadOnlyError, rex.TryAgainError, OSError)
-SCRIPT_NAMES = ("deliver", "insert", "demote", "page", "count", "groups", "rows", "match",
-                "bundle_base", "changed", "mark", "remove", "oldest", "marker", "position",
-                "writers", "tl_cap", "tl_floor", "tl_head", "tl_push", "view", "badge")
+# The scripts by the port they serve (their folders under lua/), each named by its file.
+SCRIPT_FOLDERS = {
+    "inbox": ("deliver", "insert", "demote", "bundle_base", "writers", "remove", "oldest",
+              "page", "view", "rows", "groups", "count", "badge", "match", "changed"),
+    "markers": ("mark", "marker", "position"),
+    "timeline": ("tl_push", "tl_cap", "tl_floor", "tl_head"),
+}
 # Scripts that take many users' key prefixes (KEYS) in one call: the users of one node, each
 # user's keys in that user's own slot (Redis 7's allow-cross-slot-keys).
 MANY_USERS = {"deliver": "#!lua flags=allow-cross-slot-keys\n",
@@ -113,17 +117,18 @@ class Script:
 
 
 def _load_scripts() -> dict[str, Script]:
-    import hashlib
-
     folder = resources.files("tidings.store.redis") / "lua"
     prelude = (folder / "common.lua").read_text()
-    scripts = {}
-    for name in SCRIPT_NAMES:
-        own = (folder / f"{name}.lua").read_text()
-        body = own if name in BARE else prelude + "\n" + own
-        source = MANY_USERS.get(name, "") + GUARD + body
-        scripts[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
-    return scripts
+    return {name: _script(name, (folder / port / f"{name}.lua").read_text(), prelude)
+            for port, names in SCRIPT_FOLDERS.items() for name in names}
+
+
+def _script(name: str, own: str, prelude: str) -> Script:
+    import hashlib
+
+    body = own if name in BARE else prelude + "\n" + own
+    source = MANY_USERS.get(name, "") + GUARD + body
+    return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 
 class Redis:

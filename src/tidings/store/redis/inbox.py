@@ -53,7 +53,7 @@ class RedisInbox(RedisMarkers):
         self.copy_marker = copy_marker
         self.copy_position = copy_position
         self.register = register
-        self.compact = compact  # the journal's compaction, in the unit (hotcompact)
+        self.compact = compact  # the journal's compaction, in the unit (FeedRecords)
         # rows this unit's buffer will write, per user: (created, id), for the cap's check
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.unindexed: set[int] = set()  # events whose index the fan-out completes later
@@ -146,9 +146,6 @@ class RedisInbox(RedisMarkers):
             by_user[user].append(group)
         for user, mine in by_user.items():
             self.buffer.script("demote", self.keys.user(user), mine, user=user)
-
-    def deliver(self, delivery: Delivery, users: Sequence[str]) -> list[str]:
-        return self.deliver_many([(delivery, users)])[0]
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         """Who holds each event read for all the items in one pipeline, the users written to

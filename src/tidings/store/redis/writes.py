@@ -52,7 +52,7 @@ class WriteBuffer:
         return not any(self.phases)
 
     def dumps(self) -> str:
-        """The writes held, as JSON (the hot store's journal, ``tidings.store.hotjournal``)."""
+        """The writes held, as JSON (the hot store's journal, ``tidings.store.redis.journal``)."""
         return json.dumps(self.phases, separators=(",", ":"))
 
     @classmethod

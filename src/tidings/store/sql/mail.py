@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, delete, func, insert, select
 
 from tidings.domain.views import MailBatchRow
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import (
     email_batch,
     email_bundle_status,

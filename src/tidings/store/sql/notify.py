@@ -20,7 +20,7 @@ import psycopg
 from sqlalchemy import text
 
 from tidings.store.notifier import LocalNotifier
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 
 log = logging.getLogger("tidings.notifier")
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, delete, insert, select
 
 from tidings.domain.push import PushSubscription
-from tidings.store.sql.schema_push import push_subscriptions as subs
+from tidings.store.sql.schema.push import push_subscriptions as subs
 
 
 class SqlPush:

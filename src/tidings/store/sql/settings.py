@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select
 
-from tidings.store.sql.database import Database
+from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import email_bounces, event_types, preferences
 
 

@@ -14,22 +14,25 @@ from tidings import tracing
 from tidings.clock import Clock
 from tidings.domain.views import Filters
 from tidings.exceptions import StoreConflict
+from tidings.ports import AsyncStore, Store
 from tidings.store.base import InThreads, StoreBase
 from tidings.store.notifier import AfterCommit, LocalNotifier
-from tidings.store.sql import markall, ratebuckets
-from tidings.store.sql.asyncreads import AsyncReads, OnLoop
-from tidings.store.sql.database import Database
+from tidings.store.sql import ratebuckets
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.heldread import HeldReads
+from tidings.store.sql.core.timeouts import SqlTimeouts
 from tidings.store.sql.events import SqlEvents
+from tidings.store.sql.feedrecords import SqlFeedRecords
 from tidings.store.sql.graph import SqlGraph
-from tidings.store.sql.heldread import HeldReads
-from tidings.store.sql.inbox import SqlInbox
+from tidings.store.sql.inbox import SqlInbox, markers
+from tidings.store.sql.jobs import SqlJobAdmin, SqlJobs
+from tidings.store.sql.journal import SqlJournal
 from tidings.store.sql.mail import SqlMail
 from tidings.store.sql.notify import CHANNEL, PgNotifier
+from tidings.store.sql.onloop import AsyncReads, OnLoop, PublishOnLoop
 from tidings.store.sql.push import SqlPush
-from tidings.store.sql.queue import SqlJobAdmin, SqlJobs
 from tidings.store.sql.settings import SqlSettings
 from tidings.store.sql.timeline import SqlTimeline
-from tidings.store.sql.timeouts import SqlTimeouts
 
 T = TypeVar("T")
 
@@ -77,6 +80,10 @@ class SqlTx(AfterCommit):
     def jobs(self) -> SqlJobs:
         return SqlJobs(self._db, self.conn, self._store.clock,
                        self._enqueued if self._store.on_enqueue is not None else None)
+
+    @cached_property
+    def feed_records(self) -> SqlFeedRecords:
+        return SqlFeedRecords(self._db, self.conn)
 
     def _enqueued(self, count: int) -> None:
         """Jobs were queued in this unit: the store's ``on_enqueue`` hears of them once it
@@ -140,9 +147,9 @@ class SqlStore(StoreBase):
         # one statement (PostgreSQL) or one short transaction on the held connection's driver;
         # the unit of work where a narrower watermark makes their count inexact
         if isinstance(self.notifier, PgNotifier):
-            covered = markall.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
-        elif self.db.backend in markall.BEGIN:
-            covered = markall.in_one_transaction(self.db, self.held.read, user, until)
+            covered = markers.mark_all_read(self.db, self.held.read, user, until, CHANNEL)
+        elif self.db.backend in markers.BEGIN:
+            covered = markers.in_one_transaction(self.db, self.held.read, user, until)
             if covered is not None:
                 self.notifier.changed([user])
         else:
@@ -154,6 +161,15 @@ class SqlStore(StoreBase):
         # the badge's counts, the first page and a publish awaited on the loop (PostgreSQL)
         return InThreads(self) if self.async_reads is None else OnLoop(self, self.async_reads)
 
+    @cached_property
+    def journal(self) -> SqlJournal:
+        return SqlJournal(self.db)
+
+    def publishing(self, store: Store) -> AsyncStore:
+        # a group of events in one statement on the loop (PostgreSQL), else in a thread
+        return (InThreads(store) if self.async_reads is None
+                else PublishOnLoop(store, self, self.async_reads))
+
     def take_tokens(self, bucket: str, cost: float, *, rate: float, capacity: float) -> float:
         return ratebuckets.take(self.db, bucket, cost, rate=rate, capacity=capacity,
                                 now=self.clock.now_us())
@@ -163,12 +179,12 @@ class SqlStore(StoreBase):
         self.queue.next_run_after()
 
     def migrate(self) -> None:
-        from tidings.store.sql.migrate import upgrade
+        from tidings.store.sql.core.migrate import upgrade
 
         upgrade(self.db.url)
 
     def check_schema(self) -> None:
-        from tidings.store.sql.migrate import check_schema_current
+        from tidings.store.sql.core.migrate import check_schema_current
 
         check_schema_current(self.db)
 

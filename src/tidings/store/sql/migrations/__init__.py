@@ -1,1 +1,1 @@
-"""Alembic migrations, run through :mod:`tidings.store.sql.migrate` (no alembic.ini)."""
+"""Alembic migrations, run through :mod:`tidings.store.sql.core.migrate` (no alembic.ini)."""

@@ -1,8 +1,8 @@
 """Alembic's entry point for tidings' migrations.
 
-There is no ``alembic.ini``: :mod:`tidings.store.sql.migrate` builds the configuration in code and
-passes the store URL in ``config.attributes["url"]``, so passwords never sit in a file and the
-migrations ship inside the package.
+There is no ``alembic.ini``: :mod:`tidings.store.sql.core.migrate` builds the configuration in
+code and passes the store URL in ``config.attributes["url"]``, so passwords never sit in a file
+and the migrations ship inside the package.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, make_url
 
-from tidings.store.sql.database import Database, normalise_url
-from tidings.store.sql.migrate import declared_for
+from tidings.store.sql.core.database import Database, normalise_url
+from tidings.store.sql.core.migrate import declared_for
+from tidings.store.sql.core.timeouts import SqlTimeouts
 from tidings.store.sql.schema import metadata
-from tidings.store.sql.timeouts import SqlTimeouts
 
 # a schema change on a large table (an index built over every row) may take long: no limit
 SCHEMA_CHANGES = SqlTimeouts(statement=None)
@@ -56,7 +56,7 @@ def main() -> None:
     if not isinstance(url, str):
         raise RuntimeError(
             "tidings migrations need config.attributes['url']; run them through "
-            "tidings.store.sql.migrate or `tidings migrate`"
+            "tidings.store.sql.core.migrate or `tidings migrate`"
         )
     if context.is_offline_mode():
         run_offline(url)

@@ -1,0 +1,2 @@
+"""The SQL store's plumbing: engines and connections, timeouts, driver errors, bulk
+statements, migrations."""

@@ -1,0 +1,379 @@
+"""Inbox rows (``InboxStore`` on SQL): batched idempotent writes with the bundling columns,
+reads of base rows, read state, removal.
+
+Every list and count reads base rows only (one per display group) through an index: no
+GROUP BY, no DISTINCT, no COUNT(*) over an inbox. Which group a notification joins is decided
+by the caller (``tidings.domain.bundling``); this module stores what it decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from operator import attrgetter
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    delete,
+    func,
+    or_,
+    select,
+    true,
+    tuple_,
+    update,
+)
+
+from tidings.clock import Clock
+from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.readstate import Markers
+from tidings.domain.views import (
+    BundleBase,
+    Delivery,
+    Filters,
+    GroupInfo,
+    InboxRow,
+    NewNotification,
+    NotificationKey,
+    PageView,
+    ReadState,
+)
+from tidings.store import pageview, stepwise
+from tidings.store.sql.core.database import Database
+from tidings.store.sql.inbox import bundles, holders
+from tidings.store.sql.inbox import cap as inboxcap
+from tidings.store.sql.inbox import groups as groupsummary
+from tidings.store.sql.inbox import markers as readmarkers
+from tidings.store.sql.inbox import page as sql_pageview
+from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
+from tidings.store.sql.schema import event_fields, events, notifications
+
+n = notifications.c
+IN_LIST = 5000
+BATCH = 500
+# a notification row's columns, each read from the NewNotification attribute named (None: the
+# value given): a new row is its group's base, unread, fresh when created
+_ROW: tuple[tuple[str, str | None, Any], ...] = (
+    ("user_id", "user_id", None), ("event_id", "event_id", None),
+    ("created_at", "created_at", None), ("fresh_at", "fresh_at", None),
+    ("type", "type", None), ("category", "category", None), ("section", "section", None),
+    ("actor", "actor", None), ("object", "object", None),
+    ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),
+    ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None),
+    ("group_count", None, None), ("group_actors", None, None))
+ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
+ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
+    (attrgetter(name) if name else None, value) for _, name, value in _ROW)
+SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary.fill's
+JOINED_AT = ROW_COLUMNS.index("joined")
+
+
+class SqlInbox:
+    """The ``notifications`` and ``read_markers`` tables within one transaction."""
+
+    def __init__(self, db: Database, conn: Connection, clock: Clock) -> None:
+        self.db = db
+        self.conn = conn
+        self.clock = clock
+        self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
+
+    # -- watermarks -----------------------------------------------------------------------
+
+    def load_markers(self, user: str) -> Markers:
+        return readmarkers.load(self.conn, user)
+
+    def load_markers_many(self, users: Sequence[str]) -> dict[str, Markers]:
+        return readmarkers.load_many(self.conn, users)
+
+    def set_marker(self, user: str, scope: str, until: int) -> None:
+        readmarkers.move(self.db, self.conn, user, scope, until)
+
+    def set_position(self, user: str, position: tuple[int, int], until: int) -> bool:
+        return readmarkers.move_position(self.db, self.conn, user, until, position)
+
+    def position_of(self, user: str, event_id: int) -> tuple[int, int] | None:
+        row = self.conn.execute(select(n.created_at).where(
+            n.user_id == user, n.event_id == event_id)).first()
+        return None if row is None else (row.created_at, event_id)
+
+    def keys_of(self, user: str, event_ids: Sequence[int]) -> list[NotificationKey]:
+        if not event_ids:
+            return []
+        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                for r in self.conn.execute(
+                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                    .where(n.user_id == user, n.event_id.in_(list(event_ids))))]
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def bundle_bases(self, users: Sequence[str], bundle_hash: str, *,
+                     before: tuple[int, int] | None = None) -> dict[str, BundleBase]:
+        if before is None:  # the newest base of each pair, as a batch reads them
+            found = self.bundle_bases_many([(u, bundle_hash) for u in users])
+            return {user: base for (user, _), base in found.items()}
+        bundles.lock(self.db, self.conn, users, bundle_hash, self.clock)
+        bases: dict[str, BundleBase] = {}
+        for start in range(0, len(users), IN_LIST):
+            part = list(users[start:start + IN_LIST])
+            query = (
+                select(*bundles.BASE_COLUMNS)
+                .where(n.user_id.in_(part), n.bundle_hash == bundle_hash,
+                       n.bundle_base == true())
+                .order_by(n.user_id)
+            )
+            if before is not None:
+                created, event_id = before
+                query = query.where(or_(n.created_at < created,
+                                        and_(n.created_at == created, n.event_id < event_id)))
+            if self.db.skip_locked:
+                query = query.with_for_update()
+            for row in self.conn.execute(query):
+                newest = bases.get(row.user_id)
+                if newest is None or (row.created_at, row.event_id) > (
+                        newest.created_at, newest.event_id):
+                    bases[row.user_id] = bundles.base_of(row)
+        return bases
+
+    def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
+                          ) -> dict[tuple[str, str], BundleBase]:
+        bundles.lock_pairs(self.db, self.conn, pairs, self.clock)
+        return bundles.of_pairs(self.db, self.conn, pairs)
+
+    def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
+        return holders.delivered(self.db, self.conn, event_id, users)
+
+    def held(self, event_ids: Sequence[int]) -> set[int]:
+        return holders.held(self.db, self.conn, event_ids)
+
+    def unreachable(self, users: Sequence[str]) -> set[str]:
+        return set()  # one database: reachable or not as a whole
+
+    def index_unreachable(self, event_id: int) -> bool:
+        return False  # the rows are their own index
+
+    def index_later(self, event_id: int) -> None:
+        return None
+
+    def index(self, event_id: int, users: Sequence[str]) -> None:
+        return None
+
+    def insert(self, rows: Sequence[NewNotification]) -> None:
+        fields = {(r.event_id, name, value) for r in rows for name, value in r.fields}
+        if fields:  # every chunk of an event carries the same rows: the first one stays
+            self.db.insert_many(self.conn, event_fields, [
+                {"event_id": e, "name": name, "value": value}
+                for e, name, value in sorted(fields)], ignore=True)
+        if not rows:
+            return
+        # the rows column by column (a column of rows that share a value costs a compare)
+        columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
+        if any(columns[JOINED_AT]):  # the summaries of the groups joined
+            columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
+        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
+                                                       columns))
+            return
+        values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
+        self.db.insert_many(self.conn, notifications, values, ignore=True)
+        self.sizes.update(inboxcap.grow(self.db, self.conn,
+                                        [(r.user_id, r.created_at) for r in rows]))
+
+    def hold(self, users: Sequence[str]) -> None:
+        inboxcap.hold(self.db, self.conn, users)
+
+    def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
+        return inboxcap.over_cap(self.conn, users, cap, self.sizes)
+
+    def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        return stepwise.deliver_many(self, items)
+
+    def demote(self, groups: Sequence[tuple[str, str]]) -> None:
+        if self.db.backend == "postgresql":
+            bundles.demote(self.db, self.conn, groups)
+            return
+        for start in range(0, len(groups), BATCH):
+            self.conn.execute(
+                update(notifications)
+                .where(tuple_(n.user_id, n.display_hash).in_(list(groups[start:start + BATCH])),
+                       n.bundle_base == true())
+                .values(bundle_base=False, group_count=None, group_actors=None))
+
+    # -- removal ----------------------------------------------------------------------------
+
+    def keys_for_events(self, event_ids: Sequence[int]) -> list[NotificationKey]:
+        if not event_ids:
+            return []
+        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                for r in self.conn.execute(
+                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                    .where(n.event_id.in_(list(event_ids))))]
+
+    def remove(self, keys: Sequence[NotificationKey]) -> int:
+        removed = 0
+        pairs = [(k.user_id, k.event_id) for k in keys]
+        for start in range(0, len(pairs), BATCH):
+            result = self.conn.execute(delete(notifications).where(
+                tuple_(n.user_id, n.event_id).in_(pairs[start:start + BATCH])))
+            removed += max(result.rowcount, 0)
+        orphaned = {(k.user_id, k.display_hash) for k in keys if k.bundle_base}
+        for user, group in sorted(orphaned):
+            newest = self.conn.execute(
+                select(n.event_id).where(n.user_id == user, n.display_hash == group)
+                .order_by(n.created_at.desc(), n.event_id.desc()).limit(1)).first()
+            if newest is not None:
+                self.conn.execute(update(notifications)
+                                  .where(n.user_id == user, n.event_id == newest.event_id)
+                                  .values(bundle_base=True))
+        groupsummary.clear(self.db, self.conn, [(k.user_id, k.display_hash) for k in keys])
+        return removed
+
+    def forget_bundle_locks(self, before: int, limit: int) -> int:
+        return bundles.forget(self.conn, before, limit)
+
+    def compact_history(self, now: int) -> int:
+        return 0  # the rows are the history: no journal of writes
+
+    def trim(self, user: str, cap: int) -> int:
+        return inboxcap.trim(self.conn, user, cap, self.remove, self.sizes)
+
+    # -- read state -------------------------------------------------------------------------
+
+    def _groups_of(self, user: str, condition: ColumnElement[bool]) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            select(n.display_hash).where(n.user_id == user, condition).distinct())]
+
+    def groups_by_ids(self, user: str, event_ids: Sequence[int]) -> list[str]:
+        return self._groups_of(user, n.event_id.in_(list(event_ids))) if event_ids else []
+
+    def groups_by_match(self, user: str, *, actor: str | None, type: str | None,
+                        object: str | None) -> list[str]:
+        conditions = match_conditions(actor, type, object)
+        return self._groups_of(user, and_(*conditions)) if conditions else []
+
+    def keys_by_match(self, user: str, *, actor: str | None, type: str | None,
+                      object: str | None) -> list[NotificationKey]:
+        conditions = match_conditions(actor, type, object)
+        if not conditions:
+            return []
+        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
+                for r in self.conn.execute(
+                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
+                    .where(n.user_id == user, *conditions))]
+
+    def mark_groups(self, user: str, groups: Sequence[str], *, read: bool, now: int,
+                    markers: Markers) -> int:
+        changed = 0
+        for start in range(0, len(groups), BATCH):
+            part = list(groups[start:start + BATCH])
+            bases = self.conn.execute(
+                select(n.read_at, n.fresh_at, n.type, n.category, n.section, n.created_at,
+                       n.event_id)
+                .where(n.user_id == user, n.display_hash.in_(part), n.bundle_base == true())
+            ).all()
+            changed += sum(
+                1 for b in bases
+                if markers.is_unread(b.read_at, b.fresh_at, b.type, b.category, b.section,
+                                     position=(b.created_at, b.event_id)) != (not read))
+            values: dict[str, Any] = ({"read_at": now} if read
+                                      else {"read_at": None, "fresh_at": now})
+            self.conn.execute(update(notifications)
+                              .where(n.user_id == user, n.display_hash.in_(part))
+                              .values(**values))
+        return changed
+
+    def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
+        if not event_ids:
+            return []
+        return [ReadState(**r._mapping) for r in self.conn.execute(
+            select(n.event_id, n.created_at, n.read_at, n.fresh_at, n.type, n.category,
+                   n.section)
+            .where(n.user_id == user, n.event_id.in_(list(event_ids))))]
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def page(self, user: str, filters: Filters, markers: Markers, *, limit: int,
+             before: tuple[int, int] | None) -> list[InboxRow]:
+        conditions = filter_conditions(user, filters, markers)
+        if before is not None:
+            conditions.append(before_place(before))
+        query = (
+            select(n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category,
+                   n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
+                   events.c.payload)
+            .join(events, events.c.id == n.event_id)
+            .where(*conditions)
+            .order_by(n.created_at.desc(), n.event_id.desc())
+            .limit(limit)
+        )
+        return [InboxRow(**row._mapping) for row in self.conn.execute(query)]
+
+    def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
+        if not groups:
+            return {}
+        return groupsummary.group_info(self.db, self.conn, user, groups)
+
+    def page_view(self, user: str, filters: Filters, *, limit: int,
+                  before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
+        if self.db.backend != "postgresql" or filters.unread is not None:
+            if filters == Filters():  # three statements built once, straight to the driver
+                return sql_pageview.page_view(self.db, self.conn, user, limit=limit,
+                                           before=before, bundles=bundles)
+            return pageview.page_view(self, user, filters, limit=limit, before=before,
+                                      bundles=bundles)
+        params: dict[str, Any] = {"user": user}
+        found: Sequence[Sequence[Any]]
+        if filters == Filters():  # built once: straight to the driver
+            if before is not None:
+                params["before_at"], params["before_id"] = before
+            found = self.db.fetch(self.conn, sql_pageview.unfiltered(before is not None, limit),
+                                  params)
+        else:
+            conditions = filter_conditions(user, filters, Markers())  # no read-state filter
+            if before is not None:
+                conditions.append(before_place(before))
+            found = self.conn.execute(sql_pageview.statement(conditions, limit), params).all()
+        return sql_pageview.view(found, bundles, lambda: self.load_markers(user))
+
+    def unread_count(self, user: str, filters: Filters, markers: Markers | None = None, *,
+                     unseen: bool = False) -> int:
+        if markers is None and readmarkers.watermarks_only(filters):
+            # One statement: the count under the user's "all" watermark, and whether any
+            # narrower watermark says more; only then (rare) is the exact count needed.
+            unread, narrower = self._count_row(readmarkers.count_statement(
+                self.db.backend, bool(filters.types), filters.category is not None,
+                filters.section is not None, unseen), readmarkers.count_params(user, filters))
+            if not narrower:
+                return int(unread)
+        return self._exact_count(user, filters, markers, unseen=unseen)
+
+    def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
+        if readmarkers.watermarks_only(filters):  # both counts in one statement (see unread_count)
+            unread, unseen, narrower = self._count_row(
+                readmarkers.count_statement(
+                    self.db.backend, bool(filters.types), filters.category is not None,
+                    filters.section is not None, both=True),
+                readmarkers.count_params(user, filters))
+            if not narrower:
+                return int(unread), int(unseen)
+        markers = self.load_markers(user)
+        return (self._exact_count(user, filters, markers),
+                self._exact_count(user, filters, markers, unseen=True))
+
+    def _count_row(self, statement: Any, params: dict[str, Any]) -> tuple[Any, ...]:
+        if "types" in params:  # an expanding list: SQLAlchemy renders it per call
+            return tuple(self.conn.execute(statement, params).one())
+        ((*row,),) = self.db.fetch(self.conn, statement, params)
+        return tuple(row)
+
+    def _exact_count(self, user: str, filters: Filters, markers: Markers | None, *,
+                     unseen: bool = False) -> int:
+        if markers is None:
+            markers = self.load_markers(user)
+        if unseen:
+            markers = markers.unseen()
+        conditions = filter_conditions(user, replace(filters, unread=True), markers)
+        capped = select(n.event_id).where(*conditions).limit(UNREAD_CAP).subquery()
+        return int(self.conn.execute(select(func.count()).select_from(capped)).scalar_one())
+

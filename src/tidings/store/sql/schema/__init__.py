@@ -1,0 +1,398 @@
+"""The schema, declared once. Alembic migrations must produce exactly this (a test checks).
+
+Times are integer microseconds since the epoch (UTC). Read state follows Gazelle's witness
+tables: ``read_markers`` holds narrow per-user watermarks, so "mark all read" writes one row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from tidings.domain.events import DEFAULT_SCOPE
+
+# the shared metadata and conventions; the hot store's table and the rate limit's have modules
+# of their own
+from tidings.store.sql.schema.base import MYSQL as MYSQL
+from tidings.store.sql.schema.base import NAMING as NAMING
+from tidings.store.sql.schema.base import NOT_PG as NOT_PG
+from tidings.store.sql.schema.base import Serial as Serial
+from tidings.store.sql.schema.base import metadata as metadata
+from tidings.store.sql.schema.hot import hot_journal as hot_journal
+from tidings.store.sql.schema.limits import rate_buckets as rate_buckets
+from tidings.store.sql.schema.push import push_subscriptions as push_subscriptions
+
+# Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
+# stays on its page without a new index entry (0017).
+ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
+
+USER, TYPE, OBJECT, HASH, SCOPE = 255, 64, 255, 32, 64
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("type", String(TYPE), nullable=False),
+    Column("actor", String(USER)),
+    Column("object", String(OBJECT)),
+    Column("payload", Text, nullable=False),
+    Column("recipients", Text, nullable=False),
+    Column("exclude", Text, nullable=False),
+    # A key is unique per scope (one per server key over HTTP, ``default`` for the library).
+    Column("idempotency_scope", String(SCOPE), nullable=False, server_default=DEFAULT_SCOPE),
+    Column("idempotency_key", String(255)),
+    Column("body_hash", String(64), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("retracted_at", BigInteger),
+    UniqueConstraint("idempotency_scope", "idempotency_key"),
+    Index(None, "type", "object"),
+    Index(None, "actor", "type"),
+    Index(None, "object"),
+    Index(None, "created_at"),
+    # a followee's newest events in the timeline's order (the pull model's read); on PostgreSQL
+    # only those not retracted, with their type: an index-only scan (migration 0014), actors
+    # compared byte by byte (0015), by time since 0027
+    Index(None, "actor", "created_at", "id", postgresql_include=["type"],
+          postgresql_where=text("retracted_at IS NULL"),
+          postgresql_ops={"actor": "varchar_pattern_ops"}),
+    # SQLite and MariaDB: the pull read from an index alone, by time within (actor, type), the id
+    # in every entry (no partial index on MariaDB; SQLite would still read each row: 0018, 0020)
+    Index("ix_events_actor_type_retracted_at_created_at", "actor", "type", "retracted_at",
+          "created_at").ddl_if(dialect=NOT_PG),
+    # SQLite would otherwise hand the highest id out again once that event is deleted
+    sqlite_autoincrement=True,
+    **MYSQL,
+)
+
+event_types = Table(
+    "event_types",
+    metadata,
+    Column("name", String(TYPE), primary_key=True),
+    Column("definition", Text, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+# ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet),
+# raised by every insert, lowered by no removal, reset by an exact trim (fan-out's, past the cap).
+users = Table(
+    "users",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("inbox_rows", BigInteger),
+    **MYSQL,
+    **ROOM_TO_UPDATE,
+)
+
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("type", String(TYPE), nullable=False),
+    Column("object", String(OBJECT), nullable=False),
+    Column("channels", String(255), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger),  # µs; NULL: for good
+    UniqueConstraint("user_id", "type", "object"),
+    Index(None, "type", "object", "user_id"),
+    **MYSQL,
+)
+
+follows = Table(
+    "follows",
+    metadata,
+    Column("follower", String(USER), nullable=False),
+    Column("followee", String(USER), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("follower", "followee"),
+    Index(None, "followee", "follower"),
+    **MYSQL,
+)
+
+mutes = Table(
+    "mutes",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("value", String(OBJECT), nullable=False),
+    PrimaryKeyConstraint("user_id", "kind", "value"),
+    **MYSQL,
+)
+
+# Groups for privacy rules ("group:NAME"): who may hear of a type's events.
+group_members = Table(
+    "group_members",
+    metadata,
+    Column("group_name", String(TYPE), nullable=False),
+    Column("user_id", String(USER), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("group_name", "user_id"),
+    **MYSQL,
+)
+
+preferences = Table(
+    "preferences",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+# One row per (user, event). ``bundle_base`` marks the newest member of each display group:
+# lists and unread counts read base rows only, through an index, with no GROUP BY. ``fresh_at``
+# is what read watermarks compare against: the delivery time, or when the user marked it unread
+# again. ``joined`` is False on a row that started its display group (the group is that row
+# alone: a page need not read its members), True on one that joined (or from before 0016). A
+# joined base row keeps its group's summary (``group_count``, ``group_actors``; 0022)
+# where delivery knew it; null: the page reads the group's members.
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("fresh_at", BigInteger, nullable=False),
+    Column("type", String(TYPE), nullable=False),
+    Column("category", String(TYPE), nullable=False),
+    Column("section", String(16), nullable=False),
+    Column("actor", String(USER)),
+    Column("object", String(OBJECT)),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("display_hash", String(HASH), nullable=False),
+    Column("bundle_base", Boolean, nullable=False),
+    Column("read_at", BigInteger),
+    Column("joined", Boolean, nullable=False, server_default="1"),
+    Column("group_count", Integer), Column("group_actors", Text),
+    PrimaryKeyConstraint("user_id", "event_id"),
+    Index(None, "user_id", "bundle_base", "created_at", "event_id"),
+    # the unread count's and the bundling lookup's rows: on PostgreSQL, partial indexes of the
+    # unread base rows and of the base rows (migration 0019); elsewhere the columns in full
+    Index(None, "user_id", "fresh_at", postgresql_where=text("bundle_base AND read_at IS NULL")
+          ).ddl_if(dialect="postgresql"),
+    Index(None, "user_id", "bundle_hash", postgresql_where=text("bundle_base")
+          ).ddl_if(dialect="postgresql"),
+    Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
+    Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
+    Index(None, "display_hash", "user_id", "created_at", "event_id", "actor"),  # 0021
+    # (event, user): "who already has this event?" in fan-out, and retraction, by index only
+    Index(None, "event_id", "user_id"),
+    **MYSQL,
+)
+
+# The queryable payload fields of delivered events (``tidings.domain.fields``), as text: one
+# row per (event, field), written with the event's first notifications. An inbox list or count
+# narrowed by a field probes it by primary key for each base row it reads.
+event_fields = Table(
+    "event_fields",
+    metadata,
+    Column("event_id", BigInteger, nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("value", String(255), nullable=False),
+    PrimaryKeyConstraint("event_id", "name"),
+    **MYSQL,
+)
+
+# One row per (user, bundle) that fan-out has decided for: a unit locks its rows, in key order,
+# before it reads the bundle's newest base, so two units never both start a display group for
+# the same user and bundle (no base row to lock yet). Only locks: retention forgets them in a day.
+bundle_locks = Table(
+    "bundle_locks",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "bundle_hash"),
+    Index(None, "created_at"),
+    **MYSQL,
+)
+
+# The push model's mailboxes: a row per (follower, event), keyed in the timeline's order.
+timelines = Table(
+    "timelines",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "created_at", "event_id"),
+    **MYSQL,
+)
+
+# Per mailbox: a bound of its entries (the cap's check) and its floor: entries at or below the
+# position (``floor_at``, ``floor_id``) are not all held (trimmed, or older than a back-fill).
+timeline_state = Table(
+    "timeline_state",
+    metadata,
+    Column("user_id", String(USER), primary_key=True),
+    Column("entries", BigInteger, nullable=False),
+    Column("floor_id", BigInteger, nullable=False),
+    Column("floor_at", BigInteger, nullable=False, server_default="0"),
+    **MYSQL,
+    **ROOM_TO_UPDATE,
+)
+
+# Per source (a followed actor): its follower count (hybrid's celebrity test), its model override,
+# and ``push_from``: posts above the position (``push_from_at``, ``push_from``) are in the
+# followers' mailboxes (NULL: pulled; 0: from the first post).
+timeline_sources = Table(
+    "timeline_sources",
+    metadata,
+    Column("actor", String(USER), primary_key=True),
+    Column("followers", BigInteger, nullable=False),
+    Column("model", String(8)), Column("push_from", BigInteger),
+    Column("push_from_at", BigInteger),
+    # the sources with an override: all a pull deployment's read needs of this table (partial on
+    # PostgreSQL and SQLite, whole on MariaDB; 0014); those a push deployment's read needs (0023)
+    Index(None, "actor", postgresql_where=text("model IS NOT NULL"),
+          sqlite_where=text("model IS NOT NULL")),
+    Index("ix_timeline_sources_actor_unpushed", "actor", postgresql_where=text(
+        "model IS NOT NULL OR push_from IS NULL OR push_from <> 0")).ddl_if(dialect="postgresql"),
+    **MYSQL,
+)
+
+# Gazelle witness rows: scope is 'all', 'seen', 'type:NAME', 'category:NAME', 'section:NAME' or
+# 'position' (read up to a notification: also (position_at, position_id), the notification's
+# (created_at, event_id); it covers rows at or below that position fresh at ``until_at``).
+read_markers = Table(
+    "read_markers",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("scope", String(80), nullable=False),
+    Column("until_at", BigInteger, nullable=False),
+    Column("position_at", BigInteger),
+    Column("position_id", BigInteger),
+    PrimaryKeyConstraint("user_id", "scope"),
+    **MYSQL,
+)
+
+# TheSchwartz's job table: a job is claimed by moving grabbed_until into the future.
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("func", String(64), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("unique_key", String(255)),
+    Column("priority", SmallInteger, nullable=False),
+    Column("run_after", BigInteger, nullable=False),
+    Column("grabbed_until", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("unique_key"),
+    Index(None, "priority", "run_after"),
+    # SQLite would otherwise hand a completed job's id out again (0028)
+    sqlite_autoincrement=True,
+    **MYSQL,
+)
+
+job_failures = Table(
+    "job_failures",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("job_id", BigInteger, nullable=False),
+    Column("func", String(64), nullable=False),
+    Column("args", Text, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("final", Boolean, nullable=False),
+    Column("failed_at", BigInteger, nullable=False),
+    Index(None, "failed_at"),
+    **MYSQL,
+)
+
+# Mail waiting to be sent: one row per (user, event). ``kind`` is 'bundle' (inside an immediate
+# bundling window) or 'digest' (daily / weekly, or immediate mail over the daily cap).
+email_batch = Table(
+    "email_batch",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("priority", SmallInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("user_id", "event_id"),
+    Index(None, "user_id", "kind", "bundle_hash"),
+    Index(None, "event_id"),
+    **MYSQL,
+)
+
+# Echo's echo_email_bundle_status: when a bundle's last mail went out.
+email_bundle_status = Table(
+    "email_bundle_status",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("bundle_hash", String(HASH), nullable=False),
+    Column("last_email_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "bundle_hash"),
+    **MYSQL,
+)
+
+# Every mail handed to the SMTP server, by its Message-ID (a repeat is recognisable).
+email_log = Table(
+    "email_log",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("message_id", String(255), nullable=False),
+    Column("user_id", String(USER), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("address", String(255), nullable=False),
+    Column("subject", String(255), nullable=False),
+    Column("sent_at", BigInteger, nullable=False),
+    Index(None, "user_id", "sent_at"),
+    Index(None, "message_id"),
+    **MYSQL,
+)
+
+email_bounces = Table(
+    "email_bounces",
+    metadata,
+    Column("address", String(255), primary_key=True),
+    Column("reason", String(255), nullable=False),
+    Column("bounced_at", BigInteger, nullable=False),
+    **MYSQL,
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("user_id", String(USER), nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("url", String(1024), nullable=False),
+    Column("status", Integer),
+    Column("attempt", Integer, nullable=False),
+    Column("error", String(1024)),
+    Column("at", BigInteger, nullable=False),
+    Index(None, "user_id", "at"),
+    **MYSQL,
+)
+
+# One row per webhook endpoint (host) with consecutive failures: the circuit breaker every
+# worker shares. A row goes when the endpoint answers again.
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("host", String(255), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("paused_until", BigInteger, nullable=False),
+    **MYSQL,
+)
+
