@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by scripts/test: tests/test_deploy.py runs deploy/'s nginx site and Caddyfile in a
+# Sourced by scripts/test: tests/integrations/test_deploy.py runs deploy/'s nginx site and Caddyfile in a
 # real nginx and a real Caddy, both Debian's. Installed here when missing and we may (root with
 # apt-get); otherwise those tests skip (or fail with CI=true) with a reason.
 missing=()

@@ -9,7 +9,7 @@ rewriting tokens (``async def`` → ``def``, ``await x`` → ``x``, ``AsyncClien
     scripts/unasync.py            # rewrite _sync.py and _stream_sync.py
     scripts/unasync.py --check    # exit 1, showing the difference, when one is stale
 
-``tests/test_client_generated.py`` runs the check, so a change to one half only fails CI.
+``tests/api/test_client_generated.py`` runs the check, so a change to one half only fails CI.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Store fixtures: one behaviour suite and one contract suite, run against every store.
 
+The fixtures here are shared by every folder of ``tests/`` (``README.md`` there says which test
+goes where); a folder's own are in its ``conftest.py``.
+
 The stores are registered once, in ``store_registry.KINDS``; every fixture below that runs a test
 on every store takes its parameters from there. A test that takes ``any_store_url`` runs once per
 kind, with ids ``memory``, ``sqlite``, ``postgresql``, ``mysql``, ``redis`` and ``cluster`` (the
@@ -157,6 +160,24 @@ def store(request: pytest.FixtureRequest, clock: FrozenClock) -> Iterator[ports.
     """A clean bare store of each kind; closed (and its database dropped) after the test."""
     with KINDS_BY_NAME[request.param].open(request, clock) as opened:
         yield opened
+
+
+@pytest.fixture
+def sqlite_url(sqlite_stores: SqlStores) -> Iterator[str]:
+    """A clean SQLite database at head (the SQL part of a hot store, or the reference beside
+    one); dropped after the test."""
+    url = sqlite_stores.clone()
+    yield url
+    sqlite_stores.drop(url)
+
+
+@pytest.fixture
+def hot(hot_url: str, sqlite_url: str,  # noqa: F811 (the fixture)
+        clock: FrozenClock) -> Iterator[Tidings]:
+    """An engine on SQLite with its inboxes, markers and timelines on Redis: ``hot_url`` is the
+    local Redis or the session's Redis Cluster (``redis_servers.py``)."""
+    with open_tidings(sqlite_url, clock=clock, hot_store_url=hot_url) as t:
+        yield t
 
 
 @pytest.fixture

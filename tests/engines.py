@@ -233,6 +233,13 @@ def table_counts(t: Tidings) -> dict[str, int]:
     return dict(row._mapping)
 
 
+def table_names() -> list[str]:
+    """Every table the SQL schema declares."""
+    from tidings.store.sql.schema import metadata
+
+    return list(metadata.tables)
+
+
 def table_rows(t: Tidings, name: str) -> list[dict[str, Any]]:
     """Every row of one SQL table, as dicts, in a stable order (all columns, ascending)."""
     from sqlalchemy import select

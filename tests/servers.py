@@ -48,7 +48,6 @@ import httpx
 import jwt
 import pytest
 import uvicorn
-from sqlalchemy import func, select
 
 from engines import TYPES
 from stores import SqlStores
@@ -58,7 +57,6 @@ from tidings.client._requests import tls_context
 from tidings.config import Config
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
-from tidings.store.sql.schema import jobs
 
 SERVER_KEY = "test-server-key-0123456789"
 TOKEN_SECRET = "test-token-secret-0123456789abcdef"  # 32+ bytes, as HS256 wants
@@ -91,11 +89,7 @@ class LiveServer:
 
     def settled(self, timeout: float = 10.0) -> bool:
         """Wait until the worker has run every queued job (fan-out done); False on timeout."""
-        def idle() -> bool:
-            with self.tidings.store.db.read() as conn:
-                return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
-
-        return bool(wait_for(idle, timeout))
+        return bool(wait_for(lambda: not self.tidings.queue.counts_by_func(), timeout))
 
     def token(self, user: str, *, ttl_seconds: int = 3600, secret: str = TOKEN_SECRET,
               **claims: Any) -> str:

@@ -1,9 +1,12 @@
 """Drawing the listed items of an inbox page, with the drawn items kept for the next read.
 
-An item's title, body, link and HTML depend on its row, its display group's newest actors
-and count, its read and seen state, the language and the type's definition, and on nothing
-else. A page read again — the usual case: a badge click, a refresh, a poll — finds its items
-here instead of rendering them again. Every item handed out gets a payload of its own (a
+An item's title, body, link and HTML depend on its event, its display group's newest actors
+and count, the language and the type's definition, and on nothing else: not on whose inbox
+it is in, nor on its read and seen state. So an item is drawn once per event and group state
+and served to every recipient from there (an event fanned out to a thousand inboxes is
+rendered once, not a thousand times), and only its read and seen state are set per reader.
+A page read again — the usual case: a badge click, a refresh, a poll — finds its items'
+encoded forms here too. Every item handed out gets a payload of its own (a
 fresh parse, or for a flat payload a copy of the kept one), so a caller that changes an
 item's payload changes only its own copy.
 """
@@ -26,8 +29,9 @@ from tidings.domain.views import GroupInfo, InboxRow, Notification
 _new = object.__new__
 ITEM_CACHE_SIZE = 4_096  # drawn items kept per service; the oldest go first
 
-# a Notification's fields but its actors and payload, its actors, and its payload when that
-# is flat (no list or object inside: a shallow copy is then a copy of its own)
+# a Notification's fields but its actors and payload (read and seen set per reader), its
+# actors, and its payload when that is flat (no list or object inside: a shallow copy is then
+# a copy of its own)
 Drawn = tuple[dict[str, Any], tuple[str, ...], dict[str, Any] | None]
 _FLAT = (str, int, float, bool, type(None))
 
@@ -79,12 +83,12 @@ class ItemDrawer:
 
     def _item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
               language: str) -> Notification:
-        key = self._key(row, info, markers, language)
+        _, group, unread, seen, _, fingerprint = self._key(row, info, markers, language)
+        # the drawing is the event's in this group state, whoever reads it
+        key = (row.event_id, row.created_at, group, language, fingerprint)
         drawn = self._drawn.get(key)
         if drawn is None:
-            unread, seen = key[2], key[3]
-            drawn = self._draw(row, info, self._types(row.type), language, read=not unread,
-                               seen=seen)
+            drawn = self._draw(row, info, self._types(row.type), language)
             self._keep(self._drawn, key, drawn)
         fields, actors, flat = drawn
         # A frozen dataclass's __init__ sets each of its 17 fields through object.__setattr__
@@ -92,12 +96,14 @@ class ItemDrawer:
         item: Notification = _new(Notification)
         attributes = item.__dict__
         attributes.update(fields)
+        attributes["read"] = not unread
+        attributes["seen"] = seen
         attributes["actors"] = list(actors)
         attributes["payload"] = dict(flat) if flat is not None else json.loads(row.payload)
         return item
 
-    def _draw(self, row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str,
-              *, read: bool, seen: bool) -> Drawn:
+    def _draw(self, row: InboxRow, info: GroupInfo | None, event_type: EventType, language: str
+              ) -> Drawn:
         actors = info.actors if info else ([row.actor] if row.actor else [])
         count = info.count if info else 1
         others = min(max(len(actors) - 1, 0), OTHERS_CAP)
@@ -113,7 +119,7 @@ class ItemDrawer:
                 "section": row.section, "object": row.object, "actor": row.actor,
                 "count": count, "others": others, "title": rendered.title,
                 "body": rendered.body, "link": rendered.link, "html": rendered.html,
-                "created_at": to_rfc3339(row.created_at), "read": read, "seen": seen},
+                "created_at": to_rfc3339(row.created_at), "read": False, "seen": False},
                 tuple(actors[:3]), flat)
 
     def clear(self) -> None:
