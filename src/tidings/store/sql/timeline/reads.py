@@ -146,6 +146,34 @@ SELECT * FROM (
           if after else []))
 
 
+# PostgreSQL, a merged read's first page (no upper bound): the mailbox part without the
+# hidden entry's read. Entries are ranked newest first from the top, so the newest ``:cap``
+# held are the first ``:cap`` above the floor (those at or below it are older than all of
+# them): the box scans at most that many. Its floor (``fl``) is the stored one when the box is
+# full (then every cut it decides that counts is above the box's last entry, and the floor is
+# below it either way), else the floor under the newest ``:cap`` (:data:`FLOOR_CTE`'s).
+FIRST_BOX = """fl0 AS (
+  SELECT coalesce(max(floor_at), 0) AS fat, coalesce(max(floor_id), 0) AS fid,
+         max(entries) AS entries
+  FROM timeline_state WHERE user_id = :user),
+box AS (
+  SELECT t.at, t.id FROM (
+    SELECT t.created_at AS at, t.event_id AS id FROM fl0 CROSS JOIN timelines t
+    WHERE t.user_id = :user AND (t.created_at, t.event_id) > (fl0.fat, fl0.fid){over}
+    ORDER BY t.created_at DESC, t.event_id DESC LIMIT CAST(:cap AS BIGINT)) t
+  JOIN events b ON b.id = t.id
+  WHERE b.retracted_at IS NULL
+  ORDER BY t.at DESC, t.id DESC LIMIT {n}),
+fl AS (
+  SELECT f[1] AS fat, f[2] AS fid FROM (
+    SELECT CASE WHEN (SELECT count(*) FROM box) = {n} THEN ARRAY[fl0.fat, fl0.fid]
+      ELSE greatest(ARRAY[fl0.fat, fl0.fid], CASE WHEN fl0.entries > CAST(:cap AS BIGINT) THEN (
+        SELECT ARRAY[o.created_at, o.event_id] FROM timelines o WHERE o.user_id = :user
+        ORDER BY o.created_at, o.event_id LIMIT 1
+        OFFSET fl0.entries - CAST(:cap AS BIGINT) - 1) END) END AS f
+    FROM fl0) x)"""
+
+
 def bounds(user: str, before: Position | None, after: Position | None) -> dict[str, Any]:
     return {"user": user, **params("before", before), **params("after", after)}
 
@@ -242,15 +270,16 @@ def merged_statement(below: bool, above: bool, limit: int, form: str = "sources"
             " CAST(:above_id AS BIGINT))" if above else "")
     least_at, least_id = (("CAST(:above_at AS BIGINT)", "CAST(:above_id AS BIGINT)") if above
                           else ("0", "0"))
-    return text(f"""
-WITH {FLOOR_CTE},
+    head = (FIRST_BOX.format(over=over, n=n) if not below else f"""{FLOOR_CTE},
 box AS (
   SELECT t.created_at AS at, t.event_id AS id
   FROM fl CROSS JOIN timelines t JOIN events b ON b.id = t.event_id
   WHERE t.user_id = :user AND b.retracted_at IS NULL
     AND (t.created_at, t.event_id) > (fl.fat, fl.fid){over}{
         under.format(at="t.created_at", id="t.event_id")}
-  ORDER BY t.created_at DESC, t.event_id DESC LIMIT {n}),
+  ORDER BY t.created_at DESC, t.event_id DESC LIMIT {n})""")
+    return text(f"""
+WITH {head},
 low AS (
   SELECT CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[1] ELSE {least_at} END AS lat,
          CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[2] ELSE {least_id} END AS lid
