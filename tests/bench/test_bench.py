@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from tidings.domain.timeline import high_water
 from tidings_benchmarks.cli import _counts, bench_app
 from tidings_benchmarks.compare import comparison_table, sweep_table
 from tidings_benchmarks.measure import Latencies, median, percentile
@@ -227,8 +228,8 @@ def test_bench_timelines_baseline_json_and_plot(tmp_path: Path) -> None:
     for row in data["storage"]:
         assert row["total_bytes"] >= row["timelines_and_events_bytes"] > 0
         assert row["seed_bytes"] > 0 and row["ratio"] is not None
-        if row["model"] == "push":  # 20 users at most 800 rows each; the seed keeps all
-            assert 0 < row["mailbox_rows"] <= 20 * 800
+        if row["model"] == "push":  # 20 users at most the cap's high-water mark each
+            assert 0 < row["mailbox_rows"] <= 20 * high_water(800)
     assert png.read_bytes().startswith(PNG)
 
 

@@ -1,6 +1,8 @@
 """TimelineStore: idempotent pushes, pages newest first by position (the event's time, then
-its id), trimming. The events here are all dated alike (``created_at=T``) unless a test dates
-them otherwise: their positions are (T, id), in id order."""
+its id), trimming, the cap's high-water mark. The events here are all dated alike
+(``created_at=T``) unless a test dates them otherwise: their positions are (T, id), in id
+order. A capped mailbox is read as a timeline reads it, with the cap (``_page`` and
+``_floor`` with ``cap``): its newest ``cap`` entries, and the floor under them."""
 
 from __future__ import annotations
 
@@ -21,9 +23,9 @@ def at(event: int) -> Position:
 
 
 def _page(store: ports.Store, user: str, *, limit: int = 100,
-          before: Position | None = None) -> list[int]:
+          before: Position | None = None, cap: int | None = None) -> list[int]:
     return [e.id for e in read(store, lambda tx: tx.timeline.page(user, limit=limit,
-                                                                  before=before))]
+                                                                  before=before, cap=cap))]
 
 
 def test_an_entry_is_the_event_as_published(store: ports.Store, clock: FrozenClock) -> None:
@@ -109,8 +111,12 @@ def test_a_push_of_a_failed_unit_is_undone(store: ports.Store, clock: FrozenCloc
     assert _page(store, "ann") == []
 
 
-def _floor(store: ports.Store, user: str) -> Position:
-    return read(store, lambda tx: tx.timeline.floor(user))
+def _floor(store: ports.Store, user: str, cap: int | None = None) -> Position:
+    """The stored floor; with ``cap``, the floor a read with the cap sees (``head``'s)."""
+    if cap is None:
+        return read(store, lambda tx: tx.timeline.floor(user))
+    return read(store, lambda tx: tx.timeline.head(user, limit=1, before=None, after=None,
+                                                   cap=cap))[0]
 
 
 def test_pages_above_a_lower_bound(store: ports.Store, clock: FrozenClock) -> None:
@@ -155,9 +161,9 @@ def test_cap_trims_only_mailboxes_over_it(store: ports.Store, clock: FrozenClock
             tx.timeline.push(e, ["ann", "bob"] if e <= events[2] else ["ann"], T)
             tx.timeline.cap(["ann", "bob"], 3)
         write(store, work)
-    assert _page(store, "ann") == list(reversed(events[3:]))
-    assert _page(store, "bob") == list(reversed(events[:3]))
-    assert (_floor(store, "ann"), _floor(store, "bob")) == (at(events[2]), START)
+    assert _page(store, "ann", cap=3) == list(reversed(events[3:]))
+    assert _page(store, "bob", cap=3) == list(reversed(events[:3]))
+    assert (_floor(store, "ann", 3), _floor(store, "bob", 3)) == (at(events[2]), START)
 
 
 def test_one_cap_trims_mailboxes_over_it_by_different_amounts(store: ports.Store,
@@ -174,16 +180,16 @@ def test_one_cap_trims_mailboxes_over_it_by_different_amounts(store: ports.Store
         tx.timeline.cap(["ann", "bob", "cat", "dan", "eve", "ann"], 3)
 
     write(store, work)  # over the cap by 2, 6, 3, 0 and nothing
-    assert _page(store, "ann") == [events[8], events[3], events[2]]
-    assert _page(store, "bob") == [events[8], events[7], events[6]]
-    assert _page(store, "cat") == [events[8], events[4], events[3]]
-    assert _page(store, "dan") == [events[8], events[1], events[0]]
-    assert [_floor(store, u) for u in ("ann", "bob", "cat", "dan", "eve")] == [
+    assert _page(store, "ann", cap=3) == [events[8], events[3], events[2]]
+    assert _page(store, "bob", cap=3) == [events[8], events[7], events[6]]
+    assert _page(store, "cat", cap=3) == [events[8], events[4], events[3]]
+    assert _page(store, "dan", cap=3) == [events[8], events[1], events[0]]
+    assert [_floor(store, u, 3) for u in ("ann", "bob", "cat", "dan", "eve")] == [
         at(events[1]), at(events[5]), at(events[2]), START, START]
     write(store, lambda tx: (tx.timeline.push(events[7], ["dan"], T),
                              tx.timeline.cap(["dan"], 3)))
-    assert _page(store, "dan") == [events[8], events[7], events[1]]
-    assert _floor(store, "dan") == at(events[0])
+    assert _page(store, "dan", cap=3) == [events[8], events[7], events[1]]
+    assert _floor(store, "dan", 3) == at(events[0])
 
 
 def test_remove_source_takes_one_actors_entries(store: ports.Store,
@@ -228,11 +234,11 @@ def test_push_many_is_every_push_at_once(store: ports.Store, clock: FrozenClock)
     assert [_page(store, u) for u in ("ann", "bob", "cat")] == [
         [third, first], [third, second, first], [third]]
     write(store, lambda tx: tx.timeline.cap(["ann", "bob", "cat"], 2))
-    assert _page(store, "bob") == [third, second]
+    assert _page(store, "bob", cap=2) == [third, second]
     # ann's bound may have counted the repeated push: a store that keeps only a bound may
-    # remove one more (the floor covers it)
-    assert _page(store, "ann") in ([third, first], [third])
-    assert _page(store, "cat") == [third]
+    # remove or hide one more (the floor covers it)
+    assert _page(store, "ann", cap=2) in ([third, first], [third])
+    assert _page(store, "cat", cap=2) == [third]
 
 
 def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
@@ -241,19 +247,19 @@ def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
     boundary, more than the cap at once, repeated), each mailbox written keeps its newest
     ``cap`` and its floor rises past what went; mailboxes not written are left alone."""
     events = [publish(store, clock.now_us(), created_at=T) for _ in range(12)]
-    floor = lambda user: read(store, lambda tx: tx.timeline.floor(user))  # noqa: E731
+    floor = lambda user: _floor(store, user, 3)  # noqa: E731
     write(store, lambda tx: tx.timeline.push_many([(e, ["ann", "bob", "dan"], T)
                                                    for e in events[2:5]]))
     # newer than every entry held: ann and bob lose their oldest; dan is not written
     write(store, lambda tx: tx.timeline.push_capped(
         [(events[5], ["ann", "bob"], T), (events[6], ["ann"], T)], 3))
-    assert _page(store, "ann") == [events[6], events[5], events[4]]
-    assert _page(store, "bob") == [events[5], events[4], events[3]]
-    assert _page(store, "dan") == [events[4], events[3], events[2]]
+    assert _page(store, "ann", cap=3) == [events[6], events[5], events[4]]
+    assert _page(store, "bob", cap=3) == [events[5], events[4], events[3]]
+    assert _page(store, "dan", cap=3) == [events[4], events[3], events[2]]
     assert (floor("ann"), floor("bob"), floor("dan")) == (at(events[3]), at(events[2]), START)
     # older than the boundary: the old entry goes again at once, the floor stays above it
     write(store, lambda tx: tx.timeline.push_capped([(events[0], ["ann"], T)], 3))
-    assert _page(store, "ann") == [events[6], events[5], events[4]]
+    assert _page(store, "ann", cap=3) == [events[6], events[5], events[4]]
     assert floor("ann") == at(events[3])
     # new entries between those held: fewer held entries are older than the new ones than
     # the mailbox is over the cap by, so a new entry goes too
@@ -261,29 +267,29 @@ def test_push_capped_keeps_the_newest_and_raises_the_floor(store: ports.Store,
                                                    for e in (events[2], events[5], events[6])]))
     write(store, lambda tx: tx.timeline.push_capped(
         [(events[3], ["eve"], T), (events[4], ["eve"], T)], 3))
-    assert _page(store, "eve") == [events[6], events[5], events[4]]
+    assert _page(store, "eve", cap=3) == [events[6], events[5], events[4]]
     assert floor("eve") == at(events[3])
     # once more, one new entry: the oldest held goes
     write(store, lambda tx: tx.timeline.push_capped([(events[7], ["bob"], T)], 3))
-    assert _page(store, "bob") == [events[7], events[5], events[4]]
+    assert _page(store, "bob", cap=3) == [events[7], events[5], events[4]]
     # more new entries than the cap at once, into an empty mailbox and a full one
     write(store, lambda tx: tx.timeline.push_capped(
         [(e, ["cat", "bob"], T) for e in events[8:12]], 3))
-    assert _page(store, "cat") == [events[11], events[10], events[9]]
-    assert _page(store, "bob") == [events[11], events[10], events[9]]
+    assert _page(store, "cat", cap=3) == [events[11], events[10], events[9]]
+    assert _page(store, "bob", cap=3) == [events[11], events[10], events[9]]
     assert floor("cat") == at(events[8])
     assert floor("bob") == at(events[8])
     # and later writes count from there: one more entry, one more goes
     extra = publish(store, clock.now_us(), created_at=T)
     write(store, lambda tx: tx.timeline.push_capped([(extra, ["cat"], T)], 3))
-    assert _page(store, "cat") == [extra, events[11], events[10]]
+    assert _page(store, "cat", cap=3) == [extra, events[11], events[10]]
     assert floor("cat") == at(events[9])
     # a repeated entry beside a new one: a store that keeps only a bound of the size, counting
     # the repeat, may remove one more (the floor covers it)
     last = publish(store, clock.now_us(), created_at=T)
     write(store, lambda tx: tx.timeline.push_capped(
         [(extra, ["cat"], T), (last, ["cat"], T)], 3))
-    assert _page(store, "cat") in ([last, extra, events[11]], [last, extra])
+    assert _page(store, "cat", cap=3) in ([last, extra, events[11]], [last, extra])
 
 
 def test_cap_holds_where_a_bound_counted_more_entries_than_are_held(
@@ -294,10 +300,10 @@ def test_cap_holds_where_a_bound_counted_more_entries_than_are_held(
     write(store, lambda tx: tx.timeline.push_many(
         [(first, ["ann"], T)] * 3 + [(second, ["ann"], T)]))
     write(store, lambda tx: tx.timeline.cap(["ann"], 1))
-    assert _page(store, "ann") == [second]
+    assert _page(store, "ann", cap=1) == [second]
     write(store, lambda tx: (tx.timeline.push(third, ["ann"], T),
                              tx.timeline.cap(["ann"], 1)))
-    assert _page(store, "ann") == [third]
+    assert _page(store, "ann", cap=1) == [third]
 
 
 def test_push_capped_takes_more_entries_for_one_mailbox_than_a_command_holds(
@@ -307,5 +313,5 @@ def test_push_capped_takes_more_entries_for_one_mailbox_than_a_command_holds(
     events = [publish(store, clock.now_us(), created_at=T) for _ in range(1_100)]
     write(store, lambda tx: tx.timeline.push_capped(
         [(e, ["ann"], T) for e in events], 1_050))
-    assert _page(store, "ann", limit=2_000) == list(reversed(events[50:]))
-    assert read(store, lambda tx: tx.timeline.floor("ann")) == at(events[49])
+    assert _page(store, "ann", limit=2_000, cap=1_050) == list(reversed(events[50:]))
+    assert _floor(store, "ann", 1_050) == at(events[49])

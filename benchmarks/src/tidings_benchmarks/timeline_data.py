@@ -14,7 +14,8 @@ The history is not what the bench measures, so it is written in bulk (``COPY`` o
 multi-row ``INSERT`` elsewhere) with the rows publishing would have written: the events
 (``bench.post``, one per message, ids 1…N in time order), the follows, and for the models that
 write mailboxes one set-based ``INSERT … SELECT`` per block of followers that keeps, for each
-follower, the newest ``timeline_cap`` events of the followees whose posts are pushed.
+follower, the newest ``timeline_cap`` events of the followees whose posts are pushed, and a
+share of the high-water mark's margin that varies by follower (:func:`held`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tidings.domain.events import Event
+from tidings.domain.timeline import high_water
 from tidings.domain.types import EventType
 from tidings_benchmarks.raw import RawConnection
 
@@ -152,40 +154,60 @@ def load_history(url: str, data: Data, now: int, progress: Callable[[int], objec
         raw.commit()
 
 
-def mailbox_sql(celebrities: Sequence[int]) -> str:
+def mailbox_sql(celebrities: Sequence[int], spread: int = 1, backend: str = "") -> str:
     """The capped mailboxes of one block of followers (``%s`` placeholders: type, the first
-    and last follower of the block, the cap)."""
-    return "INSERT INTO timelines (user_id, event_id, created_at) " + mailbox_select(celebrities)
+    and last follower of the block, the cap; ``spread``: see :func:`held`)."""
+    return ("INSERT INTO timelines (user_id, event_id, created_at) "
+            + mailbox_select(celebrities, spread, backend))
 
 
-def _ranked(celebrities: Sequence[int]) -> str:
+def spread_of(cap: int) -> int:
+    """How many sizes a mailbox of a running deployment holds between trims: the cap to its
+    high-water mark."""
+    return high_water(cap) - cap + 1
+
+
+def held(spread: int, backend: str) -> str:
+    """SQL of how many entries the follower ``f.follower`` holds (``%s``: the cap): the cap,
+    plus a share of the margin that varies by follower (``spread`` sizes, spread evenly), as
+    mailboxes trimmed back to the cap at different times hold in a running deployment."""
+    if spread <= 1:
+        return "%s"
+    if backend == "mysql":
+        return f"(%s + MOD(CAST(SUBSTR(f.follower, 2) AS SIGNED) * 7919, {int(spread)}))"
+    x = "(CAST(SUBSTR(f.follower, 2) AS INTEGER) * 7919)"  # integer division on both
+    return f"(%s + {x} - ({x} / {int(spread)}) * {int(spread)})"
+
+
+def _ranked(celebrities: Sequence[int], spread: int = 1, backend: str = "") -> str:
     """Each follower's pushed events of one block, numbered newest first (by time, then id:
-    the timeline's order)."""
+    the timeline's order), with how many it holds (``keep``: :func:`held`)."""
     skip = ""
     if celebrities:
         skip = " AND f.followee NOT IN ({})".format(
             ", ".join(f"'{user_id(c)}'" for c in celebrities))
     return ("(SELECT f.follower, e.id, e.created_at, "
             "ROW_NUMBER() OVER (PARTITION BY f.follower ORDER BY e.created_at DESC, e.id DESC)"
-            " AS n "
+            f" AS n, {held(spread, backend)} AS keep "
             "FROM follows f JOIN events e ON e.actor = f.followee "
             f"WHERE e.type = %s AND f.follower BETWEEN %s AND %s{skip}) ranked")
 
 
-def mailbox_select(celebrities: Sequence[int]) -> str:
-    """(follower, event id, created at) of :func:`mailbox_sql`'s rows."""
-    return f"SELECT follower, id, created_at FROM {_ranked(celebrities)} WHERE n <= %s"
+def mailbox_select(celebrities: Sequence[int], spread: int = 1, backend: str = "") -> str:
+    """(follower, event id, created at) of :func:`mailbox_sql`'s rows (placeholders: the
+    cap, then type, the first and last follower of the block)."""
+    return (f"SELECT follower, id, created_at FROM {_ranked(celebrities, spread, backend)} "
+            "WHERE n <= keep")
 
 
-def state_select(celebrities: Sequence[int]) -> str:
-    """(follower, entries, floor_at, floor_id) of the same mailboxes (placeholders: the cap
-    three times, then as :func:`mailbox_sql` without the cap): the floor is the position of
-    the newest event the cap left out ((0, 0): none), below which reads pull, as after the
-    engine's own trims."""
-    return ("SELECT follower, SUM(CASE WHEN n <= %s THEN 1 ELSE 0 END), "
-            "COALESCE(MAX(CASE WHEN n = %s + 1 THEN created_at END), 0), "
-            "COALESCE(MAX(CASE WHEN n = %s + 1 THEN id END), 0) "
-            f"FROM {_ranked(celebrities)} GROUP BY follower")
+def state_select(celebrities: Sequence[int], spread: int = 1, backend: str = "") -> str:
+    """(follower, entries, floor_at, floor_id) of the same mailboxes (placeholders as
+    :func:`mailbox_select`): the floor is the position of the newest event the cap left out
+    ((0, 0): none), below which reads pull, as after the engine's own trims."""
+    return ("SELECT follower, SUM(CASE WHEN n <= keep THEN 1 ELSE 0 END), "
+            "COALESCE(MAX(CASE WHEN n = keep + 1 THEN created_at END), 0), "
+            "COALESCE(MAX(CASE WHEN n = keep + 1 THEN id END), 0) "
+            f"FROM {_ranked(celebrities, spread, backend)} GROUP BY follower")
 
 
 def blocks(data: Data) -> Iterator[tuple[int, int]]:
@@ -216,13 +238,14 @@ def prepare_model(url: str, data: Data, model: str, cap: int, threshold: int,
         if model == "pull" or not mailboxes:
             progress(data.users)
             return 0
-        rows, state = raw.sql(mailbox_sql(celebrities)), raw.sql(
+        spread = spread_of(cap)
+        rows, state = raw.sql(mailbox_sql(celebrities, spread, raw.backend)), raw.sql(
             "INSERT INTO timeline_state (user_id, entries, floor_at, floor_id) "
-            + state_select(celebrities))
+            + state_select(celebrities, spread, raw.backend))
         for first, last in blocks(data):
             block = (POST.name, user_id(first), user_id(last))
-            written += raw.execute(rows, (*block, cap))
-            raw.execute(state, (cap, cap, cap, *block))
+            written += raw.execute(rows, (cap, *block))
+            raw.execute(state, (cap, *block))
             raw.commit()
             progress(last - first + 1)
     return written

@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 
+from tidings.domain.timeline import high_water
 from tidings.store.sql.timeline import cap as timelinecap
 from tidings_benchmarks import BenchFailure
 from tidings_benchmarks.raw import parse, pg_params
@@ -63,6 +64,7 @@ class FloorPostgres:
         self.schema = SCHEMA if capped else f"{SCHEMA}_uncapped"
         self.conn = psycopg.connect(**pg_params(parse(url)[1]))
         self.push = (timelinecap.push_statement(ENTRIES).replace(":cap", "%(cap)s")
+                     .replace(":mark", "%(mark)s")
                      if capped else ENTRIES)
 
     def fill(self) -> None:
@@ -100,10 +102,11 @@ class FloorPostgres:
         self.conn.commit()
         claimed = run(CLAIM, {"now": at, "until": at + 60_000_000}).fetchall()
         self.conn.commit()
-        params = {"ids": [json.loads(args)["event_id"] for _, args in claimed], "cap": cap}
+        params = {"ids": [json.loads(args)["event_id"] for _, args in claimed], "cap": cap,
+                  "mark": high_water(cap)}
         cursor = run(self.push, params)
         if self.capped and cursor.fetchall():  # users the statement left over the cap
-            raise BenchFailure("the SQL floor's push left a mailbox over the cap")
+            raise BenchFailure("the SQL floor's push left a mailbox over its high-water mark")
         run(DONE, {"jobs": [job for job, _ in claimed]})
         self.conn.commit()
 

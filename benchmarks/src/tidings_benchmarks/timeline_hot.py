@@ -116,15 +116,17 @@ def capped_mailboxes(url: str, data: tl.Data, cap: int, celebrities: Sequence[in
                      ) -> Iterator[tuple[int, list[tuple[int, int]], str]]:
     """(user, the (created_at, event id) entries push would have left in its mailbox, its
     floor as stored, "created_at:id" or '' for none), from the SQL history."""
-    select, state = tl.mailbox_select(celebrities), tl.state_select(celebrities)
     with RawConnection(url) as raw:
+        spread = tl.spread_of(cap)
+        select = tl.mailbox_select(celebrities, spread, raw.backend)
+        state = tl.state_select(celebrities, spread, raw.backend)
         for first, last in tl.blocks(data):
             block = (tl.POST.name, tl.user_id(first), tl.user_id(last))
             found: dict[int, list[tuple[int, int]]] = {n: [] for n in range(first, last + 1)}
-            for follower, event_id, at in raw.fetch(raw.sql(select), (*block, cap)):
+            for follower, event_id, at in raw.fetch(raw.sql(select), (cap, *block)):
                 found[int(str(follower)[1:])].append((int(str(at)), int(str(event_id))))
             floors = {int(str(f)[1:]): f"{at}:{floor}" for f, _, at, floor in raw.fetch(
-                raw.sql(state), (cap, cap, cap, *block)) if int(str(floor))}
+                raw.sql(state), (cap, *block)) if int(str(floor))}
             for user, entries in found.items():
                 yield user, entries, floors.get(user, "")
 

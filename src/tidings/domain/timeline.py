@@ -53,11 +53,20 @@ class SourceState:
 class ReadPlan:
     """What a store needs to decide each followee's cut itself (:func:`decide`,
     :func:`pull_cut`) and take a read's whole step at once: the deployment's model, its
-    celebrity threshold and the event types a timeline shows."""
+    celebrity threshold, the event types a timeline shows and the mailboxes' cap."""
 
     model: str
     celebrity: int
     types: tuple[str, ...]
+    cap: int | None = None  # the mailbox's cap: a read shows its newest ``cap`` entries
+
+
+def high_water(cap: int) -> int:
+    """The most entries a mailbox capped at ``cap`` holds: ``cap`` plus a margin of a tenth
+    (at least one). A write trims a mailbox only once it passes this mark, and then back to
+    ``cap``: one trim per margin's worth of pushes, not one per push. A read with the cap
+    shows the newest ``cap`` (the entries between are below its floor, and pulled)."""
+    return cap + max(cap // 10, 1)
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,12 @@ class TimelineStore(Protocol):
     """Push-model timelines: events written into followers' mailboxes, each with a floor
     (the position at or below which the mailbox is not complete: trimmed, or older than a
     back-fill) under which reads pull from the events instead. A position is (created_at,
-    event id), the one order of every timeline, newest first (``tidings.domain.timeline``)."""
+    event id), the one order of every timeline, newest first (``tidings.domain.timeline``).
+
+    A mailbox capped at N holds between N and the high-water mark
+    (:func:`tidings.domain.timeline.high_water`) entries once it has filled: a write trims it
+    only past the mark, back to N. A read given the cap shows the newest N held entries
+    exactly: the rest lie at or below its floor (:meth:`head`), so the reader pulls them."""
 
     def push(self, event_id: int, users: Sequence[str], created_at: int) -> None:
         """Write the event (created at ``created_at``) into these users' timelines;
@@ -224,33 +229,38 @@ class TimelineStore(Protocol):
 
     def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
         """:meth:`push_many`, then :meth:`cap` over the mailboxes written: the fan-out's write,
-        in one step where the store can; idempotent."""
+        in one step where the store can; idempotent. A mailbox under the high-water mark is
+        not looked at beyond its entries and its bound."""
 
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         """Write (event id, created_at) entries into one mailbox (a follow's back-fill);
         idempotent."""
 
     def page(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None = None) -> list[TimelineEntry]:
+             after: Position | None = None, cap: int | None = None) -> list[TimelineEntry]:
         """Unretracted events newest first by position, strictly below ``before`` and
-        strictly above ``after``."""
+        strictly above ``after``; with ``cap``, among the newest ``cap`` entries held only."""
 
     def trim(self, user: str, cap: int) -> int:
         """Keep the newest ``cap`` entries (by position), raise the floor to the newest entry
         removed; return how many went."""
 
     def cap(self, users: Sequence[str], cap: int) -> int:
-        """:meth:`trim` those of ``users`` whose mailbox may hold more than ``cap`` entries
-        (cheap for the others); return how many entries went. Stores that keep only a bound
-        of the size may remove a few more than needed (the floor covers them)."""
+        """:meth:`trim` those of ``users`` whose mailbox may hold more than the high-water
+        mark of ``cap`` (cheap for the others); return how many entries went. Stores that keep
+        only a bound of the size may remove a few more than needed (the floor covers them)."""
 
     def floor(self, user: str) -> Position:
         """The mailbox's floor (``START``, (0, 0): complete from the start)."""
 
     def head(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
+             after: Position | None, cap: int | None = None
+             ) -> tuple[Position, list[TimelineEntry]]:
         """The floor and :meth:`page` strictly above both ``after`` and the floor, in one
-        read where the store can (a timeline read's first step)."""
+        read where the store can (a timeline read's first step). With ``cap``, the floor as
+        the read sees it: raised to the newest entry beyond the newest ``cap`` held (where a
+        store that keeps only a bound of the size counts from the bound, a few more may be
+        below it)."""
 
     def merged(self, user: str, plan: ReadPlan, *, limit: int, below: Position | None,
                above: Position | None
@@ -259,9 +269,10 @@ class TimelineStore(Protocol):
         reader then takes :meth:`head`, ``GraphStore.followee_sources`` and
         ``EventStore.pull_page`` one by one): the newest ``limit`` distinct unretracted
         events strictly between the positions ``above`` and ``below`` among the mailbox's
-        (above its floor) and those of ``plan.types`` each followee posted up to its cut
-        (``tidings.domain.timeline.pull_cut`` under ``plan``), newest first, a mailbox copy
-        winning over a pulled one; and the reader's mutes (``GraphStore.mutes``)."""
+        (above its floor, as :meth:`head` with ``plan.cap`` sees it) and those of
+        ``plan.types`` each followee posted up to its cut (``tidings.domain.timeline.pull_cut``
+        under ``plan``), newest first, a mailbox copy winning over a pulled one; and the
+        reader's mutes (``GraphStore.mutes``)."""
 
     def raise_floor(self, user: str, floor: Position) -> None:
         """Move the floor up to ``floor`` (never down)."""

@@ -116,7 +116,7 @@ class TimelineService:
         candidates of the mailbox and the pulls, merged, the pulled ones filtered; another
         step below the last if the filter left the page short."""
         plan = ReadPlan(self.config.timeline_model, self.config.celebrity_followers,
-                        tuple(self.types()))
+                        tuple(self.types()), self.config.timeline_cap)
         got = tx.timeline.merged(user, plan, limit=n, below=want.below, above=want.above)
         if got is None:
             return self._steps(tx, user, want, n)
@@ -135,7 +135,9 @@ class TimelineService:
     def _steps(self, tx: Tx, user: str, want: Bounds, n: int) -> list[TimelineEntry]:
         """:meth:`_read` where the store takes a step in several reads: the mailbox's head
         (with its floor), the followees' states, the pulls of those not wholly in it."""
-        floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above)
+        # the floor as a read with the cap sees it: what lies below is pulled
+        floor, head = tx.timeline.head(user, limit=n, before=want.below, after=want.above,
+                                       cap=self.config.timeline_cap)
         first: list[TimelineEntry] | None = head  # the first round's mailbox part
         above = want.above or START
         # A push deployment reads first only the followees not pushed from the start: every

@@ -27,12 +27,18 @@ class StepwiseTimeline:
         self.cap(sorted({user for _, users, _ in entries for user in users}), cap)
 
     def page(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None = None) -> list[TimelineEntry]:
+             after: Position | None = None, cap: int | None = None) -> list[TimelineEntry]:
+        raise NotImplementedError
+
+    def hidden(self, user: str, cap: int | None) -> Position:
+        """The newest entry beyond the mailbox's newest ``cap`` (:data:`START`: none; none
+        either without a cap): a read with the cap sees nothing at or below it."""
         raise NotImplementedError
 
     def head(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
-        floor = self.floor(user)
+             after: Position | None, cap: int | None = None
+             ) -> tuple[Position, list[TimelineEntry]]:
+        floor = max(self.floor(user), self.hidden(user, cap))
         lowest = max(floor, after or START)
         return floor, self.page(user, limit=limit, before=before,
                                 after=None if lowest == START else lowest)

@@ -1,12 +1,13 @@
 """TimelineStore in memory: per user, the events pushed into their timeline (the push model),
-and each mailbox's floor."""
+and each mailbox's floor; a mailbox is trimmed back to its cap once past the high-water
+mark."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from tidings.domain.timeline import START, Position
+from tidings.domain.timeline import START, Position, high_water
 from tidings.domain.views import TimelineEntry
 from tidings.store.memory.state import Journal, State
 from tidings.store.timeline_steps import StepwiseTimeline
@@ -37,8 +38,17 @@ class MemoryTimeline(StepwiseTimeline):
         return sorted(((at, event_id) for event_id, at in self._s.timelines.get(user, {}).items()),
                       reverse=True)
 
+    def hidden(self, user: str, cap: int | None) -> Position:
+        if cap is None:
+            return START
+        newest = self._newest_first(user)
+        return newest[cap] if len(newest) > cap else START
+
     def page(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None = None) -> list[TimelineEntry]:
+             after: Position | None = None, cap: int | None = None) -> list[TimelineEntry]:
+        hidden = self.hidden(user, cap)
+        if hidden != START:
+            after = max(after or START, hidden)
         entries: list[TimelineEntry] = []
         for place in self._newest_first(user):
             if len(entries) >= limit:
@@ -64,8 +74,9 @@ class MemoryTimeline(StepwiseTimeline):
         return len(doomed)
 
     def cap(self, users: Sequence[str], cap: int) -> int:
+        mark = high_water(cap)
         return sum(self.trim(user, cap) for user in sorted(set(users))
-                   if len(self._s.timelines.get(user, {})) > cap)
+                   if len(self._s.timelines.get(user, {})) > mark)
 
     def floor(self, user: str) -> Position:
         return self._s.timeline_floors.get(user, START)

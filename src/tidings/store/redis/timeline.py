@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tidings.domain.timeline import START, Position
+from tidings.domain.timeline import START, Position, high_water
 from tidings.domain.views import TimelineEntry
 from tidings.store.redis.client import Redis
 from tidings.store.redis.keys import Keys
@@ -42,16 +42,17 @@ class RedisTimeline(StepwiseTimeline):
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
 
     def push_capped(self, entries: Sequence[tuple[int, Sequence[str], int]], cap: int) -> None:
-        """The entries and the cap over every mailbox they grow, one script call per node for
-        up to 256 mailboxes (``tl_push.lua``), where a ZADD and a ``tl_cap.lua`` call per
-        mailbox were two commands for each."""
+        """The entries and the cap over every mailbox they grow past its high-water mark,
+        one script call per node for up to 256 mailboxes (``tl_push.lua``), where a ZADD and
+        a ``tl_cap.lua`` call per mailbox were two commands for each."""
         mine = _by_mailbox(entries)
         users = sorted(mine)
         prefixes = [self.keys.user(user) for user in users]
         for group in self.redis.by_node(prefixes):
             self.buffer.script_users("tl_push", tuple(prefixes[i] for i in group), [
-                cap, *(",".join(f"{at}:{event_id}" for at, event_id in mine[users[i]])
-                       for i in group)], [])
+                cap, high_water(cap),
+                *(",".join(f"{at}:{event_id}" for at, event_id in mine[users[i]])
+                  for i in group)], [])
 
     def fill(self, user: str, entries: Sequence[tuple[int, int]]) -> None:
         if entries:
@@ -59,9 +60,10 @@ class RedisTimeline(StepwiseTimeline):
             self.buffer.command("ZADD", [self.keys.timeline(user), "NX", *pairs])
 
     def _read(self, user: str, limit: int, before: Position | None, after: Position | None,
-              above_floor: bool) -> tuple[Position, list[TimelineEntry]]:
-        """``tl_head.lua``'s page (the floor, then the entries in range), the bodies read from
-        SQL; more pages while retracted or deleted events (not shown) left it short."""
+              above_floor: bool, cap: int | None) -> tuple[Position, list[TimelineEntry]]:
+        """``tl_head.lua``'s page (the floor, then the entries in range; with ``cap``, among
+        the newest ``cap`` only, the floor raised under them), the bodies read from SQL; more
+        pages while retracted or deleted events (not shown) left it short."""
         out: list[TimelineEntry] = []
         floor = START
         while True:
@@ -69,7 +71,7 @@ class RedisTimeline(StepwiseTimeline):
             (found,) = self.redis.pipeline([("tl_head", self.keys.user(user), [
                 *(before if before is not None else ("", "")),
                 *(after if after is not None else ("", "")), want,
-                1 if above_floor else 0])], "timeline")
+                1 if above_floor else 0, "" if cap is None else cap])], "timeline")
             floor = _position(str(found[0]))
             places = [(int(float(found[k + 1])), int(found[k]))
                       for k in range(1, len(found), 2)]
@@ -81,26 +83,27 @@ class RedisTimeline(StepwiseTimeline):
             before = places[-1]
 
     def page(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None = None) -> list[TimelineEntry]:
-        return self._read(user, limit, before, after, False)[1]
+             after: Position | None = None, cap: int | None = None) -> list[TimelineEntry]:
+        return self._read(user, limit, before, after, False, cap)[1]
 
     def head(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
+             after: Position | None, cap: int | None = None
+             ) -> tuple[Position, list[TimelineEntry]]:
         """The floor and the page above it in one round trip (``tl_head.lua``), where the
         steps' :meth:`floor` then :meth:`page` took two."""
-        return self._read(user, limit, before, after, True)
+        return self._read(user, limit, before, after, True, cap)
 
     def trim(self, user: str, cap: int) -> int:
         with self.redis.guarded("timeline", self.keys.timeline(user)):
             size = int(self.redis.client.zcard(self.keys.timeline(user)))
-        self.buffer.script("tl_cap", self.keys.user(user), [cap])
+        self.buffer.script("tl_cap", self.keys.user(user), [cap, cap])
         return max(size - cap, 0)
 
     def cap(self, users: Sequence[str], cap: int) -> int:
         # the pushes of this unit are still in the buffer: the script, sent after them,
         # counts them; what it removes is not known here
         for user in sorted(set(users)):
-            self.buffer.script("tl_cap", self.keys.user(user), [cap])
+            self.buffer.script("tl_cap", self.keys.user(user), [cap, high_water(cap)])
         return 0
 
     def floor(self, user: str) -> Position:

@@ -332,12 +332,12 @@ local function raise_floor(u, at, id)
   end
 end
 
--- Keep the newest cap entries of a mailbox (by rank: time, then id), the floor raised to the
--- newest removed; returns how many went.
-local function cap_timeline(u, cap)
+-- A mailbox past its high-water mark (more than mark entries) keeps the newest cap (by rank:
+-- time, then id), the floor raised to the newest removed; returns how many went.
+local function cap_timeline(u, cap, mark)
   local tl = u .. ':tl'
   local n = redis.call('ZCARD', tl)
-  if n <= cap then return 0 end
+  if n <= mark then return 0 end
   local gone = redis.call('ZRANGE', tl, n - cap - 1, n - cap - 1, 'WITHSCORES')
   redis.call('ZREMRANGEBYRANK', tl, 0, n - cap - 1)
   raise_floor(u, tonumber(gone[2]), dec(gone[1]))

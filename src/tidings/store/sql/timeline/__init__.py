@@ -3,9 +3,11 @@ the timeline's order (user, created_at, event id).
 
 ``timeline_state`` keeps per mailbox an upper bound of its entries (raised by every push, set
 exact by a trim; on PostgreSQL a push counts only the entries it added, so it stays exact) and
-its floor. The cap is held on every write: :meth:`SqlTimeline.cap` trims
-only mailboxes whose bound passes it, deleting their oldest entries and raising their floor
-past them, in a few statements for all of them (:mod:`.timelinecap`).
+its floor. The cap is held by a high-water mark: :meth:`SqlTimeline.cap` trims only mailboxes
+whose bound passes the mark, back to the cap, deleting their oldest entries and raising their
+floor past them, in a few statements for all of them (:mod:`.cap`). A read with the cap
+raises the floor it reads under to the newest entry beyond the newest ``cap`` (found from the
+oldest end: at most the margin away), so it shows the newest ``cap`` and pulls the rest.
 """
 
 from __future__ import annotations
@@ -83,7 +85,11 @@ class SqlTimeline:
             for u in sorted(counts)])
 
     def page(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None = None) -> list[TimelineEntry]:
+             after: Position | None = None, cap: int | None = None) -> list[TimelineEntry]:
+        if cap is not None:
+            hidden = self._hidden(user, cap, self._state(user)[1])
+            if hidden != START:
+                after = max(after or START, hidden)
         rows = self.db.fetch(self.conn, read.page(False, before is not None,
                                                   after is not None, limit, self._rows),
                              read.bounds(user, before, after))
@@ -95,22 +101,33 @@ class SqlTimeline:
         return self.db.backend == "postgresql"
 
     def head(self, user: str, *, limit: int, before: Position | None,
-             after: Position | None) -> tuple[Position, list[TimelineEntry]]:
+             after: Position | None, cap: int | None = None
+             ) -> tuple[Position, list[TimelineEntry]]:
         params = read.bounds(user, before, after)
         if self.db.backend == "postgresql" and self.prefetched is not None:
             # one statement: the page, then a row with the floor and the followees
             *rows, last = self.db.fetch(self.conn, read.pg_head(
-                before is not None, after is not None, limit), params)
+                before is not None, after is not None, limit),
+                {**params, "cap": read.cap_param(cap)})
             self.prefetched["followees", user] = json.loads(last[4])
             self.prefetched["mutes", user] = json.loads(last[3])
             floor = (int(last[6]), int(last[7]))
-        else:  # the floor rides along in the page's statement; an empty page reads it alone
+        else:  # the floor and the bound ride along in the page's statement; an empty page
+            # reads them alone
             rows = self.db.fetch(self.conn, read.page(True, before is not None,
                                                       after is not None, limit, self._rows),
                                  params)
+            if rows:
+                floor, entries = (int(rows[0][6]), int(rows[0][7])), int(rows[0][8])
+            else:
+                floor, entries = self._state(user) if cap is not None else (self.floor(user), 0)
+            if cap is not None and entries > cap:  # one more read: what the cap hides
+                hidden = self._hidden(user, cap, entries)
+                if hidden > floor:
+                    floor = hidden
+                    rows = [r for r in rows if (int(r[9]), int(r[0])) > hidden]
             if not rows:
-                return self.floor(user), []
-            floor = (int(rows[0][6]), int(rows[0][7]))
+                return floor, []
         return floor, [TimelineEntry(id=r[0], type=r[1], actor=r[2], object=r[3],
                                      payload=json.loads(r[4]), created_at=r[5]) for r in rows]
 
@@ -124,6 +141,22 @@ class SqlTimeline:
             "pulled" if plan.model == PULL else "pushed" if plan.model == PUSH else "sources"),
             read.merged_params(user, plan, below, above))
         return read.candidates(rows)
+
+    def _state(self, user: str) -> tuple[Position, int]:
+        """The mailbox's stored floor and the bound of its entries."""
+        found = self.db.fetch(self.conn, read.STATE, {"user": user})
+        if not found:
+            return START, 0
+        return (int(found[0][0] or 0), int(found[0][1] or 0)), int(found[0][2] or 0)
+
+    def _hidden(self, user: str, cap: int, entries: int) -> Position:
+        """The newest entry a read with ``cap`` does not show (:data:`START`: none), for a
+        mailbox whose bound is ``entries``."""
+        if entries <= cap:
+            return START
+        found = (self.db.fetch(self.conn, read.HIDDEN, {"user": user, "skip": entries - cap - 1})
+                 or self.db.fetch(self.conn, read.NEWEST_HIDDEN, {"user": user, "skip": cap}))
+        return (int(found[0][0]), int(found[0][1])) if found else START
 
     def trim(self, user: str, cap: int) -> int:
         boundary = self.conn.execute(

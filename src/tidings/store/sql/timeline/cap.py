@@ -2,8 +2,14 @@
 chunk, whatever its size, instead of a handful per mailbox — one on PostgreSQL (``_PG_CAP``:
 the steps below as data-modifying CTEs, each mailbox's own excess as its OFFSET).
 
-Elsewhere the mailboxes over the cap are grouped by their excess ``k`` (their
-``timeline_state.entries`` bound minus the cap: one group after an ordinary push), and:
+A mailbox is trimmed only once its ``timeline_state.entries`` bound passes the high-water
+mark (:func:`tidings.domain.timeline.high_water`: the cap and a tenth), and then back to the
+cap: a write to a mailbox under the mark reads no entry of it, where an exact cap took one
+index descent per mailbox on every write. Reads with the cap show the newest ``cap``
+(:mod:`.reads`).
+
+The mailboxes past the mark are grouped by their excess ``k`` (their bound minus the cap),
+and:
 
 1. a SELECT finds every mailbox's boundary, its ``k``-th oldest entry by position (created_at,
    event id: the timeline's order; a correlated ``ORDER BY created_at, event_id LIMIT 1
@@ -45,6 +51,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from tidings.domain.timeline import high_water
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.schema import timeline_state, timelines
 
@@ -82,7 +89,7 @@ WITH boundaries AS (
          {_boundary("s.user_id", "s.entries - :cap")} AS bound
   FROM timeline_state s
   WHERE s.user_id = ANY(ARRAY(SELECT json_array_elements_text(CAST(:users AS JSON))))
-    AND s.entries > :cap
+    AND s.entries > :mark
 ), over AS (
   SELECT user_id, bound, bound[1] AS bound_at, bound[2] AS bound_id FROM boundaries
 ), {_trimmed("over")}
@@ -102,7 +109,8 @@ RETURNING COALESCE(counted.n, 0) AS n
 """)
 
 # PostgreSQL: a fan-out's write and its cap in one statement (``push_capped``). The entries go
-# in; each mailbox they grew past the cap loses its oldest entries, found among the rows it
+# in; each mailbox they grew past the high-water mark ``:mark`` loses its oldest entries
+# beyond the newest ``:cap``, found among the rows it
 # held before (all a statement's own snapshot shows: the rows it inserts are not visible to
 # it) and older than every entry it is given now: those are its oldest, whatever else it
 # holds. They are found and deleted in one pass per mailbox (an index scan from its oldest end
@@ -137,7 +145,7 @@ WITH new AS ({entries}
       SELECT ctid FROM timelines
       WHERE user_id = a.user_id AND (created_at, event_id) < (a.low[1], a.low[2])
       ORDER BY created_at, event_id LIMIT greatest(a.entries + a.n - :cap, 0)) o
-    WHERE a.entries + a.n > :cap AND a.n <= :cap))
+    WHERE a.entries + a.n > :mark AND a.n <= :cap))
   RETURNING t.user_id, t.created_at, t.event_id
 ), counted AS (
   SELECT user_id, count(*) AS n, max(ARRAY[created_at, event_id]) AS bound
@@ -157,7 +165,7 @@ WITH new AS ({entries}
                       THEN EXCLUDED.floor_id ELSE timeline_state.floor_id END
 )
 SELECT a.user_id FROM added a LEFT JOIN counted c ON c.user_id = a.user_id
-WHERE a.entries + a.n - coalesce(c.n, 0) > :cap
+WHERE a.entries + a.n - coalesce(c.n, 0) > :mark
 """)
 
 
@@ -172,8 +180,8 @@ _PG_PUSH_CAPPED = _push_capped(ENTRIES_INSERT)
 
 def push_statement(entries: str) -> str:
     """The text of the push-and-cap statement around ``entries`` (an ``INSERT INTO
-    timelines`` of the entries, ``:cap`` its parameter): the W1 bench's SQL floor runs it
-    with entries of its own."""
+    timelines`` of the entries; ``:cap`` and ``:mark``, the high-water mark, its
+    parameters): the W1 bench's SQL floor runs it with entries of its own."""
     return _push_capped(entries).text
 
 
@@ -197,7 +205,7 @@ def push_capped_pg(db: Database, conn: Connection, rows: Sequence[tuple[str, int
     """(user, event id, created_at) entries written and the cap held, on PostgreSQL."""
     if not rows:
         return
-    params = {**entry_columns(rows), "cap": cap_to}
+    params = {**entry_columns(rows), "cap": cap_to, "mark": high_water(cap_to)}
     try:
         with conn.begin_nested():
             left = db.fetch(conn, _PG_PUSH_NEW, params)
@@ -207,24 +215,27 @@ def push_capped_pg(db: Database, conn: Connection, rows: Sequence[tuple[str, int
         cap(conn, [r[0] for r in left], cap_to)
 
 
-def cap(conn: Connection, users: Sequence[str], cap: int) -> int:
-    """Trims every mailbox of ``users`` whose bound passes ``cap``; the entries removed."""
+def cap(conn: Connection, users: Sequence[str], cap: int, mark: int | None = None) -> int:
+    """Trims every mailbox of ``users`` whose bound passes ``mark`` (by default the cap's
+    high-water mark) back to ``cap``; the entries removed."""
     wanted = sorted(set(users))
+    mark = high_water(cap) if mark is None else mark
     if conn.dialect.name == "postgresql":
         return sum(int(r.n) for r in conn.execute(_PG_CAP, {"users": json.dumps(wanted),
-                                                             "cap": cap}))
+                                                             "cap": cap, "mark": mark}))
     if conn.dialect.name == "mysql":
-        return _cap_mysql(conn, wanted, cap)
-    return _cap_sqlite(conn, wanted, cap)
+        return _cap_mysql(conn, wanted, cap, mark)
+    return _cap_sqlite(conn, wanted, cap, mark)
 
 
-def _cap_sqlite(conn: Connection, wanted: list[str], cap: int, again: bool = True) -> int:
+def _cap_sqlite(conn: Connection, wanted: list[str], cap: int, mark: int,
+                again: bool = True) -> int:
     """:func:`cap` on SQLite, a group of mailboxes at a time; mailboxes whose bounds were
     counted again (:func:`_trim`) are capped ``again`` with them."""
     by_excess: dict[int, list[str]] = defaultdict(list)
     for start in range(0, len(wanted), IN_LIST):
         for row in conn.execute(select(st.user_id, st.entries).where(
-                st.user_id.in_(wanted[start:start + IN_LIST]), st.entries > cap)):
+                st.user_id.in_(wanted[start:start + IN_LIST]), st.entries > mark)):
             by_excess[int(row.entries) - cap].append(row.user_id)
     removed, recounted = 0, []
     for excess, group in sorted(by_excess.items()):
@@ -234,7 +245,7 @@ def _cap_sqlite(conn: Connection, wanted: list[str], cap: int, again: bool = Tru
             if not exact:
                 recounted += group[start:start + IN_LIST]
     if recounted and again:
-        removed += _cap_sqlite(conn, sorted(recounted), cap, again=False)
+        removed += _cap_sqlite(conn, sorted(recounted), cap, mark, again=False)
     return removed
 
 
@@ -261,7 +272,8 @@ SET s.floor_id = IF((b.bound_at, b.bound) > (s.floor_at, s.floor_id), b.bound, s
     s.entries = s.entries - b.k"""
 
 
-def _cap_mysql(conn: Connection, wanted: list[str], cap: int, again: bool = True) -> int:
+def _cap_mysql(conn: Connection, wanted: list[str], cap: int, mark: int,
+               again: bool = True) -> int:
     """:func:`cap` on MariaDB in a few statements for all the mailboxes, whatever their excess,
     each written as the driver runs it (no statement of hundreds of terms built and compiled
     through SQLAlchemy for every unit): the mailboxes over the cap; their boundaries; one
@@ -274,7 +286,7 @@ def _cap_mysql(conn: Connection, wanted: list[str], cap: int, again: bool = True
         part = wanted[start:start + IN_LIST]
         over += [(str(u), int(n) - cap) for u, n in conn.exec_driver_sql(
             f"SELECT user_id, entries FROM timeline_state WHERE user_id IN ({_marks(len(part))})"
-            " AND entries > %s", (*part, cap))]
+            " AND entries > %s", (*part, mark))]
     removed, recounted = 0, []
     over.sort(key=lambda row: row[1])
     for start in range(0, len(over), IN_LIST):
@@ -283,7 +295,7 @@ def _cap_mysql(conn: Connection, wanted: list[str], cap: int, again: bool = True
         if not exact:
             recounted += [u for u, _ in over[start:start + IN_LIST]]
     if recounted and again:
-        removed += _cap_mysql(conn, sorted(recounted), cap, again=False)
+        removed += _cap_mysql(conn, sorted(recounted), cap, mark, again=False)
     return removed
 
 

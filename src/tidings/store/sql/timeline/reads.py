@@ -31,7 +31,18 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import BigInteger, TextClause, and_, bindparam, func, or_, select, text, tuple_
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    TextClause,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    text,
+    tuple_,
+)
 
 from tidings.domain.timeline import NO_BOUND, Candidate, Position, ReadPlan
 from tidings.domain.views import TimelineEntry
@@ -43,13 +54,41 @@ t = timelines.c
 st = timeline_state.c
 
 FLOOR = select(st.floor_at, st.floor_id).where(st.user_id == bindparam("user"))
+STATE = select(st.floor_at, st.floor_id, st.entries).where(st.user_id == bindparam("user"))
+
+
+# A mailbox's ``:skip`` + 1-th oldest entry (``:user``): with ``:skip`` its bound minus the
+# cap, less one, the newest entry a read with the cap does not show. Read from the oldest end,
+# the margin of the high-water mark at most; where the bound is over the true count it is a
+# few entries higher (those are then pulled).
+HIDDEN = (select(t.created_at, t.event_id).where(t.user_id == bindparam("user"))
+          .order_by(t.created_at, t.event_id).limit(1).offset(bindparam("skip", type_=Integer)))
+# the same counted from the newest end (``:skip`` = the cap entries above it): for a bound so
+# far over the true count that HIDDEN finds nothing
+NEWEST_HIDDEN = (select(t.created_at, t.event_id).where(t.user_id == bindparam("user"))
+                 .order_by(t.created_at.desc(), t.event_id.desc()).limit(1)
+                 .offset(bindparam("skip", type_=Integer)))
+
+
+# PostgreSQL: the floor as a read with the cap (``:cap``) sees it, as one row (fat, fid): the
+# stored floor, raised to the entry :func:`hidden` finds when the mailbox's bound passes the
+# cap (the subquery runs only then); a mailbox with no state is complete from the start
+FLOOR_CTE = """fl AS (
+  SELECT f[1] AS fat, f[2] AS fid FROM (
+    SELECT coalesce(max(greatest(ARRAY[s.floor_at, s.floor_id],
+      CASE WHEN s.entries > CAST(:cap AS BIGINT) THEN (
+        SELECT ARRAY[o.created_at, o.event_id] FROM timelines o WHERE o.user_id = :user
+        ORDER BY o.created_at, o.event_id LIMIT 1 OFFSET s.entries - CAST(:cap AS BIGINT) - 1)
+      END)), CAST(ARRAY[0, 0] AS BIGINT[])) AS f
+    FROM timeline_state s WHERE s.user_id = :user) x)"""
 
 
 @lru_cache(maxsize=64)
 def page(head: bool, before: bool, after: bool, limit: int, rows: bool) -> Any:
     """A mailbox page, newest first by position: ``:user``, ``:before_at`` / ``:before_id``
     and ``:after_at`` / ``:after_id``; with ``head``, strictly above the mailbox's floor too,
-    which rides along as the seventh and eighth columns. ``rows``: compare positions as row
+    which rides along as the seventh and eighth columns, its bound and each entry's time as
+    the ninth and tenth. ``rows``: compare positions as row
     values (PostgreSQL; :mod:`.positions`)."""
     columns: list[Any] = [events.c.id, events.c.type, events.c.actor, events.c.object,
                           events.c.payload, events.c.created_at]
@@ -58,7 +97,9 @@ def page(head: bool, before: bool, after: bool, limit: int, rows: bool) -> Any:
         mine = st.user_id == bindparam("user")
         floor_at = select(func.coalesce(func.max(st.floor_at), 0)).where(mine).scalar_subquery()
         floor_id = select(func.coalesce(func.max(st.floor_id), 0)).where(mine).scalar_subquery()
-        columns += [floor_at.label("floor_at"), floor_id.label("floor_id")]
+        entries = select(func.coalesce(func.max(st.entries), 0)).where(mine).scalar_subquery()
+        columns += [floor_at.label("floor_at"), floor_id.label("floor_id"),
+                    entries.label("entries"), t.created_at.label("at")]
         where.append(tuple_(t.created_at, t.event_id) > tuple_(floor_at, floor_id) if rows
                      else and_(t.created_at >= floor_at,
                                or_(t.created_at > floor_at, t.event_id > floor_id)))
@@ -80,8 +121,7 @@ def pg_head(before: bool, after: bool, limit: int) -> Any:
     bounds = (" AND (t.created_at, t.event_id) < (:before_at, :before_id)" if before else ""
               ) + (" AND (t.created_at, t.event_id) > (:after_at, :after_id)" if after else "")
     return text(f"""
-WITH fl AS (SELECT coalesce(max(floor_at), 0) AS fat, coalesce(max(floor_id), 0) AS fid
-            FROM timeline_state WHERE user_id = :user)
+WITH {FLOOR_CTE}
 SELECT * FROM (
   (SELECT e.id, e.type, e.actor, e.object, e.payload, e.created_at, fl.fat, fl.fid
    FROM fl CROSS JOIN timelines t JOIN events e ON e.id = t.event_id
@@ -106,8 +146,41 @@ SELECT * FROM (
           if after else []))
 
 
+# PostgreSQL, a merged read's first page (no upper bound): the mailbox part without the
+# hidden entry's read. Entries are ranked newest first from the top, so the newest ``:cap``
+# held are the first ``:cap`` above the floor (those at or below it are older than all of
+# them): the box scans at most that many. Its floor (``fl``) is the stored one when the box is
+# full (then every cut it decides that counts is above the box's last entry, and the floor is
+# below it either way), else the floor under the newest ``:cap`` (:data:`FLOOR_CTE`'s).
+FIRST_BOX = """fl0 AS (
+  SELECT coalesce(max(floor_at), 0) AS fat, coalesce(max(floor_id), 0) AS fid,
+         max(entries) AS entries
+  FROM timeline_state WHERE user_id = :user),
+box AS (
+  SELECT t.at, t.id FROM (
+    SELECT t.created_at AS at, t.event_id AS id FROM fl0 CROSS JOIN timelines t
+    WHERE t.user_id = :user AND (t.created_at, t.event_id) > (fl0.fat, fl0.fid){over}
+    ORDER BY t.created_at DESC, t.event_id DESC LIMIT CAST(:cap AS BIGINT)) t
+  JOIN events b ON b.id = t.id
+  WHERE b.retracted_at IS NULL
+  ORDER BY t.at DESC, t.id DESC LIMIT {n}),
+fl AS (
+  SELECT f[1] AS fat, f[2] AS fid FROM (
+    SELECT CASE WHEN (SELECT count(*) FROM box) = {n} THEN ARRAY[fl0.fat, fl0.fid]
+      ELSE greatest(ARRAY[fl0.fat, fl0.fid], CASE WHEN fl0.entries > CAST(:cap AS BIGINT) THEN (
+        SELECT ARRAY[o.created_at, o.event_id] FROM timelines o WHERE o.user_id = :user
+        ORDER BY o.created_at, o.event_id LIMIT 1
+        OFFSET fl0.entries - CAST(:cap AS BIGINT) - 1) END) END AS f
+    FROM fl0) x)"""
+
+
 def bounds(user: str, before: Position | None, after: Position | None) -> dict[str, Any]:
     return {"user": user, **params("before", before), **params("after", after)}
+
+
+def cap_param(cap: int | None) -> int:
+    """``:cap`` of :data:`FLOOR_CTE` (None: no cap, above every bound)."""
+    return NO_BOUND if cap is None else cap
 
 
 # A position is two columns here, (…_at, …_id). A range of positions on events also names its
@@ -197,17 +270,16 @@ def merged_statement(below: bool, above: bool, limit: int, form: str = "sources"
             " CAST(:above_id AS BIGINT))" if above else "")
     least_at, least_id = (("CAST(:above_at AS BIGINT)", "CAST(:above_id AS BIGINT)") if above
                           else ("0", "0"))
-    return text(f"""
-WITH fl AS (
-  SELECT coalesce(max(floor_at), 0) AS fat, coalesce(max(floor_id), 0) AS fid
-  FROM timeline_state WHERE user_id = :user),
+    head = (FIRST_BOX.format(over=over, n=n) if not below else f"""{FLOOR_CTE},
 box AS (
   SELECT t.created_at AS at, t.event_id AS id
   FROM fl CROSS JOIN timelines t JOIN events b ON b.id = t.event_id
   WHERE t.user_id = :user AND b.retracted_at IS NULL
     AND (t.created_at, t.event_id) > (fl.fat, fl.fid){over}{
         under.format(at="t.created_at", id="t.event_id")}
-  ORDER BY t.created_at DESC, t.event_id DESC LIMIT {n}),
+  ORDER BY t.created_at DESC, t.event_id DESC LIMIT {n})""")
+    return text(f"""
+WITH {head},
 low AS (
   SELECT CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[1] ELSE {least_at} END AS lat,
          CASE WHEN count(*) = {n} THEN (min(ARRAY[at, id]))[2] ELSE {least_id} END AS lid
@@ -270,7 +342,8 @@ def array_text(values: tuple[str, ...]) -> str:
 def merged_params(user: str, plan: ReadPlan, below: Position | None, above: Position | None
            ) -> dict[str, Any]:
     return {"user": user, "model": plan.model, "celebrity": plan.celebrity,
-            "types": array_text(plan.types), **positions.params("below", below),
+            "types": array_text(plan.types), "cap": cap_param(plan.cap),
+            **positions.params("below", below),
             **positions.params("above", above)}
 
 
