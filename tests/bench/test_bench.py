@@ -51,7 +51,7 @@ def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
     result = runner.invoke(bench_app, [
         "fanout", "--subscribers", "25", "--workers", "1,2", "--rounds", "2",
         "--chunk-size", "10", "--push-users", "60", "--push-events", "4", "--baseline",
-        "--sweep", "--json", str(out), "--plot", str(png)])
+        "--prefill", "3", "--sweep", "--json", str(out), "--plot", str(png)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["backend"] == "sqlite"
@@ -70,6 +70,17 @@ def test_bench_fanout_baseline_sweep_and_plot(tmp_path: Path) -> None:
         "events to ~43 followers, 1 worker(s)"]
     assert_compared(data, lean=True)
     assert {"1", "baseline", "lean"} == data["push"]["seconds"].keys()
+    # every follower held 3 rows on each side before the rounds, counted in the server
+    (held,) = data["prefill"]
+    assert {k: held[k] for k in ("subscribers", "per_follower", "events", "rows",
+                                 "mailbox_rows", "lean_rows")} == {
+        "subscribers": 25, "per_follower": 3, "events": 3, "rows": 75, "mailbox_rows": 75,
+        "lean_rows": 75}
+    pushed = data["push"]["prefill"]
+    assert pushed["rows"] == pushed["mailbox_rows"] == pushed["lean_rows"] >= 60 * 3
+    # the raw sides ran in the rounds of the worker count they are compared with
+    assert data["push"]["raw_seconds_by_workers"]["1"].keys() == {"baseline", "lean"}
+    assert len(data["push"]["raw_seconds_by_workers"]["1"]["lean"]) == 2
     assert list(data["sweep"]["series"]) == [
         "deliveries, 25 followers (rows/s)", "events to ~43 followers (events/s)"]
     assert png.read_bytes().startswith(PNG)

@@ -27,6 +27,7 @@ from tidings.store.sql.schema import notifications
 from tidings_benchmarks import (
     BenchFailure,
     fanout_raw,
+    prefill,
     timeline_data,
     timeline_floor,
     timeline_seed,
@@ -35,6 +36,7 @@ from tidings_benchmarks import inbox as inbox_workload
 from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks.baseline_app import create_app
 from tidings_benchmarks.inbox_raw import RawInbox
+from tidings_benchmarks.jobwait import delivered
 from tidings_benchmarks.lean_raw import LeanFanout, LeanInbox, unleb128
 from tidings_benchmarks.stores import BenchStore, database_of
 
@@ -245,6 +247,62 @@ def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
     finally:
         raw.close()
         t.close()
+
+
+def test_a_prefilled_history_is_in_every_sides_tables_and_stays_through_rounds(
+        store_url: str) -> None:
+    """W3's prefill: each follower's rows on tidings' side (with its counts and mailboxes)
+    and on the lean side before any round; a reset after every side's round leaves the
+    history alone, counts back, and fails if a round took some of it."""
+    with BenchStore(store_url) as store:
+        followers = [f"f{i}" for i in range(6)]
+        fanout_raw.write_follows(store.url, [(f, "star") for f in followers] + [("star", "f0")])
+        t = Tidings(Config(database_url=store.url), pool_size=1)
+        t.define_type(fanout_raw.EVENT_TYPE)
+        raw = fanout_raw.RawFanout(store.url)
+        lean = LeanFanout(store.url, chunk_size=4)
+        try:
+            lean.load_follows()
+            actors = prefill.history({"star": 6, "f0": 1}, 4, random.Random(1))
+            rows = sum(6 if a == "star" else 1 for a in actors)
+            assert rows >= 8 and "star" in actors
+            done = prefill.prefill(store, actors, 4, lean)
+            assert (done.events, done.rows, done.mailbox_rows, done.lean_rows) == (
+                len(actors), rows, rows, rows)
+
+            def state() -> tuple[Any, ...]:
+                with database_of(t).read() as conn:
+                    return tuple(tuple(conn.exec_driver_sql(q).all()) for q in (
+                        "SELECT user_id, inbox_rows FROM users ORDER BY user_id",
+                        "SELECT user_id, entries, floor_id FROM timeline_state "
+                        "ORDER BY user_id",
+                        "SELECT user_id, COUNT(*), COUNT(read_at) FROM notifications "
+                        "GROUP BY user_id ORDER BY user_id"))
+
+            users, mailboxes, held = state()
+            assert [(u, n) for u, n, _ in held] == list(users)
+            assert [(u, n, 0) for u, n, _ in held] == list(mailboxes)
+            assert 0 < sum(r for _, _, r in held) < rows  # the oldest read, not all
+            t.publish(Event(fanout_raw.EVENT_TYPE.name, actor="star",
+                            object=fanout_raw.OBJECT))
+            t.run_jobs()
+            assert delivered(database_of(t), "star", done.last_event)["rows"] == 6
+            now = time.time_ns() // 1000
+            assert raw.insert_select("star", now) == 6
+            assert lean.deliver("star", now) == 6
+            assert state() != (users, mailboxes, held)
+            prefill.reset(store, done, lean)
+            assert state() == (users, mailboxes, held)
+            assert delivered(database_of(t), "star", done.last_event)["rows"] == 0
+            assert lean.conn.fetch("SELECT count(*) FROM lean_inbox")[0][0] == rows
+            lean.conn.execute("DELETE FROM lean_inbox")
+            lean.conn.commit()
+            with pytest.raises(BenchFailure, match="removed some of the history"):
+                prefill.reset(store, done, lean)
+        finally:
+            lean.close()
+            raw.close()
+            t.close()
 
 
 def test_the_timeline_seeds_statements_answer_what_its_naive_join_answers(

@@ -25,6 +25,7 @@ from tidings_benchmarks import fanout as fanout_workload
 from tidings_benchmarks import http as http_workload
 from tidings_benchmarks import inbox as inbox_workload
 from tidings_benchmarks import plot as bench_plot
+from tidings_benchmarks import prefill as prefill_workload
 from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks import timelines as timelines_workload
 from tidings_benchmarks.compare import Side, comparison
@@ -136,6 +137,10 @@ def fanout(
                                  "rounds).")] = 500,
     seed: Annotated[int, typer.Option(
         metavar="N", help="Random seed for the push graph and its actors.")] = 1,
+    prefill: Annotated[int, typer.Option(
+        metavar="K", min=0, help="Notifications each follower already holds, on every side, "
+                                 "before the timed rounds (0: empty inboxes).")]
+        = prefill_workload.DEFAULT_PER_FOLLOWER,
     baseline: BaselineOption = False,
     sweep: Annotated[bool, typer.Option(
         "--sweep", help="Run 1, 2 and 4 workers (whatever --workers says) and report each "
@@ -149,7 +154,8 @@ def fanout(
         store=store, subscribers=_counts(subscribers, "--subscribers", scale),
         workers=_counts(workers, "--workers"), scale=scale, rounds=rounds,
         chunk_size=chunk_size or Config.from_env().chunk_size, poll=poll, baseline=baseline,
-        sweep=sweep, push_users=push_users, push_events=push_events, seed=seed)
+        sweep=sweep, push_users=push_users, push_events=push_events, seed=seed,
+        prefill=prefill)
     _run(fanout_workload.run, settings, fanout_workload.table, json_file, plot_file)
 
 

@@ -1,23 +1,26 @@
 """W3 — fan-out (LiveJournal ESN): one event to N followers, delivered by W worker processes;
 then the seed's many small fan-outs (events to ~43 followers, :mod:`tidings_benchmarks.push`).
 
-For each N the store is emptied and N follows of one actor are loaded in bulk (``COPY`` on
-PostgreSQL, multi-row ``INSERT`` elsewhere). For each W, W ``tidings worker`` processes are
+For each N the store is emptied, N follows of one actor are loaded in bulk (``COPY`` on
+PostgreSQL, multi-row ``INSERT`` elsewhere) and each follower's inbox is filled with
+``--prefill`` past events of that actor (:mod:`tidings_benchmarks.prefill`: on every side,
+so fan-out writes into populated indexes). For each W, W ``tidings worker`` processes are
 started and left to reach their polling loop; then, each round, one event is published and the
 clock runs until every inbox row is written (read off the job queue:
-:mod:`tidings_benchmarks.jobwait`). The notifications are then counted once, in the server: N
-rows for N distinct users, each a follower, or the bench fails (nothing lost or doubled). Each
-worker's RSS is sampled from before the first round's event to after the last
+:mod:`tidings_benchmarks.jobwait`). The round's notifications are then counted once, in the
+server: N rows for N distinct users, each a follower, or the bench fails (nothing lost or
+doubled). Each worker's RSS is sampled from before the first round's event to after the last
 (:mod:`tidings_benchmarks.memory`): start, peak, end.
 
 ``--baseline`` also writes the same N rows with the raw statements of
 :mod:`tidings_benchmarks.fanout_raw` (``INSERT … SELECT`` in the server, and ``COPY`` from the
 client) and with those of the lean layout (:mod:`tidings_benchmarks.lean_raw`, its own tables,
 the same followers), and the push rounds with the seed's push statement and the lean layout's:
-each round of tidings with the first worker count is followed by one round of each raw side
-for the same event or actors, the raw sides' order turning round by round. Every side's round
-starts from empty inboxes. ``--sweep`` runs 1, 2 and 4 workers and adds each figure's curve
-over the number of workers.
+at every worker count each round runs tidings and each raw side once, for the same event or
+actors, the sides' order rotating round by round (:func:`~tidings_benchmarks.measure.turns`),
+and each worker count is compared with the raw rounds run between its own. Every side's round
+starts from the prefilled inboxes (:func:`~tidings_benchmarks.prefill.reset`). ``--sweep``
+runs 1, 2 and 4 workers and adds each figure's curve over the number of workers.
 """
 
 from __future__ import annotations
@@ -40,16 +43,12 @@ from tidings_benchmarks import BenchFailure
 from tidings_benchmarks import push as push_workload
 from tidings_benchmarks.compare import Side, comparison, comparison_table, point, sweep_table
 from tidings_benchmarks.fanout_raw import EVENT_TYPE, OBJECT, STATEMENTS, RawFanout, write_follows
-from tidings_benchmarks.jobwait import (
-    KEEP_BETWEEN_ROUNDS,
-    delivered,
-    wait_for_fanout,
-    wait_for_queue,
-)
+from tidings_benchmarks.jobwait import delivered, wait_for_fanout, wait_for_queue
 from tidings_benchmarks.lean_raw import STATEMENTS as LEAN_STATEMENTS
 from tidings_benchmarks.lean_raw import LeanFanout
-from tidings_benchmarks.measure import median, percentile
+from tidings_benchmarks.measure import median, percentile, turns
 from tidings_benchmarks.memory import RssSampler, fmt_pct, memory_table
+from tidings_benchmarks.prefill import DEFAULT_PER_FOLLOWER, Prefilled, history, prefill, reset
 from tidings_benchmarks.processes import WorkerProcesses
 from tidings_benchmarks.report import fmt_rate, header
 from tidings_benchmarks.stores import BenchStore, database_of
@@ -65,6 +64,7 @@ GOAL_SECONDS = {10_000: 1.0, 1_000_000: 20.0}
 # A worker's RSS across a fan-out: flat within ±10 % (issue 14).
 GOAL_RSS_FLAT_PCT = 10.0
 RAW_SIDES = ("baseline", "lean")  # the push rounds' keys that are no worker count
+RawSeconds = dict[int, dict[int, dict[str, list[float]]]]  # followers, workers, side
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class FanoutSettings:
     push_users: int = 10_000
     push_events: int = 500
     seed: int = 1
+    prefill: int = DEFAULT_PER_FOLLOWER  # notifications each follower holds before the rounds
 
 
 def chunk_jobs(subscribers: int, chunk_size: int) -> int:
@@ -105,8 +106,9 @@ def counted(items: Iterable[T], advance: Callable[[int], object], every: int = 1
 
 
 def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: WorkerProcesses,
-              progress: Progress, label: str) -> float:
-    """Publish one event and return the seconds until its last inbox row was committed."""
+              progress: Progress, label: str, after: int = 0) -> float:
+    """Publish one event and return the seconds until its last inbox row was committed
+    (``after``: the newest event id before the round's)."""
     chunks = chunk_jobs(subscribers, settings.chunk_size)
     task = progress.add_task(label, total=subscribers)
     deadline = time.monotonic() + settings.timeout
@@ -120,7 +122,7 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     seconds = wait_for_fanout(database_of(t), started, deadline, procs,
                               f"fan-out to {subscribers:,}", show)
     progress.update(task, completed=subscribers)
-    left = delivered(database_of(t), ACTOR)
+    left = delivered(database_of(t), ACTOR, after)
     if not left["rows"] == left["users"] == left["due"] == subscribers or left["strangers"]:
         raise BenchFailure(f"{left['rows']:,} inbox rows for {left['users']:,} distinct users "
                            f"({left['strangers']:,} not followers) written for "
@@ -130,28 +132,22 @@ def one_round(t: Tidings, settings: FanoutSettings, subscribers: int, procs: Wor
     return seconds
 
 
-def raw_round(store: BenchStore, raw: RawFanout, lean: LeanFanout, subscribers: int,
-              turn: int, seconds: dict[str, list[float]]) -> None:
-    """One round of each raw side, from empty inboxes, appended to ``seconds`` by side: the
-    same rows by INSERT … SELECT, by COPY and by the lean layout's statements, the order
-    turning with ``turn``."""
-    jobs: list[tuple[str, Callable[[str, int], int]]] = [
-        ("INSERT…SELECT", raw.insert_select), ("COPY", raw.copy), ("lean", lean.deliver_chunked)]
-    for name, job in jobs[turn % 3:] + jobs[:turn % 3]:
-        store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
-        lean.empty()
-        started = time.perf_counter()
-        written = job(ACTOR, time.time_ns() // 1000)
-        seconds.setdefault(name, []).append(time.perf_counter() - started)
-        if written != subscribers:
-            raise BenchFailure(f"{name} wrote {written:,} rows for {subscribers:,}")
+def raw_job(job: Callable[[str, int], int], name: str, subscribers: int) -> float:
+    """One raw side's fan-out of a new event of :data:`ACTOR`; its seconds."""
+    started = time.perf_counter()
+    written = job(ACTOR, time.time_ns() // 1000)
+    seconds = time.perf_counter() - started
+    if written != subscribers:
+        raise BenchFailure(f"{name} wrote {written:,} rows for {subscribers:,}")
+    return seconds
 
 
 def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
     """Run every (subscribers, workers) pair for ``settings.rounds`` rounds, then the push
-    rounds at each worker count; with a baseline, the raw statements after each."""
+    rounds at each worker count; with a baseline, each round runs every raw side too."""
     results: list[dict[str, Any]] = []
-    raw_seconds: dict[int, dict[str, list[float]]] = {}
+    raw_seconds: RawSeconds = {}
+    prefilled: list[dict[str, Any]] = []
     push: dict[str, Any] = {}
     rng = random.Random(settings.seed)
     with BenchStore(settings.store) as store:
@@ -165,8 +161,9 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
         raw = RawFanout(store.url) if settings.baseline else None
         lean = LeanFanout(store.url, settings.chunk_size) if settings.baseline else None
         try:
-            runs = len(settings.subscribers) * (len(workers) + (raw is not None)) + (
-                bool(settings.push_events) * (len(workers) + (raw is not None)))
+            sides = 1 + 3 * (raw is not None)
+            runs = len(settings.subscribers) * len(workers) * sides + (
+                bool(settings.push_events) * len(workers) * (1 + 2 * (raw is not None)))
             overall = progress.add_task("fan-out runs (rounds)", total=runs * settings.rounds)
             for subscribers in settings.subscribers:
                 store.empty_tables()
@@ -179,26 +176,38 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
                 progress.remove_task(loading)
                 store.analyze()
                 if lean is not None:
+                    lean.forget()
                     lean.load_follows()
+                done = _prefill(store, {ACTOR: subscribers}, settings, rng, lean, progress)
+                prefilled.append({"subscribers": subscribers, **done.to_dict()})
                 for count in workers:
                     seconds: list[float] = []
+                    by_side = raw_seconds.setdefault(subscribers, {}).setdefault(count, {})
                     with _workers(store, settings, count) as procs, \
                             RssSampler(procs.pids) as rss:
                         for r in range(settings.rounds):
-                            store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
                             label = f"{subscribers:,} followers, {count} worker(s), round {r + 1}"
-                            seconds.append(one_round(t, settings, subscribers, procs,
-                                                     progress, label))
-                            progress.advance(overall)
-                            if raw is not None and lean is not None and count == workers[0]:
-                                raw_round(store, raw, lean, subscribers, r,
-                                          raw_seconds.setdefault(subscribers, {}))
+                            jobs: list[tuple[str, Callable[[], float]]] = [("tidings", partial(
+                                one_round, t, settings, subscribers, procs, progress, label,
+                                done.last_event))]
+                            if raw is not None and lean is not None:
+                                jobs += [(name, partial(raw_job, job, name, subscribers))
+                                         for name, job in (("INSERT…SELECT", raw.insert_select),
+                                                           ("COPY", raw.copy),
+                                                           ("lean", lean.deliver_chunked))]
+                            for i in turns(r, len(jobs)):
+                                reset(store, done, lean)
+                                name, job = jobs[i]
+                                taken = job()
+                                (seconds if i == 0 else by_side.setdefault(name, [])).append(
+                                    taken)
                                 progress.advance(overall)
                     results.append(_summary(subscribers, count, settings, seconds,
                                             rss.summaries()))
             if settings.push_events:
                 push = _push(store, t, raw, lean, settings, workers, rng, progress)
-                progress.advance(overall, settings.rounds * (len(workers) + (raw is not None)))
+                progress.advance(overall, settings.rounds * len(workers) * (
+                    1 + 2 * (raw is not None)))
         finally:
             if raw is not None:
                 raw.close()
@@ -209,6 +218,7 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
     out: dict[str, Any] = {
         **header("fanout", settings, backend, workers=list(workers)),
         "notes": notes,
+        "prefill": prefilled,
         "results": results,
     }
     if push:
@@ -220,6 +230,15 @@ def run(settings: FanoutSettings, progress: Progress) -> dict[str, Any]:
     return out
 
 
+def _prefill(store: BenchStore, followers: dict[str, int], settings: FanoutSettings,
+             rng: random.Random, lean: LeanFanout | None, progress: Progress) -> Prefilled:
+    task = progress.add_task(f"prefilling {settings.prefill} notifications a follower",
+                             total=None)
+    done = prefill(store, history(followers, settings.prefill, rng), settings.prefill, lean)
+    progress.remove_task(task)
+    return done
+
+
 def _workers(store: BenchStore, settings: FanoutSettings, count: int) -> WorkerProcesses:
     return WorkerProcesses(store.url, count, chunk_size=settings.chunk_size, poll=settings.poll)
 
@@ -227,52 +246,61 @@ def _workers(store: BenchStore, settings: FanoutSettings, count: int) -> WorkerP
 def _push(store: BenchStore, t: Tidings, raw: RawFanout | None, lean: LeanFanout | None,
           settings: FanoutSettings, workers: Sequence[int], rng: random.Random,
           progress: Progress) -> dict[str, Any]:
-    """Events to ~43 followers: tidings at each worker count; after each round with the
-    first, the seed's statement and the lean layout's for the same actors (their order
-    turning round by round)."""
+    """Events to ~43 followers, from prefilled inboxes: at each worker count, each round
+    runs tidings, the seed's statement and the lean layout's for the same actors, the sides'
+    order rotating round by round."""
     store.empty_tables()
     t.define_type(EVENT_TYPE)
     users = max(push_workload.FOLLOWEES + 1, round(settings.push_users * settings.scale))
     graph = push_workload.load_graph(store.url, users, rng, progress)
     store.analyze()
     if lean is not None:
+        lean.forget()
         lean.load_follows()
+    done = _prefill(store, graph.followers, settings, rng, lean, progress)
     actors = [rng.choices(graph.users, k=settings.push_events) for _ in range(settings.rounds)]
     seconds: dict[str, list[float]] = {}
+    by_count: dict[str, dict[str, list[float]]] = {}
     task = progress.add_task(f"{settings.push_events:,} events to ~43 followers",
-                             total=settings.rounds * (len(workers) + (raw is not None)))
+                             total=settings.rounds * len(workers) * (1 + 2 * (raw is not None)))
     for count in workers:
         with _workers(store, settings, count) as procs:
             for r, chosen in enumerate(actors):
-                store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
-                seconds.setdefault(str(count), []).append(push_workload.tidings_round(
-                    t, graph, chosen, procs, settings.timeout))
-                progress.advance(task)
-                if raw is None or lean is None or count != workers[0]:
-                    continue
-                sides: list[tuple[str, Callable[[], float]]] = [
-                    ("baseline", partial(push_workload.raw_round, raw, graph, chosen)),
-                    ("lean", partial(push_workload.lean_round, lean, graph, chosen))]
-                for name, side in sides if r % 2 == 0 else sides[::-1]:
-                    store.empty_tables(keep=KEEP_BETWEEN_ROUNDS)
-                    lean.empty()
-                    seconds.setdefault(name, []).append(side())
-                progress.advance(task)
+                sides: list[tuple[str, Callable[[], float]]] = [(str(count), partial(
+                    push_workload.tidings_round, t, graph, chosen, procs, settings.timeout))]
+                if raw is not None and lean is not None:
+                    sides += [("baseline", partial(push_workload.raw_round, raw, graph, chosen)),
+                              ("lean", partial(push_workload.lean_round, lean, graph, chosen))]
+                for i in turns(r, len(sides)):
+                    reset(store, done, lean)
+                    name, side = sides[i]
+                    taken = side()
+                    seconds.setdefault(name, []).append(taken)
+                    if i:
+                        by_count.setdefault(str(count), {}).setdefault(name, []).append(taken)
+                    progress.advance(task)
     progress.remove_task(task)
     rows = [graph.due(chosen) for chosen in actors]
-    return {"users": users, "followers_per_user": round(sum(graph.followers.values()) / users, 1),
-            "events": settings.push_events, "rows_per_round": rows,
-            "seconds": {k: [round(s, 4) for s in v] for k, v in seconds.items()},
-            "events_per_second": {k: round(median([settings.push_events / s for s in v]), 1)
-                                  for k, v in seconds.items()}}
+    out = {"users": users,
+           "followers_per_user": round(sum(graph.followers.values()) / users, 1),
+           "events": settings.push_events, "rows_per_round": rows, "prefill": done.to_dict(),
+           "seconds": {k: [round(s, 4) for s in v] for k, v in seconds.items()},
+           "events_per_second": {k: round(median([settings.push_events / s for s in v]), 1)
+                                 for k, v in seconds.items()}}
+    if by_count:
+        out["raw_seconds_by_workers"] = {
+            count: {k: [round(s, 4) for s in v] for k, v in sides_.items()}
+            for count, sides_ in by_count.items()}
+    return out
 
 
 def _rates(count: int, seconds: Sequence[float]) -> list[float]:
     return [count / s for s in seconds if s > 0]
 
 
-def _comparisons(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[float]]],
+def _comparisons(results: list[dict[str, Any]], raw_seconds: RawSeconds,
                  push: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each worker count against the raw rounds run between its own rounds."""
     out: list[dict[str, Any]] = []
     for baseline, goal in (("INSERT…SELECT", GOAL_INSERT_SELECT), ("COPY", None)):
         statement, anchor = STATEMENTS[baseline]
@@ -281,16 +309,17 @@ def _comparisons(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str,
             out.append(comparison(
                 f"deliveries, {n:,} followers, {w} worker(s) vs {baseline}", "rows/s",
                 Side.of_rates(_rates(n, row["seconds"])),
-                Side.of_rates(_rates(n, raw_seconds[n][baseline])),
+                Side.of_rates(_rates(n, raw_seconds[n][w][baseline])),
                 statement=statement, anchor=anchor, goal=goal, subscribers=n, workers=w,
-                lean=Side.of_rates(_rates(n, raw_seconds[n]["lean"])),
+                lean=Side.of_rates(_rates(n, raw_seconds[n][w]["lean"])),
                 lean_statement=LEAN_STATEMENTS["fan-out"]))
     if push:
         statement, anchor = STATEMENTS["push"]
-        baseline_rates = _rates(push["events"], push["seconds"]["baseline"])
-        lean_rates = _rates(push["events"], push["seconds"]["lean"])
         for key, seconds in push["seconds"].items():
             if key not in RAW_SIDES:
+                theirs = push["raw_seconds_by_workers"][key]
+                baseline_rates = _rates(push["events"], theirs["baseline"])
+                lean_rates = _rates(push["events"], theirs["lean"])
                 out.append(comparison(
                     f"events to ~43 followers, {key} worker(s)", "events/s",
                     Side.of_rates(_rates(push["events"], seconds)),
@@ -300,20 +329,21 @@ def _comparisons(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str,
     return out
 
 
-def _sweep(results: list[dict[str, Any]], raw_seconds: dict[int, dict[str, list[float]]],
+def _sweep(results: list[dict[str, Any]], raw_seconds: RawSeconds,
            push: dict[str, Any]) -> dict[str, Any]:
-    """Each figure's curve over the number of workers (baseline: one connection, flat)."""
+    """Each figure's curve over the number of workers (baseline: one connection, its rounds
+    run between those of each worker count)."""
     series: dict[str, list[dict[str, Any]]] = {}
     for row in results:
         n = row["subscribers"]
-        raw = raw_seconds.get(n, {}).get("INSERT…SELECT")
+        raw = raw_seconds.get(n, {}).get(row["workers"], {}).get("INSERT…SELECT")
         series.setdefault(f"deliveries, {n:,} followers (rows/s)", []).append(point(
             row["workers"], row["deliveries_per_second"],
             median(_rates(n, raw)) if raw else None))
     if push:
-        raw = push["seconds"].get("baseline")
         for key, seconds in push["seconds"].items():
             if key not in RAW_SIDES:
+                raw = push.get("raw_seconds_by_workers", {}).get(key, {}).get("baseline")
                 series.setdefault("events to ~43 followers (events/s)", []).append(point(
                     int(key), median(_rates(push["events"], seconds)),
                     median(_rates(push["events"], raw)) if raw else None))

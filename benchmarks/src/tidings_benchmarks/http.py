@@ -6,7 +6,7 @@ and one ``tidings worker`` process are started on ``127.0.0.1``. A closed-loop l
 in this process (:mod:`tidings_benchmarks.loadgen`, N keep-alive connections, each renewed after
 :data:`RENEW_AFTER` requests) times, each round, for ``--seconds`` each:
 
-* ``GET /v1/users/{user}/notifications/unread-count`` of random users,
+* ``GET /v1/users/{user}/notifications/unread-count``,
 * ``GET /v1/users/{user}/notifications?limit=20`` (the bundled first page, titles rendered),
 * ``POST /v1/events`` of new events in the W2 mix, each with its own ``idempotency_key``,
   twice: with the worker paused (``POST /v1/events``: the API's own rate, each answer durable,
@@ -15,12 +15,18 @@ in this process (:mod:`tidings_benchmarks.loadgen`, N keep-alive connections, ea
   meanwhile``: what a one-box deployment sees). The next phase starts once the worker has
   caught up.
 
+Reads are cold: each side's requests of a figure walk one shuffled order of every user, from
+the warm-up through the last round (:func:`reads`), so a user is read again only after every
+other one (at ``--scale 0.1``, 1,000 users' first pages are 20,000 items, past each server
+process's item cache of 4,096).
+
 Figures are medians over rounds; latencies (p50/p90/p99) are of every request of every round.
 Answers with another status (a 503 under load, say) are counted as errors, not as throughput.
 
 ``--baseline`` also starts the minimal ASGI app of :mod:`tidings_benchmarks.baseline_app` (Starlette
 under uvicorn, as many processes, the raw statements) and times it with the same load generator
-right after each of tidings' phases.
+in the same rounds, the two sides' order turning round by round (tidings first in the first
+round, the baseline first in the second, ...).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from tidings_benchmarks.compare import Side, comparison, comparison_table
 from tidings_benchmarks.inbox import World, open_loaded
 from tidings_benchmarks.inbox_raw import ANCHOR, PAGE_SQL, UNREAD_SQL
 from tidings_benchmarks.loadgen import Load, Request, run_load
-from tidings_benchmarks.measure import Latencies, median
+from tidings_benchmarks.measure import Latencies, median, turns
 from tidings_benchmarks.memory import RssSampler, memory_table, server_targets, supported
 from tidings_benchmarks.processes import Server, WorkerProcesses, child_env, started
 from tidings_benchmarks.report import fmt_ms, fmt_rate, header
@@ -84,9 +90,10 @@ class HttpSettings:
     baseline: bool = False
 
 
-def reads(users: list[str], template: str, rng: random.Random) -> Iterator[Request]:
-    picks = [Request("GET", template.format(user=user)) for user in rng.choices(users, k=4096)]
-    return itertools.cycle(picks)
+def reads(order: list[str], template: str) -> Iterator[Request]:
+    """Requests to the users of ``order`` in turn, again and again: a user is read again
+    only after every other one."""
+    return itertools.cycle([Request("GET", template.format(user=user)) for user in order])
 
 
 def publishes(world: World, tag: str) -> Iterator[Request]:
@@ -166,17 +173,18 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
                           check_raw_page)]
                 for name, template, check, raw_check in plans:
                     task = progress.add_task(name, total=settings.rounds * (1 + bool(raw)))
-                    phase(server, reads(world.users, template, rng), 200, check, warm)
+                    order = rng.sample(world.users, len(world.users))
+                    ours, theirs = reads(order, template), reads(order, template)
+                    phase(server, ours, 200, check, warm)
                     if raw is not None:
-                        phase(raw, reads(world.users, template, rng), 200, raw_check, warm)
-                    for _ in range(settings.rounds):
-                        loads[name].append(phase(server, reads(world.users, template, rng),
-                                                 200, check, settings.seconds))
-                        progress.advance(task)
+                        phase(raw, theirs, 200, raw_check, warm)
+                    for r in range(settings.rounds):
+                        sides = [partial(phase, server, ours, 200, check, settings.seconds)]
                         if raw is not None:
-                            raw_loads[name].append(phase(
-                                raw, reads(world.users, template, rng), 200, raw_check,
-                                settings.seconds))
+                            sides.append(partial(phase, raw, theirs, 200, raw_check,
+                                                 settings.seconds))
+                        for i in turns(r, len(sides)):
+                            (loads if i == 0 else raw_loads)[name].append(sides[i]())
                             progress.advance(task)
                     progress.remove_task(task)
                 task = progress.add_task(PUBLISH, total=settings.rounds * (2 + bool(raw)))
@@ -185,22 +193,29 @@ def run(settings: HttpSettings, progress: Progress) -> dict[str, Any]:
                 if raw is not None:
                     phase(raw, publishes(world, "raw-warm"), 202, check_accepted, warm)
                 for r in range(settings.rounds):
-                    workers.pause()
-                    try:
-                        loads[PUBLISH].append(phase(server, publishes(world, str(r)), 202,
-                                                    check_accepted, settings.seconds))
-                    finally:
-                        workers.resume()
-                    drained.append(drain(t, workers))
-                    progress.advance(task)
-                    loads[PUBLISH_BUSY].append(phase(server, publishes(world, f"busy-{r}"),
-                                                     202, check_accepted, settings.seconds))
-                    drained.append(drain(t, workers))
-                    progress.advance(task)
-                    if raw is not None:
+                    def ours_publish(r: int = r) -> None:
+                        workers.pause()
+                        try:
+                            loads[PUBLISH].append(phase(server, publishes(world, str(r)), 202,
+                                                        check_accepted, settings.seconds))
+                        finally:
+                            workers.resume()
+                        drained.append(drain(t, workers))
+                        progress.advance(task)
+                        loads[PUBLISH_BUSY].append(phase(server, publishes(world, f"busy-{r}"),
+                                                         202, check_accepted, settings.seconds))
+                        drained.append(drain(t, workers))
+                        progress.advance(task)
+
+                    def raw_publish(r: int = r) -> None:
+                        assert raw is not None
                         raw_loads[PUBLISH].append(phase(raw, publishes(world, f"raw-{r}"), 202,
                                                         check_accepted, settings.seconds))
                         progress.advance(task)
+
+                    publish_sides = [ours_publish, *([raw_publish] if raw is not None else [])]
+                    for i in turns(r, len(publish_sides)):
+                        publish_sides[i]()
                 progress.remove_task(task)
         finally:
             t.close()

@@ -14,9 +14,12 @@ notifications   type (``demo/wiki.toml``) bundled by     who is told
 ==============  ======================  =============  ==========================================
 
 Then the oldest 30 % of each user's notifications are marked read (with their bundles). Each
-round times, one request after another from one client: ``unread_count`` of random users,
-``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) of random
-users, and ``mark_all_read`` of distinct users, after which their read markers are put back.
+round times, one request after another from one client: ``unread_count``,
+``notifications(limit=20)`` (the first page of the bundled inbox, titles rendered) and
+``mark_all_read``, after which the read markers are put back. Reads are cold: each figure's
+requests walk one shuffled order of every user (:class:`Cold`), from the warm-up through the
+last round, so a user is read again only after every other one (at ``--scale 0.1``, 1,000
+users' first pages are 20,000 items, past the engine's item and render caches of 4,096).
 
 ``--baseline`` times, in blocks alternating with tidings' and for the same users, the raw
 statements of :mod:`tidings_benchmarks.inbox_raw` on tidings' tables and those of the lean
@@ -43,6 +46,7 @@ from tidings.demo import wiki_types
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.services.listing import ITEM_CACHE_SIZE
 from tidings_benchmarks import BenchFailure, inbox_storage, lean_raw
 from tidings_benchmarks import sweep as sweep_workload
 from tidings_benchmarks.compare import Side, comparison, comparison_table, sweep_table
@@ -221,10 +225,57 @@ def first_page(t: Tidings, user: str) -> None:
         raise BenchFailure(f"an untitled notification in {user}'s inbox")
 
 
-def picks(users: list[str], ops: int, rng: random.Random) -> dict[str, list[str]]:
-    """The users each figure's requests go to this round (both sides get the same)."""
-    return {FIGURES[0]: rng.choices(users, k=ops), FIGURES[1]: rng.choices(users, k=ops),
-            FIGURES[2]: rng.sample(users, min(ops, len(users)))}
+class Cold:
+    """Users in one shuffled order of them all, taken in turn: a user comes again only after
+    every other one."""
+
+    def __init__(self, users: Sequence[str], rng: random.Random) -> None:
+        self.order = list(users)
+        rng.shuffle(self.order)
+        self.at = 0
+        self.taken = 0
+
+    def take(self, n: int) -> list[str]:
+        out = []
+        for _ in range(n):
+            out.append(self.order[self.at])
+            self.at = (self.at + 1) % len(self.order)
+        self.taken += n
+        return out
+
+    def repeats(self) -> int:
+        """Requests so far to a user already read by this walk."""
+        return max(0, self.taken - len(self.order))
+
+
+def walks(users: Sequence[str], rng: random.Random) -> dict[str, Cold]:
+    """Each figure's walk over every user, in an order of its own."""
+    return {figure: Cold(users, rng) for figure in FIGURES}
+
+
+def picks(cold: dict[str, Cold], ops: int) -> dict[str, list[str]]:
+    """The users each figure's requests go to this round (every side gets the same): the
+    next ``ops`` of each walk (mark all read: at most one request a user)."""
+    return {FIGURES[0]: cold[FIGURES[0]].take(ops), FIGURES[1]: cold[FIGURES[1]].take(ops),
+            FIGURES[2]: cold[FIGURES[2]].take(min(ops, len(cold[FIGURES[2]].order)))}
+
+
+def coldness(cold: dict[str, Cold], users: int) -> dict[str, Any]:
+    """How cold the reads were: users, requests and repeats per figure, and whether every
+    user's first page fits the engine's item cache (then first pages measure the cache)."""
+    pages = users * 20
+    return {"users": users, "order": "each figure walks one shuffled order of every user",
+            "requests": {f: c.taken for f, c in cold.items()},
+            "repeats": {f: c.repeats() for f, c in cold.items()},
+            "first_page_items": pages, "item_cache": ITEM_CACHE_SIZE,
+            "pages_fit_cache": pages <= ITEM_CACHE_SIZE}
+
+
+def cache_note(users: int) -> str | None:
+    if users * 20 > ITEM_CACHE_SIZE:
+        return None
+    return (f"{users:,} users' first pages ({users * 20:,} items) fit the engine's item cache "
+            f"of {ITEM_CACHE_SIZE:,}: first pages measure the cache (use --scale 0.1 or more)")
 
 
 def now_us() -> int:
@@ -349,10 +400,11 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
                     t, store.url, settings.sizes, partial(next, stream), bench_types(),
                     READ_SHARE, progress)
                 store.analyze()
+            cold = walks(world.users, rng)
             with frozen_heap():  # the generated world, out of the GC's passes
-                one_round(t, raw, picks(world.users, min(100, settings.ops), rng), progress,
+                one_round(t, raw, picks(cold, min(100, settings.ops)), progress,
                           "warming up", lean)
-                rounds = [one_round(t, raw, picks(world.users, settings.ops, rng), progress,
+                rounds = [one_round(t, raw, picks(cold, settings.ops), progress,
                                     f"round {r + 1} of {settings.rounds}", lean)
                           for r in range(settings.rounds)]
                 if sweep_users:
@@ -375,10 +427,13 @@ def run(settings: InboxSettings, progress: Progress) -> dict[str, Any]:
             "per_second_rounds": [round(p.per_second, 1) for p in phases],
             "latency": latencies.to_dict(),
         })
+    if (note := cache_note(len(world.users))) is not None:
+        notes.append(note)
     out: dict[str, Any] = {
         **header("inbox", settings, backend),
         "notes": notes,
         "data": data,
+        "reads": coldness(cold, len(world.users)),
         "results": figures,
         "storage": storage,
     }

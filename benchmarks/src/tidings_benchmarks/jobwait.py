@@ -64,17 +64,18 @@ def count_rows(db: SqlDatabase) -> int:
         return int(conn.execute(select(func.count()).select_from(notifications)).scalar_one())
 
 
-def delivered(db: SqlDatabase, actor: str) -> dict[str, int]:
+def delivered(db: SqlDatabase, actor: str, after: int = 0) -> dict[str, int]:
     """What one event to ``actor``'s followers left (counted once its round is over, in the
-    server): inbox ``rows``, distinct ``users`` among them, ``strangers`` (rows of users who do
-    not follow ``actor``), and the followers' count ``due``. Nothing was lost or doubled when
-    rows == users == due and strangers == 0."""
+    server): inbox ``rows`` of events after the id ``after`` (the history's), distinct
+    ``users`` among them, ``strangers`` (rows of users who do not follow ``actor``), and the
+    followers' count ``due``. Nothing was lost or doubled when rows == users == due and
+    strangers == 0."""
     n, f = notifications.c, follows.c
     joined = notifications.outerjoin(follows, and_(f.follower == n.user_id, f.followee == actor))
     with db.read() as conn:
         rows, users, known = conn.execute(select(
             func.count(), func.count(distinct(n.user_id)), func.count(f.follower))
-            .select_from(joined)).one()
+            .select_from(joined).where(n.event_id > after)).one()
         due = conn.execute(select(func.count()).select_from(follows)
                            .where(f.followee == actor)).scalar_one()
     return {"rows": int(rows), "users": int(users), "strangers": int(rows) - int(known),

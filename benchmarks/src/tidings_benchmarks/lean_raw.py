@@ -47,7 +47,9 @@ ACTORS_KEPT = 100
 MEMBERS_KEPT = 499
 INBOX_TABLES = ("lean_names", "lean_ev", "lean_marks", "lean_inbox", "lean_inbox_open",
                 "lean_deliveries")
-WRITTEN = ("lean_inbox", "lean_inbox_open", "lean_deliveries", "lean_ev")  # by a fan-out
+# by a fan-out, with the column of each that holds the event's id
+WRITTEN = (("lean_inbox", "event_id"), ("lean_inbox_open", "event_id"),
+           ("lean_deliveries", "event_id"), ("lean_ev", "id"))
 
 _WORDS = {
     "postgresql": {"I2": "smallint", "I4": "integer", "I8": "bigint", "PACKED": "bytea",
@@ -365,6 +367,7 @@ class LeanFanout:
         self.type_id = self.names.id(TYPE, "bench.post")
         self.object_id = self.names.id(OBJECT, "bench:post")
         self.next_event = 0
+        self.kept = 0  # the events up to this id stay (a prefilled history)
 
     def load_follows(self) -> int:
         """Replace the lean follows by tidings' ``follows``, names made ids; the count."""
@@ -379,10 +382,20 @@ class LeanFanout:
         return written
 
     def empty(self) -> None:
-        """Delete what fan-outs wrote (the follows and names stay)."""
-        for table in WRITTEN:
-            self.conn.execute(f"DELETE FROM {table}")
+        """Delete what fan-outs wrote since :meth:`keep` (the follows and names stay)."""
+        for table, column in WRITTEN:
+            self.conn.execute(self.conn.sql(f"DELETE FROM {table} WHERE {column} > %s"),
+                              (self.kept,))
         self.conn.commit()
+
+    def keep(self) -> None:
+        """Keep the events delivered so far through every :meth:`empty`."""
+        self.kept = self.next_event
+
+    def forget(self) -> None:
+        """Delete every event delivered, those kept too."""
+        self.kept = 0
+        self.empty()
 
     def deliver(self, actor: str, now: int) -> int:
         """A new event of ``actor`` in each follower's inbox, committed; the rows written."""

@@ -78,20 +78,26 @@ def time_each(calls: Sequence[Callable[[], object]]) -> Timed:
     return Timed(clock() - started, tuple(latencies))
 
 
+def turns(n: int, sides: int) -> list[int]:
+    """The order of ``sides`` sides in their ``n``-th turn: rotated by one each turn, so each
+    side goes first (and last) as often as any other."""
+    order = list(range(sides))
+    return order[n % sides:] + order[:n % sides] if sides else order
+
+
 def alternating(items: Sequence[T], sides: Sequence[Callable[[T], object]],
                 after: Callable[[int, list[T]], None] | None = None, block: int = BLOCK
                 ) -> list[Timed]:
-    """Each side's calls for ``items``, in blocks of :data:`BLOCK` items taken in turn, which
-    side goes first alternating too: both sides meet the same load on a busy machine and the
-    same caches (a side timed whole right after the other would find the database's pages
-    warmed by it, or the box busier or quieter). ``after(side, block)`` runs untimed after
-    each side's block."""
+    """Each side's calls for ``items``, in blocks of :data:`BLOCK` items taken in turn, the
+    sides' order rotating block by block (:func:`turns`): the sides meet the same load on a
+    busy machine and the same caches (a side timed whole right after the other would find the
+    database's pages warmed by it, or the box busier or quieter). ``after(side, block)`` runs
+    untimed after each side's block."""
     seconds = [0.0] * len(sides)
     latencies: list[list[float]] = [[] for _ in sides]
     for n, start in enumerate(range(0, len(items), block)):
         turn = list(items[start:start + block])
-        order = list(range(len(sides)))
-        for i in order if n % 2 == 0 else order[::-1]:
+        for i in turns(n, len(sides)):
             timed = time_each([partial(sides[i], item) for item in turn])
             seconds[i] += timed.seconds
             latencies[i] += timed.latencies

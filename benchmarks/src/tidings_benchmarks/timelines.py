@@ -18,11 +18,12 @@ round times, one request after another from one client:
 
 With ``--baseline`` the seed's statements (:mod:`tidings_benchmarks.timeline_seed`; on PostgreSQL
 the raw limit's too) run for the same users and the same messages, the sides taking turns in
-blocks (pages: 20 requests; submits: one ``--submit-batch``), which side goes first
-alternating (hybrid is compared with the seed's push). Storage is measured once per model,
-before the submit rounds. On PostgreSQL the push submit also runs beside its SQL floor
-(:mod:`tidings_benchmarks.timeline_floor`: tidings' own statements for each block, with the cap
-and without), which tells the database's share of the figure from tidings'.
+blocks (pages: 20 requests; submits: one ``--submit-batch``), the sides' order rotating block by
+block (:func:`~tidings_benchmarks.measure.turns`; hybrid is compared with the seed's push).
+Storage is measured once per model, before the submit rounds. On PostgreSQL the push submit
+also runs beside its SQL floor (:mod:`tidings_benchmarks.timeline_floor`: tidings' own
+statements for each block, with the cap and without), which tells the database's share of
+the figure from tidings'.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def submits(t: Tidings, count: Callable[[], int], model: str,
             baselines: Sequence[Seed], their_model: str | None = None,
             floors: Sequence[FloorPostgres] = ()) -> list[Timed]:
     """The same ``messages`` submitted by tidings and by each of ``baselines``, ``batch`` at
-    a time, the sides taking turns block by block (which side goes first alternating too), as
+    a time, the sides taking turns block by block (their order rotating), as
     the pages do: tidings publishes a block (one unit) and runs the fan-out until the queue is
     empty, a baseline runs its statements for each message of it. Each side's rows are checked
     against ``due`` (tidings', the seed's); one :class:`Timed` per side, tidings' first.
