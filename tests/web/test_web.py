@@ -62,7 +62,10 @@ class Site:
     def __init__(self, url: str, tidings: Tidings) -> None:
         self.url = url
         self.tidings = tidings
-        self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"})
+        # a generous timeout: a loaded CI box may hold a publish behind the worker's unit on
+        # SQLite's one writer for seconds; these tests are about the page, not speed
+        self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"},
+                                 timeout=30)
         self.auth = Authenticator((KEY,), SECRET)
         self.contexts: list[Any] = []
 
