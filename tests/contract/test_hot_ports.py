@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
+from contract_kit import key
 from sqlalchemy import event as sa_event
 
 from tidings import ports
@@ -46,7 +47,7 @@ def delivery(event_id: int, created: int, *, bundle: str = "b", bundled: bool = 
              type: str = "like", actor: str | None = "ann", object: str | None = "post:1",
              category: str = "social", section: str = "alert", writer: str = "") -> Delivery:
     return Delivery(event_id=event_id, created_at=created, type=type, category=category,
-                    section=section, actor=actor, object=object, bundle_hash=bundle,
+                    section=section, actor=actor, object=object, bundle_hash=key(bundle),
                     bundled=bundled, writer=writer)
 
 
@@ -91,7 +92,7 @@ def test_deliver_joins_the_newest_unread_group_else_starts_one(store: ports.Stor
     e = [publish(store, n) for n in range(1, 6)]
     assert deliver(store, delivery(e[0], 10), ["ann", "bob"]) == ["ann", "bob"]
     assert deliver(store, delivery(e[1], 20), ["ann"]) == ["ann"]  # joins e[0]'s group
-    first = display_hash("b", e[0])
+    first = display_hash(key("b"), e[0])
     assert groups(store, "ann") == [(e[1], first, False)]
     info = read(store, lambda tx: tx.inbox.group_info("ann", [first]))
     assert (info[first].count, info[first].actors) == (2, ["ann"])
@@ -99,16 +100,16 @@ def test_deliver_joins_the_newest_unread_group_else_starts_one(store: ports.Stor
     write(store, lambda tx: tx.inbox.mark_groups("ann", [first], read=True, now=25,
                                                  markers=Markers()))
     deliver(store, delivery(e[2], 30), ["ann"])
-    assert groups(store, "ann") == [(e[2], display_hash("b", e[2]), False),
+    assert groups(store, "ann") == [(e[2], display_hash(key("b"), e[2]), False),
                                     (e[1], first, True)]
     # a watermark past the group counts as read too
     write(store, lambda tx: tx.inbox.set_marker("bob", "all", 15))
     deliver(store, delivery(e[3], 40), ["bob"])
-    assert [g for _, g, _ in groups(store, "bob")] == [display_hash("b", e[3]), first]
+    assert [g for _, g, _ in groups(store, "bob")] == [display_hash(key("b"), e[3]), first]
     # so does a scoped watermark of the type, but not of another type
     write(store, lambda tx: tx.inbox.set_marker("bob", "type:other", 100))
     deliver(store, delivery(e[4], 50), ["bob"])
-    assert [g for _, g, _ in groups(store, "bob")] == [display_hash("b", e[3]), first]
+    assert [g for _, g, _ in groups(store, "bob")] == [display_hash(key("b"), e[3]), first]
     # a type that never bundles starts a group each time
     e6 = publish(store, 6)
     deliver(store, delivery(e6, 60, bundle="solo", bundled=False), ["bob"])
@@ -249,11 +250,11 @@ def test_raw_rows_demote_and_bases(store: ports.Store) -> None:
     def row(event: int, created: int, group: str) -> NewNotification:
         return delivery(event, created).row("ann", group)
 
-    write(store, lambda tx: tx.inbox.insert([row(e[0], 100, "g"), row(e[1], 300, "h")]))
-    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
-                             tx.inbox.insert([row(e[2], 200, "g")])))
+    write(store, lambda tx: tx.inbox.insert([row(e[0], 100, key("g")), row(e[1], 300, key("h"))]))
+    write(store, lambda tx: (tx.inbox.demote([("ann", key("g"))]),
+                             tx.inbox.insert([row(e[2], 200, key("g"))])))
     assert ids(page(store, "ann")) == [e[1], e[2]]
-    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob"], "b"))
+    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob"], key("b")))
     assert set(bases) == {"ann"} and bases["ann"].event_id == e[1]
     assert read(store, lambda tx: tx.inbox.delivered(e[0], ["ann", "bob"])) == {"ann"}
 
@@ -272,7 +273,7 @@ def test_nothing_of_a_failed_unit_is_written(store: ports.Store) -> None:
 
     def work(tx: ports.Tx) -> None:
         tx.inbox.set_marker("ann", "all", 500)
-        tx.inbox.mark_groups("ann", [display_hash("b", e)], read=True, now=300,
+        tx.inbox.mark_groups("ann", [display_hash(key("b"), e)], read=True, now=300,
                              markers=Markers())
         tx.inbox.deliver_many([(delivery(e, 20), ["bob"])])
         tx.timeline.push(e, ["ann"], 30)
@@ -432,7 +433,7 @@ def test_groups_of_a_type_that_never_bundles_read_mark_and_go_like_any(
     for n, event in enumerate(e):
         deliver(store, delivery(event, 10 * (n + 1), bundle=f"own{event}", bundled=False,
                                 type="badge", actor=("bob", "cat", "dan")[n]), ["ann"])
-    mine = [display_hash(f"own{event}", event) for event in e]
+    mine = [display_hash(key(f"own{event}"), event) for event in e]
     assert groups(store, "ann") == [(e[2], mine[2], False), (e[1], mine[1], False),
                                     (e[0], mine[0], False)]
     info = read(store, lambda tx: tx.inbox.group_info("ann", mine))
