@@ -6,8 +6,10 @@ writes); and how the hot store registers the users a delivery reaches in SQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
@@ -16,7 +18,7 @@ from sqlalchemy import event as sa_event
 
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.domain.bundling import UNREAD_CAP, display_hash
+from tidings.domain.bundling import UNREAD_CAP, bundle_hash, display_hash
 from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Delivery, Filters, InboxRow, NewNotification
@@ -455,3 +457,27 @@ def test_groups_of_a_type_that_never_bundles_read_mark_and_go_like_any(
         own = {k[len(user):].split(":")[0]
                for k in store.redis.client.scan_iter(match=f"{user}*", **where)}
         assert own <= {"n", "ids", "base", "unread", "solo", "m"}, own
+
+
+def test_a_bundle_opened_under_a_32_character_hash_starts_a_new_group_after_the_upgrade(
+        hot_url: str, sqlite_url: str, clock: FrozenClock) -> None:
+    """Redis keeps the hashes its rows were written with. A bundle opened before the hashes
+    became 64-bit (32 hex characters) is not joined by the same key's 16-character hash: the
+    next notification starts a display group of its own, and the old group stays as it was
+    (docs/redis.md, "Upgrade: 64-bit hashes")."""
+    hot = open_store(sqlite_url, clock, hot_url=hot_url)
+    try:
+        old = hashlib.sha1(b"object\x00like\x00post:1").hexdigest()[:32]
+        first, second = publish(hot, 1), publish(hot, 2)
+        before = replace(delivery(first, 10), bundle_hash=old)
+        deliver(hot, before, ["ann"])
+        after = replace(delivery(second, 20), bundle_hash=old[:16])
+        assert after.bundle_hash == bundle_hash("object", "like", "ann", "post:1", second)
+        deliver(hot, after, ["ann"])
+        assert groups(hot, "ann") == [(second, display_hash(old[:16], second), False),
+                                      (first, display_hash(old, first), False)]
+        assert unread(hot, "ann") == 2
+        info = read(hot, lambda tx: tx.inbox.group_info("ann", [display_hash(old, first)]))
+        assert info[display_hash(old, first)].count == 1
+    finally:
+        hot.close()
