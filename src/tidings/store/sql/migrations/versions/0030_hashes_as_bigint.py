@@ -29,6 +29,7 @@ open bundle is not joined again: its next notification starts a display group of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -66,9 +67,9 @@ def _down_text(value: str | int) -> str:
 
 
 def _sqlite_functions() -> None:
-    driver = op.get_bind().connection.driver_connection
-    driver.create_function('tidings_hash_up', 1, _up_text, deterministic=True)  # type: ignore[union-attr]
-    driver.create_function('tidings_hash_down', 1, _down_text, deterministic=True)  # type: ignore[union-attr]
+    driver: Any = op.get_bind().connection.driver_connection  # sqlite3's connection
+    driver.create_function('tidings_hash_up', 1, _up_text, deterministic=True)
+    driver.create_function('tidings_hash_down', 1, _down_text, deterministic=True)
 
 
 def _alter(table: str, columns: Sequence[str], kind: str, using: str | None) -> None:
