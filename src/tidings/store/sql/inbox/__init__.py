@@ -42,7 +42,7 @@ from tidings.domain.views import (
 )
 from tidings.store import pageview, stepwise
 from tidings.store.sql.core.database import Database
-from tidings.store.sql.core.hashes import to_sql
+from tidings.store.sql.core.hashes import column_to_sql
 from tidings.store.sql.inbox import bundles, holders
 from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
@@ -175,7 +175,7 @@ class SqlInbox:
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
         if self.db.backend == "postgresql":  # the rows and their users' bounds at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
-                columns[at] = [to_sql(h) for h in columns[at]]
+                columns[at] = column_to_sql(columns[at])
             self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
                                                        columns))
             return
