@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -13,6 +15,13 @@ from tidings.domain.views import Filters, InboxRow, MailBatchRow, NewNotificatio
 
 T = TypeVar("T")
 EVERYTHING = Filters()
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def key(label: str) -> str:
+    """A bundle or display hash named by ``label`` in a test: a hash as the domain makes them
+    (16 hex characters; one already is kept)."""
+    return label if _HASH.fullmatch(label) else hashlib.sha1(label.encode()).hexdigest()[:16]
 
 
 def write(store: ports.Store, work: Callable[[ports.Tx], T]) -> T:
@@ -44,8 +53,8 @@ def note(user: str, event_id: int, created_at: int, *, group: str | None = None,
     """A notification row; ``group`` defaults to a display group of its own."""
     return NewNotification(
         user_id=user, event_id=event_id, created_at=created_at, type=type, category=category,
-        section=section, actor=actor, object=object, bundle_hash=bundle,
-        display_hash=group if group is not None else display_hash(bundle, event_id),
+        section=section, actor=actor, object=object, bundle_hash=key(bundle),
+        display_hash=key(group) if group is not None else display_hash(key(bundle), event_id),
         fields=fields)
 
 
@@ -75,5 +84,5 @@ def unread(store: ports.Store, user: str, filters: Filters = EVERYTHING) -> int:
 
 def mail_row(user: str, event_id: int, *, kind: str = "digest", bundle: str = "b",
              priority: int = 5, created_at: int = 1) -> MailBatchRow:
-    return MailBatchRow(user_id=user, event_id=event_id, kind=kind, bundle_hash=bundle,
+    return MailBatchRow(user_id=user, event_id=event_id, kind=kind, bundle_hash=key(bundle),
                         priority=priority, created_at=created_at)

@@ -6,16 +6,19 @@ writes); and how the hot store registers the users a delivery reaches in SQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
+from contract_kit import key
 from sqlalchemy import event as sa_event
 
 from tidings import ports
 from tidings.clock import FrozenClock
-from tidings.domain.bundling import UNREAD_CAP, display_hash
+from tidings.domain.bundling import UNREAD_CAP, bundle_hash, display_hash
 from tidings.domain.events import Event
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Delivery, Filters, InboxRow, NewNotification
@@ -46,7 +49,7 @@ def delivery(event_id: int, created: int, *, bundle: str = "b", bundled: bool = 
              type: str = "like", actor: str | None = "ann", object: str | None = "post:1",
              category: str = "social", section: str = "alert", writer: str = "") -> Delivery:
     return Delivery(event_id=event_id, created_at=created, type=type, category=category,
-                    section=section, actor=actor, object=object, bundle_hash=bundle,
+                    section=section, actor=actor, object=object, bundle_hash=key(bundle),
                     bundled=bundled, writer=writer)
 
 
@@ -91,7 +94,7 @@ def test_deliver_joins_the_newest_unread_group_else_starts_one(store: ports.Stor
     e = [publish(store, n) for n in range(1, 6)]
     assert deliver(store, delivery(e[0], 10), ["ann", "bob"]) == ["ann", "bob"]
     assert deliver(store, delivery(e[1], 20), ["ann"]) == ["ann"]  # joins e[0]'s group
-    first = display_hash("b", e[0])
+    first = display_hash(key("b"), e[0])
     assert groups(store, "ann") == [(e[1], first, False)]
     info = read(store, lambda tx: tx.inbox.group_info("ann", [first]))
     assert (info[first].count, info[first].actors) == (2, ["ann"])
@@ -99,16 +102,16 @@ def test_deliver_joins_the_newest_unread_group_else_starts_one(store: ports.Stor
     write(store, lambda tx: tx.inbox.mark_groups("ann", [first], read=True, now=25,
                                                  markers=Markers()))
     deliver(store, delivery(e[2], 30), ["ann"])
-    assert groups(store, "ann") == [(e[2], display_hash("b", e[2]), False),
+    assert groups(store, "ann") == [(e[2], display_hash(key("b"), e[2]), False),
                                     (e[1], first, True)]
     # a watermark past the group counts as read too
     write(store, lambda tx: tx.inbox.set_marker("bob", "all", 15))
     deliver(store, delivery(e[3], 40), ["bob"])
-    assert [g for _, g, _ in groups(store, "bob")] == [display_hash("b", e[3]), first]
+    assert [g for _, g, _ in groups(store, "bob")] == [display_hash(key("b"), e[3]), first]
     # so does a scoped watermark of the type, but not of another type
     write(store, lambda tx: tx.inbox.set_marker("bob", "type:other", 100))
     deliver(store, delivery(e[4], 50), ["bob"])
-    assert [g for _, g, _ in groups(store, "bob")] == [display_hash("b", e[3]), first]
+    assert [g for _, g, _ in groups(store, "bob")] == [display_hash(key("b"), e[3]), first]
     # a type that never bundles starts a group each time
     e6 = publish(store, 6)
     deliver(store, delivery(e6, 60, bundle="solo", bundled=False), ["bob"])
@@ -249,11 +252,11 @@ def test_raw_rows_demote_and_bases(store: ports.Store) -> None:
     def row(event: int, created: int, group: str) -> NewNotification:
         return delivery(event, created).row("ann", group)
 
-    write(store, lambda tx: tx.inbox.insert([row(e[0], 100, "g"), row(e[1], 300, "h")]))
-    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
-                             tx.inbox.insert([row(e[2], 200, "g")])))
+    write(store, lambda tx: tx.inbox.insert([row(e[0], 100, key("g")), row(e[1], 300, key("h"))]))
+    write(store, lambda tx: (tx.inbox.demote([("ann", key("g"))]),
+                             tx.inbox.insert([row(e[2], 200, key("g"))])))
     assert ids(page(store, "ann")) == [e[1], e[2]]
-    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob"], "b"))
+    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob"], key("b")))
     assert set(bases) == {"ann"} and bases["ann"].event_id == e[1]
     assert read(store, lambda tx: tx.inbox.delivered(e[0], ["ann", "bob"])) == {"ann"}
 
@@ -272,7 +275,7 @@ def test_nothing_of_a_failed_unit_is_written(store: ports.Store) -> None:
 
     def work(tx: ports.Tx) -> None:
         tx.inbox.set_marker("ann", "all", 500)
-        tx.inbox.mark_groups("ann", [display_hash("b", e)], read=True, now=300,
+        tx.inbox.mark_groups("ann", [display_hash(key("b"), e)], read=True, now=300,
                              markers=Markers())
         tx.inbox.deliver_many([(delivery(e, 20), ["bob"])])
         tx.timeline.push(e, ["ann"], 30)
@@ -432,7 +435,7 @@ def test_groups_of_a_type_that_never_bundles_read_mark_and_go_like_any(
     for n, event in enumerate(e):
         deliver(store, delivery(event, 10 * (n + 1), bundle=f"own{event}", bundled=False,
                                 type="badge", actor=("bob", "cat", "dan")[n]), ["ann"])
-    mine = [display_hash(f"own{event}", event) for event in e]
+    mine = [display_hash(key(f"own{event}"), event) for event in e]
     assert groups(store, "ann") == [(e[2], mine[2], False), (e[1], mine[1], False),
                                     (e[0], mine[0], False)]
     info = read(store, lambda tx: tx.inbox.group_info("ann", mine))
@@ -454,3 +457,27 @@ def test_groups_of_a_type_that_never_bundles_read_mark_and_go_like_any(
         own = {k[len(user):].split(":")[0]
                for k in store.redis.client.scan_iter(match=f"{user}*", **where)}
         assert own <= {"n", "ids", "base", "unread", "solo", "m"}, own
+
+
+def test_a_bundle_opened_under_a_32_character_hash_starts_a_new_group_after_the_upgrade(
+        hot_url: str, sqlite_url: str, clock: FrozenClock) -> None:
+    """Redis keeps the hashes its rows were written with. A bundle opened before the hashes
+    became 64-bit (32 hex characters) is not joined by the same key's 16-character hash: the
+    next notification starts a display group of its own, and the old group stays as it was
+    (docs/redis.md, "Upgrade: 64-bit hashes")."""
+    hot = open_store(sqlite_url, clock, hot_url=hot_url)
+    try:
+        old = hashlib.sha1(b"object\x00like\x00post:1").hexdigest()[:32]
+        first, second = publish(hot, 1), publish(hot, 2)
+        before = replace(delivery(first, 10), bundle_hash=old)
+        deliver(hot, before, ["ann"])
+        after = replace(delivery(second, 20), bundle_hash=old[:16])
+        assert after.bundle_hash == bundle_hash("object", "like", "ann", "post:1", second)
+        deliver(hot, after, ["ann"])
+        assert groups(hot, "ann") == [(second, display_hash(old[:16], second), False),
+                                      (first, display_hash(old, first), False)]
+        assert unread(hot, "ann") == 2
+        info = read(hot, lambda tx: tx.inbox.group_info("ann", [display_hash(old, first)]))
+        assert info[display_hash(old, first)].count == 1
+    finally:
+        hot.close()

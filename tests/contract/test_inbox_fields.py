@@ -4,7 +4,7 @@ They are the event's (the same for every recipient of one event)."""
 
 from __future__ import annotations
 
-from contract_kit import deliver, ids, note, page, publish, unread, write
+from contract_kit import deliver, ids, key, note, page, publish, unread, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -45,7 +45,7 @@ def test_deliver_keeps_the_fields_for_every_recipient(store: ports.Store,
     for event, lang in ((e[0], "de"), (e[1], "en")):
         d = Delivery(event_id=event, created_at=event * 10, type="comment",
                      category="general", section="alert", actor="bob", object="o",
-                     bundle_hash=f"b{event}", bundled=False, fields=(("lang", lang),))
+                     bundle_hash=key(f"b{event}"), bundled=False, fields=(("lang", lang),))
         write(store, lambda tx, d=d: tx.inbox.deliver_many([(d, ["ann", "cat"])]))
     for user in ("ann", "cat"):
         assert ids(page(store, user, Filters(fields=(("lang", "en"),)))) == [e[1]]

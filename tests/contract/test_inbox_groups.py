@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contract_kit import read, write
+from contract_kit import key, read, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -36,7 +36,7 @@ def _deliver(store: ports.Store, clock: FrozenClock, actors: Sequence[str | None
                 event_id = tx.events.insert(event, '{"n": 1}', now)
                 tx.inbox.deliver_many([(Delivery(
                     event_id=event_id, created_at=now, type="like", category="social",
-                    section="alert", actor=actor, object=obj, bundle_hash=f"like:{obj}",
+                    section="alert", actor=actor, object=obj, bundle_hash=key(f"like:{obj}"),
                     bundled=True), list(users))])
                 made.append(event_id)
             return made

@@ -4,7 +4,7 @@ events delivered in one call as one by one."""
 
 from __future__ import annotations
 
-from contract_kit import deliver, ids, note, page, publish, read, unread, write
+from contract_kit import deliver, ids, key, note, page, publish, read, unread, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -52,7 +52,7 @@ def test_keys_of_name_the_users_own_rows_only(store: ports.Store, clock: FrozenC
     e = _events(store, clock, 2)
     deliver(store, [note("ann", e[0], 1, group="g"), note("bob", e[0], 1, group="h")])
     keys = read(store, lambda tx: tx.inbox.keys_of("ann", [e[0], e[1]]))
-    assert keys == [NotificationKey("ann", e[0], "g", True)]
+    assert keys == [NotificationKey("ann", e[0], key("g"), True)]
     assert read(store, lambda tx: tx.inbox.keys_of("ann", [])) == []
 
 
@@ -63,7 +63,7 @@ def test_bundle_bases_before_a_place(store: ports.Store, clock: FrozenClock) -> 
                     note("ann", e[2], 300, group="g3", bundle="b")])
 
     def bases(before: tuple[int, int] | None) -> dict[str, int]:
-        found = write(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b", before=before))
+        found = write(store, lambda tx: tx.inbox.bundle_bases(["ann"], key("b"), before=before))
         return {user: base.event_id for user, base in found.items()}
 
     assert bases(None) == {"ann": e[2]}
@@ -91,7 +91,7 @@ def test_the_size_bound_is_never_below_the_truth(store: ports.Store, clock: Froz
 def test_forgetting_bundle_locks_keeps_the_inbox(store: ports.Store, clock: FrozenClock) -> None:
     (event,) = _events(store, clock, 1)
     deliver(store, [note("ann", event, 100, bundle="b")])
-    write(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b"))
+    write(store, lambda tx: tx.inbox.bundle_bases(["ann"], key("b")))
     clock.advance(10)
     forgotten = write(store, lambda tx: tx.inbox.forget_bundle_locks(clock.now_us(), 100))
     locks = store.backend in ("postgresql", "mysql")  # SQLite, memory, Redis serialise anyway
@@ -113,7 +113,7 @@ def test_insert_registers_the_users_it_writes_to(store: ports.Store, clock: Froz
 def _delivery(event: int, at: int, *, bundled: bool) -> Delivery:
     return Delivery(event_id=event, created_at=at, type="comment", category="general",
                     section="alert", actor="bob", object="o",
-                    bundle_hash="b" if bundled else f"own{event}", bundled=bundled)
+                    bundle_hash=key("b" if bundled else f"own{event}"), bundled=bundled)
 
 
 def test_held_names_the_events_anyone_holds(store: ports.Store, clock: FrozenClock) -> None:
@@ -129,7 +129,7 @@ def test_several_deliveries_at_once_end_as_one_by_one(store: ports.Store,
     """Events that never bundle around one that does, an event given twice, a user who
     already holds an event: the same users written, the same rows and groups."""
     e = _events(store, clock, 4)
-    deliver(store, [note("cat", e[3], 5, group=display_hash(f"own{e[3]}", e[3]),
+    deliver(store, [note("cat", e[3], 5, group=display_hash(key(f"own{e[3]}"), e[3]),
                          bundle=f"own{e[3]}")])
     items = [(_delivery(e[0], 10, bundled=False), ["bob", "ann"]),
              (_delivery(e[1], 11, bundled=True), ["ann"]),
@@ -140,9 +140,9 @@ def test_several_deliveries_at_once_end_as_one_by_one(store: ports.Store,
     assert write(store, lambda tx: tx.inbox.deliver_many(items)) == [
         ["ann", "bob"], ["ann"], ["ann", "cat"], ["dan"], ["ann"], []]
     assert [(r.event_id, r.created_at, r.display_hash) for r in page(store, "ann")] == [
-        (e[3], 14, display_hash(f"own{e[3]}", e[3])),
-        (e[2], 12, display_hash("b", e[1])),  # joined the group e[1] started
-        (e[0], 10, display_hash(f"own{e[0]}", e[0]))]
+        (e[3], 14, display_hash(key(f"own{e[3]}"), e[3])),
+        (e[2], 12, display_hash(key("b"), e[1])),  # joined the group e[1] started
+        (e[0], 10, display_hash(key(f"own{e[0]}"), e[0]))]
     assert ids(page(store, "cat")) == [e[2], e[3]]
     assert ids(page(store, "dan")) == [e[0]]
     assert unread(store, "ann") == 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contract_kit import EVERYTHING, deliver, ids, note, page, publish, read, unread, write
+from contract_kit import EVERYTHING, deliver, ids, key, note, page, publish, read, unread, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -48,7 +48,7 @@ def test_insert_skips_a_user_and_event_already_stored(store: ports.Store,
     deliver(store, [first])
     deliver(store, [note("ann", event, 200, group="g2"), note("bob", event, 200)])
     rows = page(store, "ann")
-    assert [(r.event_id, r.created_at, r.display_hash) for r in rows] == [(event, 100, "g1")]
+    assert [(r.event_id, r.created_at, r.display_hash) for r in rows] == [(event, 100, key("g1"))]
     assert read(store, lambda tx: tx.inbox.delivered(event, ["ann", "bob", "cat"])) == {
         "ann", "bob"}
     assert read(store, lambda tx: tx.inbox.delivered(event, [])) == set()
@@ -62,7 +62,7 @@ def test_a_row_reads_back_as_written(store: ports.Store, clock: FrozenClock) -> 
     assert (row.event_id, row.user_id, row.created_at, row.fresh_at, row.type, row.category,
             row.section, row.actor, row.object, row.bundle_hash, row.display_hash,
             row.read_at) == (event, "ann", 100, 100, "like", "social", "message", "bob", "o:1",
-                             "b1", "g", None)
+                             key("b1"), key("g"), None)
     assert row.payload.replace(" ", "") == '{"n":1}'  # the event's payload as stored JSON
 
 
@@ -75,29 +75,30 @@ def test_bundle_bases_are_the_newest_base_rows_of_the_bundle(store: ports.Store,
                     note("ann", e[3], 400, group="g4", bundle="other"),
                     note("bob", e[0], 100, group="g5", bundle="b")])
     write(store, lambda tx: tx.inbox.set_marker("ann", "all", 0))
-    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob", "cat"], "b"))
+    bases = read(store, lambda tx: tx.inbox.bundle_bases(["ann", "bob", "cat"], key("b")))
     assert set(bases) == {"ann", "bob"}
     ann = bases["ann"]
     assert (ann.user_id, ann.event_id, ann.display_hash, ann.created_at, ann.fresh_at,
             ann.read_at, ann.type, ann.category, ann.section) == (
-        "ann", e[1], "g2", 300, 300, None, "comment", "general", "alert")
+        "ann", e[1], key("g2"), 300, 300, None, "comment", "general", "alert")
     # of many (user, bundle) pairs at once, keyed by pair
-    pairs = [("ann", "b"), ("ann", "other"), ("bob", "b"), ("bob", "other"), ("cat", "b")]
+    pairs = [("ann", key("b")), ("ann", key("other")), ("bob", key("b")),
+             ("bob", key("other")), ("cat", key("b"))]
     many = read(store, lambda tx: tx.inbox.bundle_bases_many(pairs))
-    assert set(many) == {("ann", "b"), ("ann", "other"), ("bob", "b")}
-    assert many[("ann", "b")] == ann
-    assert many[("ann", "other")].event_id == e[3]
-    assert many[("bob", "b")] == bases["bob"]
+    assert set(many) == {("ann", key("b")), ("ann", key("other")), ("bob", key("b"))}
+    assert many[("ann", key("b"))] == ann
+    assert many[("ann", key("other"))].event_id == e[3]
+    assert many[("bob", key("b"))] == bases["bob"]
     # a demoted row is no base any more
-    write(store, lambda tx: tx.inbox.demote([("ann", "g2")]))
-    assert read(store, lambda tx: tx.inbox.bundle_bases(["ann"], "b"))["ann"].event_id == e[2]
+    write(store, lambda tx: tx.inbox.demote([("ann", key("g2"))]))
+    assert read(store, lambda tx: tx.inbox.bundle_bases(["ann"], key("b")))["ann"].event_id == e[2]
 
 
 def test_joining_a_group_shows_its_newest_member_only(store: ports.Store,
                                                       clock: FrozenClock) -> None:
     e = _events(store, clock, 3)
     deliver(store, [note("ann", e[0], 100, group="g"), note("ann", e[1], 150, group="h")])
-    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+    write(store, lambda tx: (tx.inbox.demote([("ann", key("g"))]),
                              tx.inbox.insert([note("ann", e[2], 200, group="g")])))
     assert ids(page(store, "ann")) == [e[2], e[1]]
     assert unread(store, "ann") == 2
@@ -141,7 +142,7 @@ def test_unread_is_judged_by_watermarks_and_read_marks(store: ports.Store,
                     note("ann", e[3], 400, type="like", group="g3")])
     write(store, lambda tx: tx.inbox.set_marker("ann", "all", 150))  # e[0] read by the mark
     write(store, lambda tx: tx.inbox.set_marker("ann", "type:like", 250))  # e[1] too
-    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g2"], read=True, now=500,
+    write(store, lambda tx: tx.inbox.mark_groups("ann", [key("g2")], read=True, now=500,
                                                  markers=tx.inbox.load_markers("ann")))
     assert ids(page(store, "ann", Filters(unread=True))) == [e[3]]
     assert ids(page(store, "ann", Filters(unread=False))) == [e[2], e[1], e[0]]
@@ -155,7 +156,7 @@ def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
     deliver(store, [note("ann", e[0], 100), note("ann", e[1], 200, type="like"),
                     note("ann", e[2], 300), note("ann", e[3], 400, group="g3")])
     write(store, lambda tx: tx.inbox.set_marker("ann", "seen", 250))  # e[0], e[1] seen
-    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=True, now=500,
+    write(store, lambda tx: tx.inbox.mark_groups("ann", [key("g3")], read=True, now=500,
                                                  markers=tx.inbox.load_markers("ann")))
 
     def unseen(filters: Filters = EVERYTHING) -> int:
@@ -171,7 +172,7 @@ def test_unseen_is_unread_and_newer_than_the_seen_watermark(store: ports.Store,
     assert unseen(Filters(types=("like",))) == 0
     write(store, lambda tx: tx.inbox.set_marker("ann", "all", 350))  # read up to e[2]
     assert unseen() == 0
-    write(store, lambda tx: tx.inbox.mark_groups("ann", ["g3"], read=False, now=600,
+    write(store, lambda tx: tx.inbox.mark_groups("ann", [key("g3")], read=False, now=600,
                                                  markers=tx.inbox.load_markers("ann")))
     assert unseen() == 1  # unread again after the seen mark: news again
     write(store, lambda tx: tx.inbox.set_marker("ann", "type:comment", 700))
@@ -207,11 +208,11 @@ def test_group_info_counts_members_and_lists_actors_newest_first(store: ports.St
                     note("ann", e[3], 300, group="g", actor=None),
                     note("ann", e[4], 50, group="h", actor="cat"),
                     note("bob", e[5], 50, group="g", actor="dan")])  # another user's group
-    info = read(store, lambda tx: tx.inbox.group_info("ann", ["g", "h", "g", "none"]))
-    assert set(info) == {"g", "h"}
-    assert (info["g"].count, info["g"].actors, info["g"].distinct_actors) == (4, ["ann", "bob"],
-                                                                              2)
-    assert (info["h"].count, info["h"].actors) == (1, ["cat"])
+    g, h = key("g"), key("h")
+    info = read(store, lambda tx: tx.inbox.group_info("ann", [g, h, g, key("none")]))
+    assert set(info) == {g, h}
+    assert (info[g].count, info[g].actors, info[g].distinct_actors) == (4, ["ann", "bob"], 2)
+    assert (info[h].count, info[h].actors) == (1, ["cat"])
     assert read(store, lambda tx: tx.inbox.group_info("ann", [])) == {}
 
 
@@ -221,7 +222,7 @@ def test_group_info_scans_the_newest_500_members(store: ports.Store,
     rows = [note("ann", i, 1000 + n, group="g", actor=f"a{n % 3}") for n, i in enumerate(e)]
     rows[0] = note("ann", e[0], 1000, group="g", actor="oldest")
     deliver(store, rows)
-    info = read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"]
+    info = read(store, lambda tx: tx.inbox.group_info("ann", [key("g")]))[key("g")]
     assert info.count == 500
     assert "oldest" not in info.actors  # beyond the scan
     assert info.actors == ["a1", "a0", "a2"]  # newest first: e[502] has a1 (502 % 3 == 1)
@@ -246,12 +247,12 @@ def test_groups_by_ids_and_by_match(store: ports.Store, clock: FrozenClock) -> N
         assert len(found) == len(set(found))
         return set(found)
 
-    assert by_ids([e[0], e[1]]) == {"g"}
-    assert by_ids([e[1], e[2], e[3]]) == {"g", "h"}
+    assert by_ids([e[0], e[1]]) == {key("g")}
+    assert by_ids([e[1], e[2], e[3]]) == {key("g"), key("h")}
     assert by_ids([]) == set()
-    assert by_match(actor="bob") == {"g", "h"}
-    assert by_match(type="like") == {"g"}
-    assert by_match(actor="bob", object="o:2") == {"h"}
+    assert by_match(actor="bob") == {key("g"), key("h")}
+    assert by_match(type="like") == {key("g")}
+    assert by_match(actor="bob", object="o:2") == {key("h")}
     assert by_match(actor="dan") == set()
     assert by_match() == set()
 
@@ -260,7 +261,7 @@ def test_mark_groups_counts_groups_that_changed(store: ports.Store, clock: Froze
     e = _events(store, clock, 3)
     deliver(store, [note("ann", e[0], 100, group="g"), note("ann", e[1], 200, group="g"),
                     note("ann", e[2], 300, group="h")])
-    write(store, lambda tx: tx.inbox.demote([("ann", "g")]))
+    write(store, lambda tx: tx.inbox.demote([("ann", key("g"))]))
     write(store, lambda tx: tx.inbox.insert([]))
 
     def mark(groups: list[str], read_: bool, now: int) -> int:
@@ -268,16 +269,16 @@ def test_mark_groups_counts_groups_that_changed(store: ports.Store, clock: Froze
             "ann", groups, read=read_, now=now, markers=tx.inbox.load_markers("ann")))
 
     # g has no base now (both demoted): marking it still marks its members
-    assert mark(["h"], True, 400) == 1
-    assert mark(["h"], True, 450) == 0  # already read
+    assert mark([key("h")], True, 400) == 1
+    assert mark([key("h")], True, 450) == 0  # already read
     states = {s.event_id: s for s in read(store, lambda tx: tx.inbox.read_states(
         "ann", [e[0], e[1], e[2]]))}
     assert states[e[2]].read_at == 450
-    assert mark(["h"], False, 500) == 1
-    assert mark(["h", "h"], False, 600) == 0
+    assert mark([key("h")], False, 500) == 1
+    assert mark([key("h"), key("h")], False, 600) == 0
     again = read(store, lambda tx: tx.inbox.read_states("ann", [e[2]]))
     assert [(s.read_at, s.fresh_at) for s in again] == [(None, 600)]
-    assert mark(["g"], True, 700) == 0  # no base row to count
+    assert mark([key("g")], True, 700) == 0  # no base row to count
     assert {s.read_at for s in read(store, lambda tx: tx.inbox.read_states(
         "ann", [e[0], e[1]]))} == {700}
 
@@ -285,12 +286,12 @@ def test_mark_groups_counts_groups_that_changed(store: ports.Store, clock: Froze
 def test_marking_a_bundle_marks_every_member(store: ports.Store, clock: FrozenClock) -> None:
     e = _events(store, clock, 3)
     deliver(store, [note("ann", e[0], 100, group="g")])
-    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+    write(store, lambda tx: (tx.inbox.demote([("ann", key("g"))]),
                              tx.inbox.insert([note("ann", e[1], 200, group="g")])))
     deliver(store, [note("ann", e[2], 300, group="h")])
     assert unread(store, "ann") == 2
     assert write(store, lambda tx: tx.inbox.mark_groups(
-        "ann", ["g"], read=True, now=400, markers=tx.inbox.load_markers("ann"))) == 1
+        "ann", [key("g")], read=True, now=400, markers=tx.inbox.load_markers("ann"))) == 1
     assert unread(store, "ann") == 1
     states = read(store, lambda tx: tx.inbox.read_states("ann", [e[0], e[1], e[2], 999]))
     assert sorted((s.event_id, s.read_at) for s in states) == [(e[0], 400), (e[1], 400),
@@ -308,7 +309,7 @@ def test_a_watermark_read_group_counts_as_changed_when_marked_unread(
     write(store, lambda tx: tx.inbox.set_marker("ann", "all", 150))
     assert unread(store, "ann") == 0
     assert write(store, lambda tx: tx.inbox.mark_groups(
-        "ann", ["g"], read=False, now=200, markers=tx.inbox.load_markers("ann"))) == 1
+        "ann", [key("g")], read=False, now=200, markers=tx.inbox.load_markers("ann"))) == 1
     assert unread(store, "ann") == 1  # fresh again: after the watermark
 
 
@@ -318,11 +319,11 @@ def test_keys_for_events_name_every_users_row(store: ports.Store, clock: FrozenC
     e = _events(store, clock, 2)
     deliver(store, [note("ann", e[0], 1, group="g"), note("bob", e[0], 1, group="h"),
                     note("ann", e[1], 2, group="g")])
-    write(store, lambda tx: tx.inbox.demote([("ann", "g")]))
+    write(store, lambda tx: tx.inbox.demote([("ann", key("g"))]))
     deliver(store, [note("cat", e[1], 3, group="k")])
     keys = read(store, lambda tx: tx.inbox.keys_for_events([e[0]]))
     assert sorted(keys, key=lambda k: k.user_id) == [
-        NotificationKey("ann", e[0], "g", False), NotificationKey("bob", e[0], "h", True)]
+        NotificationKey("ann", e[0], key("g"), False), NotificationKey("bob", e[0], key("h"), True)]
     assert read(store, lambda tx: tx.inbox.keys_for_events([])) == []
 
 
@@ -331,7 +332,7 @@ def test_removing_a_base_makes_the_next_newest_member_the_base(store: ports.Stor
     e = _events(store, clock, 4)
     deliver(store, [note("ann", e[0], 100, group="g")])
     for i, t in ((e[1], 300), (e[2], 200)):
-        write(store, lambda tx, i=i, t=t: (tx.inbox.demote([("ann", "g")]),
+        write(store, lambda tx, i=i, t=t: (tx.inbox.demote([("ann", key("g"))]),
                                            tx.inbox.insert([note("ann", i, t, group="g")])))
     deliver(store, [note("ann", e[3], 250, group="h")])
     assert ids(page(store, "ann")) == [e[3], e[2]]  # e[2] went in last: it is the base
@@ -364,16 +365,16 @@ def test_trim_takes_the_oldest_members_and_keeps_groups_whole(store: ports.Store
                                                                clock: FrozenClock) -> None:
     e = _events(store, clock, 3)
     deliver(store, [note("ann", e[1], 100, group="g")])
-    write(store, lambda tx: (tx.inbox.demote([("ann", "g")]),
+    write(store, lambda tx: (tx.inbox.demote([("ann", key("g"))]),
                              tx.inbox.insert([note("ann", e[0], 200, group="g")])))
     deliver(store, [note("ann", e[2], 50, group="h")])
     assert ids(page(store, "ann")) == [e[0], e[2]]
     assert write(store, lambda tx: tx.inbox.trim("ann", 2)) == 1  # e[2]: the oldest
     assert ids(page(store, "ann")) == [e[0]]
-    assert read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"].count == 2
+    assert read(store, lambda tx: tx.inbox.group_info("ann", [key("g")]))[key("g")].count == 2
     assert write(store, lambda tx: tx.inbox.trim("ann", 1)) == 1  # e[1], a member
     assert ids(page(store, "ann")) == [e[0]]
-    assert read(store, lambda tx: tx.inbox.group_info("ann", ["g"]))["g"].count == 1
+    assert read(store, lambda tx: tx.inbox.group_info("ann", [key("g")]))[key("g")].count == 1
 
 
 def test_nothing_of_a_failed_unit_stays_in_the_inbox(store: ports.Store,
@@ -383,7 +384,7 @@ def test_nothing_of_a_failed_unit_stays_in_the_inbox(store: ports.Store,
 
     def work(tx: ports.Tx) -> None:
         tx.inbox.set_marker("ann", "all", 500)
-        tx.inbox.mark_groups("ann", ["g"], read=True, now=300, markers=Markers())
+        tx.inbox.mark_groups("ann", [key("g")], read=True, now=300, markers=Markers())
         tx.inbox.insert([note("bob", event, 100)])
         tx.inbox.remove(tx.inbox.keys_for_events([event]))
         raise RuntimeError("the unit fails")
@@ -421,7 +422,7 @@ def test_deliver_joins_the_newest_unread_group_of_its_bundle(store: ports.Store,
 
     def deliver_one(event: int, at: int, writer: str = "") -> list[str]:
         d = Delivery(event_id=event, created_at=at, type="comment", category="general",
-                     section="alert", actor="bob", object="o", bundle_hash="b", bundled=True,
+                     section="alert", actor="bob", object="o", bundle_hash=key("b"), bundled=True,
                      writer=writer)
         return write(store, lambda tx: tx.inbox.deliver_many([(d, ["ann"])])[0])
 
@@ -429,11 +430,11 @@ def test_deliver_joins_the_newest_unread_group_of_its_bundle(store: ports.Store,
     assert deliver_one(e[1], 20, "job:1") == ["ann"]
     assert deliver_one(e[1], 30, "job:2") == []  # already there: another writer skips it
     assert [(r.event_id, r.display_hash) for r in page(store, "ann")] == [
-        (e[1], display_hash("b", e[0]))]
+        (e[1], display_hash(key("b"), e[0]))]
     write(store, lambda tx: tx.inbox.set_marker("ann", "all", 25))
     deliver_one(e[2], 40)  # the group is read: a new one starts
-    assert [r.display_hash for r in page(store, "ann")] == [display_hash("b", e[2]),
-                                                            display_hash("b", e[0])]
+    assert [r.display_hash for r in page(store, "ann")] == [display_hash(key("b"), e[2]),
+                                                            display_hash(key("b"), e[0])]
 
 
 def test_filters_by_actor_object_and_id_bounds(store: ports.Store, clock: FrozenClock) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contract_kit import mail_row, read, write
+from contract_kit import key, mail_row, read, write
 
 from tidings import ports
 from tidings.clock import FrozenClock
@@ -19,13 +19,13 @@ def _events(rows: list[MailBatchRow]) -> list[int]:
 
 
 def test_bundling_windows(store: ports.Store) -> None:
-    assert read(store, lambda tx: tx.mail.last_email_at("ann", "b")) is None
-    write(store, lambda tx: tx.mail.set_last_email_at("ann", "b", 100))
-    write(store, lambda tx: tx.mail.set_last_email_at("ann", "b", 300))
-    write(store, lambda tx: tx.mail.set_last_email_at("ann", "c", 200))
-    assert read(store, lambda tx: tx.mail.last_email_at("ann", "b")) == 300
-    assert read(store, lambda tx: tx.mail.last_email_at("ann", "c")) == 200
-    assert read(store, lambda tx: tx.mail.last_email_at("bob", "b")) is None
+    assert read(store, lambda tx: tx.mail.last_email_at("ann", key("b"))) is None
+    write(store, lambda tx: tx.mail.set_last_email_at("ann", key("b"), 100))
+    write(store, lambda tx: tx.mail.set_last_email_at("ann", key("b"), 300))
+    write(store, lambda tx: tx.mail.set_last_email_at("ann", key("c"), 200))
+    assert read(store, lambda tx: tx.mail.last_email_at("ann", key("b"))) == 300
+    assert read(store, lambda tx: tx.mail.last_email_at("ann", key("c"))) == 200
+    assert read(store, lambda tx: tx.mail.last_email_at("bob", key("b"))) is None
 
 
 def test_a_notification_waits_for_mail_once(store: ports.Store) -> None:
@@ -37,7 +37,7 @@ def test_a_notification_waits_for_mail_once(store: ports.Store) -> None:
     assert _batch(store, "ann", "bundle") == []  # once per (user, event), whatever the kind
     (row,) = _batch(store, "ann", "digest")
     assert (row.user_id, row.event_id, row.kind, row.bundle_hash, row.priority,
-            row.created_at) == ("ann", 1, "digest", "b", 5, 1)
+            row.created_at) == ("ann", 1, "digest", key("b"), 5, 1)
     assert row.id > 0
 
 
@@ -58,10 +58,10 @@ def test_bundles_read_newest_event_first(store: ports.Store) -> None:
         mail_row("ann", 3, kind="bundle", bundle="x", priority=9),
         mail_row("ann", 2, kind="bundle", bundle="x", priority=5),
         mail_row("ann", 4, kind="bundle", bundle="y")]))
-    assert _events(_batch(store, "ann", "bundle", bundle_hash="x")) == [3, 2, 1]
+    assert _events(_batch(store, "ann", "bundle", bundle_hash=key("x"))) == [3, 2, 1]
     assert _events(_batch(store, "ann", "bundle")) == [4, 3, 2, 1]
-    assert _events(_batch(store, "ann", "bundle", bundle_hash="x", limit=1)) == [3]
-    assert _batch(store, "ann", "bundle", bundle_hash="z") == []
+    assert _events(_batch(store, "ann", "bundle", bundle_hash=key("x"), limit=1)) == [3]
+    assert _batch(store, "ann", "bundle", bundle_hash=key("z")) == []
 
 
 def test_digests_read_up_to_a_creation_time(store: ports.Store) -> None:
@@ -136,7 +136,7 @@ def test_mail_state_of_a_failed_unit_is_undone(store: ports.Store) -> None:
     def work(tx: ports.Tx) -> None:
         tx.mail.add_batch([mail_row("ann", 2)])
         tx.mail.cancel_events([1])
-        tx.mail.set_last_email_at("ann", "b", 100)
+        tx.mail.set_last_email_at("ann", key("b"), 100)
         tx.mail.log_sent("<m@x>", "ann", "single", "ann@example.org", "s", 100)
         tx.mail.save_webhook_endpoint("hook.example", 5, 300)
         raise RuntimeError("the unit fails")
@@ -144,6 +144,6 @@ def test_mail_state_of_a_failed_unit_is_undone(store: ports.Store) -> None:
     with pytest.raises(RuntimeError):
         write(store, work)
     assert _events(_batch(store, "ann", "digest")) == [1]
-    assert read(store, lambda tx: tx.mail.last_email_at("ann", "b")) is None
+    assert read(store, lambda tx: tx.mail.last_email_at("ann", key("b"))) is None
     assert read(store, lambda tx: tx.mail.sent_count("ann", "single", 0)) == 0
     assert read(store, lambda tx: tx.mail.webhook_endpoint("hook.example")) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from sqlalchemy import delete, func, insert, inspect, select, text
 
 from stores import SqlStores
 from tidings.config import Config
+from tidings.domain.bundling import bundle_hash
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import IdempotencyConflict, SchemaOutOfDate
@@ -24,6 +26,9 @@ from tidings.store.sql.core.migrate import (
     upgrade,
 )
 from tidings.store.sql.schema import (
+    bundle_locks,
+    email_batch,
+    email_bundle_status,
     events,
     job_failures,
     jobs,
@@ -196,12 +201,17 @@ def test_holders_of_notifications_are_registered_with_their_inbox_rows(
         empty_store_url: str) -> None:
     upgrade(empty_store_url, "0006")
     row = {"event_id": 0, "created_at": 0, "fresh_at": 0, "type": "t", "category": "c",
-           "section": "alert", "bundle_hash": "h", "display_hash": "h", "bundle_base": True}
+           "section": "alert", "bundle_hash": "ab" * 16, "display_hash": "cd" * 16,
+           "bundle_base": True}
     db = Database(empty_store_url, pool_size=0)
     try:
         with db.write() as conn:
             conn.execute(insert(users).values(user_id="carol", created_at=5))
-            conn.execute(insert(notifications), [
+            conn.execute(text(  # 0006's columns, hashes as text
+                "INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+                "category, section, bundle_hash, display_hash, bundle_base) VALUES (:user_id, "
+                ":event_id, :created_at, :fresh_at, :type, :category, :section, :bundle_hash, "
+                ":display_hash, :bundle_base)"), [
                 {**row, "user_id": user, "event_id": i, "created_at": 10 * i}
                 for i, user in enumerate(["bob", "bob", "bob", "carol"], start=1)])
         upgrade(empty_store_url)
@@ -320,6 +330,83 @@ def test_mailboxes_floors_and_push_from_move_to_the_events_order(empty_store_url
             assert conn.execute(text(
                 "SELECT actor, push_from_at, push_from FROM timeline_sources ORDER BY actor"
             )).all() == [("ann", 300, 3), ("dan", None, None), ("eve", 0, 0)]
+        assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()
+
+
+def test_hashes_become_64_bit_integers_with_their_data(empty_store_url: str) -> None:
+    """0030: every stored bundle and display hash (32 hex characters) becomes the BIGINT of
+    its first 16, which reads back as those 16 characters: what the same key hashes to now,
+    so an open bundle is joined across the upgrade. The downgrade gives back the 16."""
+    upgrade(empty_store_url, "0029")
+    old = [hashlib.sha1(str(i).encode()).hexdigest()[:32] for i in range(4)]
+    old[3] = "0" * 32  # the least and the greatest hash: the ends of the signed range
+    old[2] = "f" * 32
+    bundle = bundle_hash("object", "link", None, "page", 1)
+    old[0] = hashlib.sha1(b"object\x00link\x00page").hexdigest()[:32]  # before 0030
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:  # the columns of 0029's tables, hashes as text
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES ('link', 'cat', 'page', '{}', '[]', '[]', 'h', "
+                "10), ('link', 'dan', 'page', '{}', '[]', '[]', 'h', 10)"))  # ids 1 and 2
+            conn.execute(text(
+                "INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+                "category, section, bundle_hash, display_hash, bundle_base, joined) VALUES "
+                "(:u, :e, 10, 10, 'link', 'link', 'alert', :b, :d, :base, :base)"),
+                [{"u": "ann", "e": 1, "b": old[0], "d": old[1], "base": False},
+                 {"u": "ann", "e": 2, "b": old[0], "d": old[1], "base": True},
+                 {"u": "bob", "e": 2, "b": old[2], "d": old[3], "base": True}])
+            conn.execute(text("INSERT INTO bundle_locks (user_id, bundle_hash, created_at) "
+                              "VALUES ('ann', :a, 1), ('bob', :b, 1)"),
+                         {"a": old[0], "b": old[2]})
+            conn.execute(text(
+                "INSERT INTO email_batch (user_id, event_id, kind, bundle_hash, priority, "
+                "created_at) VALUES ('ann', 1, 'bundle', :h, 5, 1), "
+                "('bob', 26, 'digest', '', 5, 1)"), {"h": old[3]})  # past the daily cap
+            conn.execute(text("INSERT INTO email_bundle_status (user_id, bundle_hash, "
+                              "last_email_at) VALUES ('ann', :h, 7)"), {"h": old[2]})
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        with db.read() as conn:
+            found = conn.execute(select(notifications.c.user_id, notifications.c.event_id,
+                                        notifications.c.bundle_hash, notifications.c.display_hash)
+                                 .order_by(notifications.c.user_id,
+                                           notifications.c.event_id)).all()
+            assert found == [("ann", 1, bundle, old[1][:16]), ("ann", 2, bundle, old[1][:16]),
+                             ("bob", 2, "f" * 16, "0" * 16)]
+            # stored as the hash's value minus 2**63: the integers sort as the hex did
+            assert conn.execute(text("SELECT display_hash FROM notifications "
+                                     "WHERE user_id = 'bob'")).scalar_one() == -(2 ** 63)
+            assert conn.execute(text("SELECT bundle_hash FROM notifications WHERE user_id = "
+                                     "'bob'")).scalar_one() == 2 ** 63 - 1
+            assert conn.execute(select(bundle_locks.c.bundle_hash)
+                                .order_by(bundle_locks.c.user_id)).scalars().all() == [
+                bundle, "f" * 16]
+            assert conn.execute(select(email_batch.c.bundle_hash)
+                                .order_by(email_batch.c.user_id)).scalars().all() == [
+                "0" * 16, "000000000000001a"]  # an empty hash: the event id's own
+            assert conn.execute(select(email_bundle_status.c.bundle_hash)
+                                ).scalar_one() == "f" * 16
+        with Tidings(Config(database_url=empty_store_url), types=[
+                EventType("link", bundle="object", audience=("recipients",))]) as t:
+            t.publish({"type": "link", "actor": "eve", "object": "page",
+                       "recipients": ["ann"]})
+            t.run_jobs()
+            rows = t.notifications("ann").items
+        # the new notification joins the group its bundle started before the upgrade
+        assert len(rows) == 1 and rows[0].count == 3
+        downgrade(empty_store_url, "0029")
+        with db.read() as conn:
+            assert conn.execute(text(
+                "SELECT user_id, bundle_hash, display_hash FROM notifications WHERE "
+                "event_id = 2 ORDER BY user_id")).all() == [("ann", bundle, old[1][:16]),
+                                                           ("bob", "f" * 16, "0" * 16)]
+            assert conn.execute(text("SELECT bundle_hash FROM email_batch ORDER BY user_id")
+                                ).scalars().all() == ["0" * 16, "000000000000001a"]
+        upgrade(empty_store_url)
         assert schema_diffs(empty_store_url) == []
     finally:
         db.dispose()

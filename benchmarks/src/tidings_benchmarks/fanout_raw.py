@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from tidings.domain.bundling import bundle_hash, display_hash
 from tidings.domain.events import Event
 from tidings.domain.types import EventType
+from tidings.store.sql.core.hashes import to_sql
 from tidings_benchmarks.raw import RawConnection
 
 ANCHOR = "bench-anchors/raw_postgresql.py"
@@ -35,8 +36,9 @@ INSERT_SELECT_SQL = (f"INSERT INTO notifications ({_ROWS}) SELECT follower, %s, 
                      "%s, %s, %s, %s, %s, TRUE FROM follows WHERE followee = %s")
 PUSH_SQL = (f"WITH m AS ({EVENT_SQL} RETURNING id, actor, created_at) "
             f"INSERT INTO notifications ({_ROWS}) SELECT f.follower, m.id, m.created_at, "
-            "m.created_at, %s, %s, %s, m.actor, %s, md5(m.id::text), md5(m.id::text), TRUE "
-            "FROM m JOIN follows f ON f.followee = m.actor")
+            "m.created_at, %s, %s, %s, m.actor, %s, h.h, h.h, TRUE "
+            "FROM m CROSS JOIN LATERAL (SELECT ('x' || left(md5(m.id::text), 16))::bit(64)"
+            "::bigint AS h) h JOIN follows f ON f.followee = m.actor")
 FOLLOWERS_SQL = "SELECT follower FROM follows WHERE followee = %s"
 
 STATEMENTS = {
@@ -76,7 +78,7 @@ class RawFanout:
 
     def _values(self, event_id: int, now: int, actor: str, bhash: str) -> tuple[object, ...]:
         return (event_id, now, now, EVENT_TYPE.name, EVENT_TYPE.category, EVENT_TYPE.section,
-                actor, OBJECT, bhash, display_hash(bhash, event_id))
+                actor, OBJECT, to_sql(bhash), to_sql(display_hash(bhash, event_id)))
 
     def insert_select(self, actor: str, now: int) -> int:
         """Deliver a new event of ``actor`` to all its followers in the server; rows written."""

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from rich.progress import Progress
 
 from tidings.clock import SystemClock
+from tidings.domain.bundling import bundle_hash
 from tidings.domain.events import Event
 from tidings.domain.views import Delivery, Filters
 from tidings.engine import Tidings
@@ -118,7 +119,8 @@ def run(url: str, scale: float, rounds: int, ops: int, seed: int, folder: str,
                 for i in chunk:
                     d = Delivery(event_id=ids[i], created_at=1_000_000 + ids[i], type="mention",
                                  category="mention", section="alert", actor="a", object="o",
-                                 bundle_hash=f"b{ids[i]}", bundled=False)
+                                 bundle_hash=bundle_hash("none", "mention", "a", "o", ids[i]),
+                                 bundled=False)
                     users = audiences[i]
 
                     def work(tx: Any, d: Delivery = d, users: list[str] = users) -> list[str]:

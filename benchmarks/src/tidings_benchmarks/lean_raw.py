@@ -178,11 +178,6 @@ def summary(packed: bytes | None) -> tuple[int, list[int]]:
     return values[0], values[2:2 + values[1]]
 
 
-def key64(hex_hash: str) -> int:
-    """A bundle key: the first 64 bits of a hex hash, signed."""
-    return int.from_bytes(bytes.fromhex(hex_hash[:16]), "big", signed=True)
-
-
 class Names:
     """The dictionary: (kind, name) to integer id, and back."""
 
@@ -257,7 +252,7 @@ def fill_inbox(raw: RawConnection, names: Names, types: Sequence[EventType]) -> 
                 g[3] = last + 1
             last = g[3]
             if g[2] & BUNDLES:
-                opened[(g[0], key64(g[8]))] = (g[3], g[4])  # the newest wins
+                opened[(g[0], int(g[8]))] = (g[3], g[4])  # the stored key; the newest wins
             inbox.append(tuple(g[:8]))
     marks = [(names.id(USER, user), 0, until) for user, until in raw.fetch(
         "SELECT user_id, until_at FROM read_markers WHERE scope = 'all'")]

@@ -34,6 +34,7 @@ from tidings.domain.bundling import (
 from tidings.domain.events import Event, Limits, validate_event
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings_benchmarks.compare import point
 from tidings_benchmarks.inbox_raw import RawInbox
@@ -93,7 +94,8 @@ def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str,
         summaries[group] = summary
         count, names = groupsummary.encode(None if base is None else summary)
         rows.append([user, event_id, created, created, event.type, kind.category, kind.section,
-                     event.actor, event.object, bhash, group, True, None, base is not None,
+                     event.actor, event.object, to_sql(bhash), to_sql(group), True, None,
+                     base is not None,
                      count, names])
     read_groups = {row[DISPLAY] for row in rows[:round(size * read_share)]}
     for row in rows:

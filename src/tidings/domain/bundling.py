@@ -27,12 +27,12 @@ def bundle_hash(rule: str, event_type: str, actor: str | None, obj: str | None,
         key = f"actor\x00{event_type}\x00{actor or ''}"
     else:
         key = f"actor_object\x00{event_type}\x00{actor or ''}\x00{obj or ''}"
-    return hashlib.sha1(key.encode()).hexdigest()[:32]
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
 def display_hash(bundle: str, first_event_id: int) -> str:
     """A display group starts with its first event; later members reuse its hash."""
-    return hashlib.sha1(f"{bundle}\x00{first_event_id}".encode()).hexdigest()[:32]
+    return hashlib.sha1(f"{bundle}\x00{first_event_id}".encode()).hexdigest()[:16]
 
 
 def count_display(count: int, cap: int = UNREAD_CAP) -> str:

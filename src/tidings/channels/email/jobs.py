@@ -18,6 +18,7 @@ from typing import Any
 from tidings.channels.email.compose import Outbound, compose, item, mailer
 from tidings.channels.email.schedule import batch_row, digest_spec
 from tidings.channels.email.smtp import one_line
+from tidings.domain.bundling import bundle_hash
 from tidings.domain.preferences import mail_delay
 from tidings.jobs.context import Handler, JobContext, Replacements
 from tidings.jobs.model import Job, JobSpec
@@ -184,7 +185,9 @@ def finish(ctx: JobContext, tx: Tx, job: Job, plan: MailPlan, _sent: None) -> Re
     tx.mail.delete_batch(plan.used)
     if plan.to_digest is not None:
         event_id, priority = plan.to_digest
-        tx.mail.add_batch([batch_row(user, event_id, "digest", "", priority, now)])
+        # the event's own hash (as for a type that never bundles): a digest item of its own
+        own = bundle_hash("none", "", None, None, event_id)
+        tx.mail.add_batch([batch_row(user, event_id, "digest", own, priority, now)])
     if plan.outbound is not None and plan.window is not None:
         tx.mail.set_last_email_at(user, plan.window, now)
     return plan.replacements or None

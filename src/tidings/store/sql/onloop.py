@@ -207,4 +207,4 @@ class OnLoop(PublishOnLoop):
         found = await self.reads.fetch(pageview.unfiltered(False, limit), {"user": user})
         if not found:  # busy
             return await super().page_view(user, limit=limit, bundles=bundles)
-        return pageview.view(found, bundles, Markers)
+        return pageview.view(pageview.from_driver(found), bundles, Markers)

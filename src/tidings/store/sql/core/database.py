@@ -47,6 +47,7 @@ from tidings.exceptions import ConfigError, StoreUnavailable
 from tidings.store.sql.core.boundedpg import connect_bounded
 from tidings.store.sql.core.bulk import column_arrays, json_batches, unnest_insert
 from tidings.store.sql.core.errors import classify, is_retryable
+from tidings.store.sql.core.hashes import Hash64, rows_to_sql, to_sql
 from tidings.store.sql.core.timeouts import SqlTimeouts
 
 T = TypeVar("T")
@@ -266,6 +267,7 @@ class Database:
         if not rows:
             return []
         if self.backend == "postgresql":
+            rows = rows_to_sql(table, rows)
             columns = tuple(rows[0])
             single, params = column_arrays(rows, columns)
             stmt = unnest_insert(table, columns, False, tuple(keys), column, tuple(returning),
@@ -274,7 +276,8 @@ class Database:
                 return self.fetch(conn, stmt, params)
             self.run(conn, stmt, params)
             return []
-        batches = json_batches(table, rows, add=column) if self.backend == "mysql" else None
+        batches = (json_batches(table, rows_to_sql(table, rows), add=column)
+                   if self.backend == "mysql" else None)
         if batches is not None:  # MariaDB hands no rows back
             for statement, params in batches:
                 self.run(conn, statement, params)
@@ -294,14 +297,16 @@ class Database:
         An executemany lets SQLAlchemy send multi-row VALUES from one cached compilation
         ("insertmanyvalues"), several times faster than compiling a literal multi-row INSERT.
         """
+        # the JSON arrays of PostgreSQL and MariaDB bypass the columns' types (hashes)
         if self.backend == "postgresql" and rows:
             columns = tuple(rows[0])
             names = rows[0].keys()
             if all(row.keys() == names for row in rows):
-                single, params = column_arrays(rows, columns)
+                single, params = column_arrays(rows_to_sql(table, rows), columns)
                 self.run(conn, unnest_insert(table, columns, ignore, single=single), params)
                 return
-        batches = json_batches(table, rows, ignore=ignore) if self.backend == "mysql" else None
+        batches = (json_batches(table, rows_to_sql(table, rows), ignore=ignore)
+                   if self.backend == "mysql" else None)
         for statement, params in batches or ():
             self.run(conn, statement, params)
         if batches is not None:
@@ -322,6 +327,8 @@ class Database:
         if len(values) < JSON_LIST:
             return column == any_(bindparam(None, list(values),
                                             type_=pg_dialect.ARRAY(column.type)))
+        if isinstance(column.type, Hash64):  # the JSON array bypasses the column's type
+            values = [to_sql(v) for v in values]
         text_of = cast(bindparam(None, json.dumps(list(values)), type_=String), pg_dialect.JSON)
         elements = select(cast(func.json_array_elements_text(text_of), column.type))
         return column == any_(func.array(elements.scalar_subquery()))

@@ -42,6 +42,7 @@ from tidings.domain.views import (
 )
 from tidings.store import pageview, stepwise
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.hashes import column_to_sql
 from tidings.store.sql.inbox import bundles, holders
 from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
@@ -68,6 +69,7 @@ ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = t
     (attrgetter(name) if name else None, value) for _, name, value in _ROW)
 SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary.fill's
 JOINED_AT = ROW_COLUMNS.index("joined")
+HASHES_AT = (ROW_COLUMNS.index("bundle_hash"), ROW_COLUMNS.index("display_hash"))
 
 
 class SqlInbox:
@@ -172,6 +174,8 @@ class SqlInbox:
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
         if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+            for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
+                columns[at] = column_to_sql(columns[at])
             self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
                                                        columns))
             return
@@ -327,8 +331,8 @@ class SqlInbox:
         if filters == Filters():  # built once: straight to the driver
             if before is not None:
                 params["before_at"], params["before_id"] = before
-            found = self.db.fetch(self.conn, sql_pageview.unfiltered(before is not None, limit),
-                                  params)
+            found = sql_pageview.from_driver(self.db.fetch(
+                self.conn, sql_pageview.unfiltered(before is not None, limit), params))
         else:
             conditions = filter_conditions(user, filters, Markers())  # no read-state filter
             if before is not None:

@@ -30,6 +30,7 @@ from sqlalchemy.dialects import mysql as mysql_dialect
 from tidings.clock import Clock
 from tidings.domain.views import BundleBase
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.hashes import from_sql, pairs_to_sql
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.schema import bundle_locks, notifications
 
@@ -47,7 +48,7 @@ SELECT b.bundle_hash, b.user_id, b.event_id, b.display_hash, b.created_at, b.fre
 FROM json_array_elements(CAST(:pairs AS JSON)) AS k(v)
 CROSS JOIN LATERAL (
   SELECT * FROM notifications m
-  WHERE m.user_id = k.v->>0 AND m.bundle_hash = k.v->>1 AND m.bundle_base
+  WHERE m.user_id = k.v->>0 AND m.bundle_hash = CAST(k.v->>1 AS BIGINT) AND m.bundle_base
   ORDER BY m.created_at DESC, m.event_id DESC LIMIT 1 FOR UPDATE) b""")
 # PostgreSQL: the (user, display hash) groups of ``:groups`` (a JSON array) stop having a base
 # row: each group's base found by a probe of the (user, display hash) index, not by a plan of
@@ -60,13 +61,14 @@ UPDATE notifications SET bundle_base = false, group_count = NULL, group_actors =
 WHERE ctid = ANY(ARRAY(
   SELECT m.ctid FROM json_array_elements(CAST(:groups AS JSON)) AS k(v)
   CROSS JOIN LATERAL (SELECT ctid FROM notifications
-                      WHERE user_id = k.v->>0 AND display_hash = k.v->>1 AND bundle_base) m))""")
+                      WHERE user_id = k.v->>0 AND display_hash = CAST(k.v->>1 AS BIGINT)
+                        AND bundle_base) m))""")
 
 
 def demote(db: Database, conn: Connection, groups: Sequence[tuple[str, str]]) -> None:
     """PostgreSQL: :data:`DEMOTE` of these (user, display hash) groups."""
     if groups:
-        db.run(conn, DEMOTE, {"groups": json.dumps(list(groups))})
+        db.run(conn, DEMOTE, {"groups": json.dumps(pairs_to_sql(groups))})
 
 
 def of_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]]
@@ -76,7 +78,8 @@ def of_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]]
     :data:`BATCH` pairs at a time). The caller holds the pairs' decider locks."""
     wanted = sorted(set(pairs))
     if db.backend == "postgresql":
-        found: Any = db.fetch(conn, BASES_OF_PAIRS, {"pairs": json.dumps(wanted)})
+        found: Any = [(from_sql(r[0]), r[1], r[2], from_sql(r[3]), *r[4:]) for r in db.fetch(
+            conn, BASES_OF_PAIRS, {"pairs": json.dumps(pairs_to_sql(wanted))})]
     else:
         found = []
         for start in range(0, len(wanted), BATCH):
@@ -112,7 +115,8 @@ b = bundle_locks.c
 LOCK_PAIRS = text("""
 SELECT l.user_id, l.bundle_hash FROM json_array_elements(CAST(:pairs AS JSON)) AS k(v)
 CROSS JOIN LATERAL (SELECT user_id, bundle_hash FROM bundle_locks
-                    WHERE user_id = k.v->>0 AND bundle_hash = k.v->>1 LIMIT 1 FOR UPDATE) l""")
+                    WHERE user_id = k.v->>0 AND bundle_hash = CAST(k.v->>1 AS BIGINT)
+                    LIMIT 1 FOR UPDATE) l""")
 
 
 def lock(db: Database, conn: Connection, users: Sequence[str], bundle_hash: str,
@@ -144,8 +148,8 @@ def lock_pairs(db: Database, conn: Connection, pairs: Sequence[tuple[str, str]],
         locked: set[tuple[str, str]] = set()
         for start in range(0, len(missing), IN_LIST):
             part = missing[start:start + IN_LIST]  # each pair locked in this (key) order
-            locked.update((r[0], r[1]) for r in db.fetch(
-                conn, LOCK_PAIRS, {"pairs": json.dumps(part)}))
+            locked.update((r[0], from_sql(r[1])) for r in db.fetch(
+                conn, LOCK_PAIRS, {"pairs": json.dumps(pairs_to_sql(part))}))
         # A row deleted (by the retention job) while this unit waited for it is not returned
         # locked: make it again and lock it.
         missing = [p for p in missing if p not in locked]

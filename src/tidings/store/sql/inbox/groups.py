@@ -31,6 +31,7 @@ from tidings.domain.bundling import (
 )
 from tidings.domain.views import GroupInfo, NewNotification
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.hashes import from_sql, pairs_to_sql, to_sql
 from tidings.store.sql.schema import notifications
 
 n = notifications.c
@@ -96,10 +97,11 @@ def members_at(db: Database, conn: Any, pairs: Sequence[tuple[str, str]]
     for start in range(0, len(wanted), MEMBER_GROUPS):
         part = wanted[start:start + MEMBER_GROUPS]
         params: dict[str, Any] = {}
-        for i, (user, group) in enumerate(part):
-            params[f"u{i}"], params[f"g{i}"] = user, group
+        for i, (user, group) in enumerate(part):  # run on the driver: hashes as BIGINTs
+            params[f"u{i}"], params[f"g{i}"] = user, to_sql(group)
         for user, group, *member in db.fetch(conn, members_statement(len(part)), params):
-            members.setdefault((user, group), []).append((member[0], member[1], member[2]))
+            members.setdefault((user, from_sql(group)), []).append(
+                (member[0], member[1], member[2]))
     return members
 
 
@@ -147,7 +149,7 @@ def _place(member: tuple[str | None, int, int]) -> tuple[int, int]:
 CLEAR = text("""
 UPDATE notifications AS n SET group_count = NULL, group_actors = NULL
 FROM json_array_elements(CAST(:groups AS JSON)) AS k(v)
-WHERE n.display_hash = k.v->>1 AND n.user_id = k.v->>0 AND n.bundle_base
+WHERE n.display_hash = CAST(k.v->>1 AS BIGINT) AND n.user_id = k.v->>0 AND n.bundle_base
   AND n.group_count IS NOT NULL""")
 
 
@@ -156,7 +158,7 @@ def clear(db: Database, conn: Connection, groups: Sequence[tuple[str, str]]) -> 
     removal touched the groups): their next page reads the members, their next join too."""
     wanted = sorted(set(groups))
     if db.backend == "postgresql" and wanted:  # one statement, a probe of the group index each
-        db.run(conn, CLEAR, {"groups": json.dumps(wanted)})
+        db.run(conn, CLEAR, {"groups": json.dumps(pairs_to_sql(wanted))})
         return
     for start in range(0, len(wanted), BATCH):
         conn.execute(update(notifications)

@@ -52,6 +52,7 @@ from tidings.domain.bundling import ACTOR_SCAN, group_info, summary_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.hashes import from_sql
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.schema import events, notifications, read_markers
 
@@ -61,6 +62,22 @@ ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.catego
                n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
                events.c.payload)
 WIDTH = len(ROW_COLUMNS)  # InboxRow's fields, in order
+HASHES_AT = tuple(i for i, c in enumerate(ROW_COLUMNS) if c.name.endswith("_hash"))
+
+
+def from_driver(found: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Rows of these statements as :meth:`Database.fetch` gives them (the hashes as the
+    driver reads them, BIGINTs) with their hashes in the domain's form."""
+    rows: list[Sequence[Any]] = []
+    for r in found:
+        if r[0] is None:  # the empty page's row
+            rows.append(r)
+            continue
+        row = list(r)
+        for at in HASHES_AT:
+            row[at] = from_sql(row[at])
+        rows.append(row)
+    return rows
 
 
 def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
@@ -183,7 +200,8 @@ def page_view(db: Database, conn: Any, user: str, *, limit: int,
     params: dict[str, Any] = {"user": user}
     if before is not None:
         params["before_at"], params["before_id"] = before
-    found = db.fetch(conn, rows_statement(db.backend, before is not None, limit), params)
+    found = from_driver(db.fetch(conn, rows_statement(db.backend, before is not None, limit),
+                                 params))
     marks = (json.loads(found[0][WIDTH + len(SUMMARY)] or "[]") if found
              else db.fetch(conn, MARKERS, {"user": user}))
     position = next(((r[2], r[3]) for r in marks if r[0] == POSITION and r[2] is not None),

@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from tidings.domain.events import DEFAULT_SCOPE
+from tidings.store.sql.core.hashes import Hash64
 
 # the shared metadata and conventions; the hot store's table and the rate limit's have modules
 # of their own
@@ -40,7 +41,7 @@ from tidings.store.sql.schema.push import push_subscriptions as push_subscriptio
 # stays on its page without a new index entry (0017).
 ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
 
-USER, TYPE, OBJECT, HASH, SCOPE = 255, 64, 255, 32, 64
+USER, TYPE, OBJECT, SCOPE = 255, 64, 255, 64
 
 events = Table(
     "events",
@@ -174,8 +175,8 @@ notifications = Table(
     Column("section", String(16), nullable=False),
     Column("actor", String(USER)),
     Column("object", String(OBJECT)),
-    Column("bundle_hash", String(HASH), nullable=False),
-    Column("display_hash", String(HASH), nullable=False),
+    Column("bundle_hash", Hash64, nullable=False),
+    Column("display_hash", Hash64, nullable=False),
     Column("bundle_base", Boolean, nullable=False),
     Column("read_at", BigInteger),
     Column("joined", Boolean, nullable=False, server_default="1"),
@@ -216,7 +217,7 @@ bundle_locks = Table(
     "bundle_locks",
     metadata,
     Column("user_id", String(USER), nullable=False),
-    Column("bundle_hash", String(HASH), nullable=False),
+    Column("bundle_hash", Hash64, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("user_id", "bundle_hash"),
     Index(None, "created_at"),
@@ -325,7 +326,7 @@ email_batch = Table(
     Column("user_id", String(USER), nullable=False),
     Column("event_id", BigInteger, nullable=False),
     Column("kind", String(16), nullable=False),
-    Column("bundle_hash", String(HASH), nullable=False),
+    Column("bundle_hash", Hash64, nullable=False),
     Column("priority", SmallInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     UniqueConstraint("user_id", "event_id"),
@@ -339,7 +340,7 @@ email_bundle_status = Table(
     "email_bundle_status",
     metadata,
     Column("user_id", String(USER), nullable=False),
-    Column("bundle_hash", String(HASH), nullable=False),
+    Column("bundle_hash", Hash64, nullable=False),
     Column("last_email_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("user_id", "bundle_hash"),
     **MYSQL,
