@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -16,9 +17,15 @@ from tidings.config import Config
 from tidings.domain.bundling import ACTOR_SCAN
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
+from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.inbox.groups import GROUP_INDEX, members_statement
 from tidings.store.sql.inbox.holders import ANY_HOLDER, HOLDERS
 from tidings.store.sql.schema import events, notifications
+
+
+def key(label: str) -> str:
+    """A bundle or display hash named by ``label``: 16 hex characters, as the domain's."""
+    return hashlib.sha1(label.encode()).hexdigest()[:16]
 
 USERS = [f"u{i}" for i in range(8)]
 PER_USER = 2000
@@ -39,7 +46,8 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
             rows += [{
                 "user_id": user, "event_id": i, "created_at": i, "fresh_at": i, "type": "link",
                 "category": "general", "section": "alert", "actor": "a",
-                "object": f"page:{i % 50}", "bundle_hash": f"h{i % 50}", "display_hash": f"d{i}",
+                "object": f"page:{i % 50}", "bundle_hash": key(f"h{i % 50}"),
+                "display_hash": key(f"d{i}"),
                 "bundle_base": i % 3 == 0, "read_at": i if i % 2 else None,
             } for i in range(1, PER_USER + 1)]
         t.store.db.insert_many(conn, notifications, rows)
@@ -269,8 +277,8 @@ def test_a_big_groups_members_are_read_from_the_index_end_up_to_the_limit(
             t.store.db.insert_many(conn, notifications, [{
                 "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i // 3,
                 "type": "link", "category": "general", "section": "alert",
-                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": "h",
-                "display_hash": "g", "bundle_base": i == size, "read_at": None,
+                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
+                "display_hash": key("g"), "bundle_base": i == size, "read_at": None,
                 "joined": True} for i in range(1, size + 1)])
         with t.store.db.engine.connect().execution_options(
                 isolation_level="AUTOCOMMIT") as conn:
@@ -330,13 +338,14 @@ def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores
             t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
                 "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i,
                 "type": "link", "category": "general", "section": "alert",
-                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": "h",
-                "display_hash": "g", "bundle_base": i == 3000, "read_at": None,
+                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
+                "display_hash": key("g"), "bundle_base": i == 3000, "read_at": None,
                 "joined": True} for i in range(1, 3001)])
         with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
             conn.execute(text("ANALYZE TABLE notifications"))
             compiled = members_statement(2).compile(dialect=conn.dialect)
-            values = {**compiled.params, "u0": "u", "g0": "g", "u1": "u", "g1": "other"}
+            values = {**compiled.params, "u0": "u", "g0": to_sql(key("g")), "u1": "u",
+                      "g1": to_sql(key("other"))}
             plan = conn.exec_driver_sql("EXPLAIN " + str(compiled), values).all()
             newest = conn.exec_driver_sql(str(compiled), values).all()
         reads = [row for row in plan if row[2] == "notifications"]
@@ -363,7 +372,7 @@ def test_mariadb_counts_the_unread_off_their_index(mysql_stores: MysqlStores) ->
             t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
                 "user_id": "u", "event_id": i, "created_at": i, "fresh_at": i,
                 "type": "link", "category": "general", "section": "alert", "actor": "a",
-                "object": f"page:{i}", "bundle_hash": f"h{i}", "display_hash": f"g{i}",
+                "object": f"page:{i}", "bundle_hash": key(f"h{i}"), "display_hash": key(f"g{i}"),
                 "bundle_base": True, "read_at": i if i < size * 0.3 else None,
                 "joined": False} for i in range(1, size + 1)])
         statements: list[tuple[str, Any]] = []
