@@ -396,6 +396,9 @@ def test_hashes_become_64_bit_integers_with_their_data(empty_store_url: str) -> 
                        "recipients": ["ann"]})
             t.run_jobs()
             rows = t.notifications("ann").items
+            with t.store.read() as tx:  # a bundle email job queued before: its 32 characters
+                assert [r.event_id for r in tx.mail.batch("ann", "bundle",
+                                                          bundle_hash=old[3])] == [1]
         # the new notification joins the group its bundle started before the upgrade
         assert len(rows) == 1 and rows[0].count == 3
         downgrade(empty_store_url, "0029")

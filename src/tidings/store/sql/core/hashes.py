@@ -22,9 +22,16 @@ _OFFSET = 1 << 63
 _HEX = frozenset("0123456789abcdef")
 
 
+OLD_LENGTH = 32  # hex characters of a hash made before migration 0030
+
+
 def to_sql(hash_: str) -> int:
     """The BIGINT of a 16-character lowercase hex hash; anything else is refused (a hash of
-    another form would come back as a different string)."""
+    another form would come back as a different string). A 32-character hash made before the
+    upgrade (kept in a queued job's arguments, or by a Redis hot store) stands for its first
+    16, as 0030 converted the stored ones: what the same key hashes to now."""
+    if len(hash_) == OLD_LENGTH and _HEX.issuperset(hash_):
+        hash_ = hash_[:LENGTH]
     if len(hash_) != LENGTH or not _HEX.issuperset(hash_):
         raise ValueError(f"not a 64-bit hex hash: {hash_!r}")
     return int(hash_, 16) - _OFFSET
