@@ -17,6 +17,7 @@ from tidings.config import Config
 from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.types import EventType, TypeRegistry
 from tidings.domain.views import (
+    BundleMember,
     Counters,
     Follow,
     Member,
@@ -277,6 +278,14 @@ class Tidings:
         """
         return self.inbox.notifications(user, unread=unread, limit=limit, cursor=cursor,
                                         locale=locale, **narrow)
+
+    def bundle_members(self, user: str, notification_id: str | int, *, limit: int = 20,
+                cursor: str | None = None, locale: str | None = None) -> Page[BundleMember]:
+        """The members of the item's display group (a bundle opened: who, when, each one's
+        title in the singular and read state), newest first, paged by cursor. Any member's
+        id opens its group; NotFound unless the user holds that notification."""
+        return self.inbox.members(user, notification_id, limit=limit, cursor=cursor,
+                                  locale=locale)
 
     def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed as

@@ -238,6 +238,47 @@ def test_a_bundle_is_listed_once_with_its_count_and_others(live: LiveServer) -> 
         assert server.unread_count(user="bob") == counts(1)
 
 
+def test_a_bundle_opens_to_its_members_each_titled_alone(live: LiveServer) -> None:
+    with live.client() as server, live.client(live.token("bob")) as bob, live.http() as http:
+        ids = [server.publish("page-linked", actor=actor, object="page:San_Francisco",
+                              recipients=["bob", "carol"], payload={"from": actor})["id"]
+               for actor in ("alice", "carol", "dave")]
+        other = mention(server, "erin", "bob")
+        assert live.settled()
+        first = bob.bundle_members(ids[-1], limit=2)
+        assert [m["id"] for m in first["items"]] == [ids[2], ids[1]]
+        rest = bob.bundle_members(ids[-1], limit=2, cursor=first["next_cursor"])
+        assert ([m["id"] for m in rest["items"]], rest["next_cursor"]) == ([ids[0]], None)
+        member = rest["items"][0]
+        assert set(member) == {"id", "actor", "created_at", "read", "title", "payload"}
+        assert (member["actor"], member["read"], member["payload"]) == (
+            "alice", False, {"from": "alice"})
+        assert member["title"] == "San Francisco was linked by alice"
+        # any member's id opens the group; a mention is its own group
+        assert [m["id"] for m in server.bundle_members(ids[0], user="bob")["items"]] == \
+            ids[::-1]
+        assert [m["id"] for m in bob.bundle_members(other)["items"]] == [other]
+        bob.mark_read(ids=[ids[-1]])
+        assert all(m["read"] for m in bob.bundle_members(ids[0])["items"])
+
+        response = http.get(f"/v1/users/bob/notifications/{ids[0]}/members")
+        assert response.status_code == 200
+        assert [m["id"] for m in response.json()["items"]] == ids[::-1]
+        for call in (lambda: server.bundle_members(other, user="carol"),  # not carol's
+                     lambda: bob.bundle_members("999999")):
+            with pytest.raises(ApiError) as caught:
+                call()
+            assert (caught.value.status, caught.value.code) == (404, "not_found")
+        for cursor in ("not a cursor", "zzz"):  # refused as the inbox list refuses it
+            with pytest.raises(ApiError) as caught:
+                bob.bundle_members(ids[0], cursor=cursor)
+            with pytest.raises(ApiError) as listed:
+                bob.notifications(cursor=cursor)
+            assert (caught.value.status, caught.value.code) == (
+                listed.value.status, listed.value.code)
+            assert caught.value.status in (400, 422)
+
+
 def test_inbox_filters_and_pages_without_skips_or_repeats(live: LiveServer) -> None:
     with live.client() as server:
         ids = [mention(server, f"user{i}", "bob") for i in range(5)]
@@ -628,6 +669,7 @@ CONTRACT_ROUTES = [  # API.md, route by route
     ("POST", "/v1/tokens"),
     ("GET", "/v1/users/{user}/notifications"),
     ("GET", "/v1/users/{user}/notifications/unread-count"),
+    ("GET", "/v1/users/{user}/notifications/{notification_id}/members"),
     ("POST", "/v1/users/{user}/notifications/read"),
     ("POST", "/v1/users/{user}/notifications/unread"),
     ("POST", "/v1/users/{user}/notifications/seen"),
@@ -677,6 +719,7 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         assert live.settled()
         for who, user in ((server, "bob"), (bob, None)):
             who.notifications(user=user, limit=1)
+            who.bundle_members(liked["id"], user=user, limit=1)
             who.unread_count(user=user)
             who.mark_read(user=user, ids=[liked["id"]])
             who.mark_unread([liked["id"]], user=user)

@@ -87,6 +87,8 @@ USER_ROUTES: dict[tuple[str, str], Call] = {
     # seeded: bob holds events 1 and 2, alice only 2 (she published 1)
     ("POST", "/notifications/read-up-to"): Call(json={"id": "2"}, bad_json={"id": "two"}),
     ("DELETE", "/notifications/{notification_id}"): Call(path=_victims_notification),
+    ("GET", "/notifications/{notification_id}/members"): Call(
+        params={"limit": 5}, path=_victims_notification),
     ("GET", "/subscriptions"): Call(params={"limit": 5}),
     ("POST", "/subscriptions"): Call(json={"type": "page-linked", "object": "page:Z"},
                                      bad_json={"channels": []}),

@@ -25,6 +25,8 @@ from tidings.api.schemas.graph import (
     timeline_item,
 )
 from tidings.api.schemas.inbox import (
+    MemberOut,
+    MemberPage,
     NotificationOut,
     NotificationPage,
     ReadAll,
@@ -169,6 +171,21 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         has it."""
         await run_in_threadpool(state.tidings.delete_notification, user, notification_id)
         return Response(status_code=204)
+
+    @router.get("/notifications/{notification_id:notification}/members",
+                response_model=MemberPage)
+    async def bundle_members(user: User, state: State, notification_id: NotificationIdPath,
+                             limit: LimitQuery = 20, cursor: CursorQuery = None,
+                             locale: LocaleQuery = None) -> Response:
+        """The members of the item's display group (a bundle opened), newest first, each
+        with its title in the singular and its own read state; any member's id opens its
+        group. 404 unless the user has that notification."""
+        page = await run_in_threadpool(
+            state.tidings.bundle_members, user, notification_id, limit=limit, cursor=cursor,
+            locale=locale or await state.locale_of(user))
+        return SafeJSONResponse({
+            "items": [shaped(MemberOut, item.to_dict()) for item in page.items],
+            "next_cursor": page.next_cursor})
 
     @router.post("/notifications/unread", response_model=Updated)
     async def mark_unread(user: User, state: State, body: UnreadIn) -> dict[str, int]:

@@ -92,6 +92,17 @@ class Notification(TypedDict):
     payload: dict[str, Any]
 
 
+class BundleMember(TypedDict):
+    """A member of a display group (``Client.bundle_members``): its own event and read state."""
+
+    id: str
+    actor: str | None
+    created_at: str
+    read: bool
+    title: str
+    payload: dict[str, Any]
+
+
 class UnreadCount(TypedDict):
     count: int
     display: str

@@ -19,6 +19,7 @@ from tidings.client._models import (
     Accepted,
     BatchItem,
     Bounce,
+    BundleMember,
     EventTypeInfo,
     Follow,
     FollowState,
@@ -224,6 +225,17 @@ class Client(ClientBase, Stream):
         path = user_path(user, "/notifications/read-up-to")
         answer = self._call("POST", path, body={"id": id})
         return cast(int, answer["updated"])
+
+    def bundle_members(
+        self, id: str, *, user: str | None = None, limit: int | None = None,
+        cursor: str | None = None, locale: str | None = None,
+    ) -> Page[BundleMember]:
+        """The members of notification ``id``'s display group (a bundle opened), newest
+        first, each with its own title and read state; pass ``next_cursor`` back as
+        ``cursor``."""
+        params = query(limit=limit, cursor=cursor, locale=locale)
+        path = user_path(user, f"/notifications/{quote(id, safe='')}/members")
+        return cast(Page[BundleMember], self._call("GET", path, params=params))
 
     def delete_notification(self, id: str, *, user: str | None = None) -> None:
         """Remove this user's notification ``id`` (other recipients keep theirs)."""

@@ -331,6 +331,22 @@ class Notification:
 
 
 @dataclass(frozen=True)
+class BundleMember:
+    """One member of a display group (a bundle opened): its own event, title in the
+    singular, and read state."""
+
+    id: str
+    actor: str | None
+    created_at: str
+    read: bool
+    title: str
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of a list and the cursor of the next (None on the last page)."""
 

@@ -119,6 +119,15 @@ class InboxReads(Protocol):
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
         """Member count (up to the actor scan) and newest distinct actors per display group."""
 
+    def members(self, user: str, event_id: int, *, limit: int,
+                before: tuple[int, int] | None) -> list[InboxRow] | None:
+        """The members of the display group that holds the user's notification of
+        ``event_id`` (any member's id, the base's or an older one's), newest first by
+        (created_at, event id), strictly before ``before``, at most ``limit``; each row with
+        its own read columns. A group of a type that does not bundle is its one row. None
+        when the user holds no notification of that event; rows whose event is gone are not
+        listed."""
+
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:
         """What :meth:`load_markers`, then :meth:`page` under those markers, then

@@ -12,6 +12,7 @@ from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
 from tidings.domain.readstate import scope_name
 from tidings.domain.views import (
+    BundleMember,
     Filters,
     GroupInfo,
     InboxRow,
@@ -118,6 +119,28 @@ class InboxService:
             view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
                                       bundles=self.catalog.bundles)
         return self._page(view, limit, language)
+
+    def members(self, user: str, notification_id: str | int, *, limit: int = 20,
+                cursor: str | None = None, locale: str | None = None) -> Page[BundleMember]:
+        """The members of the display group holding the user's notification
+        ``notification_id`` (a bundle opened), newest first, paged by cursor, each drawn
+        alone; NotFound unless the user holds that notification."""
+        check_user_id(user)
+        (number,) = check_ids([notification_id], "id")
+        limit = check_limit(limit)
+        language = normalise_locale(locale)
+        before = decode_cursor(cursor) if cursor else None
+        with self.store.read() as tx:
+            rows = tx.inbox.members(user, number, limit=limit + 1, before=before)
+            markers = tx.inbox.load_markers(user) if rows else None
+        if rows is None:
+            raise NotFound(f"notification {notification_id} of {user} does not exist")
+        page = rows[:limit]
+        items = [self.drawer.member(row, markers, language) for row in page] if markers else []
+        last = page[-1] if page else None
+        more = len(rows) > limit
+        return Page(items, encode_cursor(last.created_at, last.event_id)
+                    if more and last else None)
 
     def newer(self, user: str, after: tuple[int, int] | None, *, limit: int,
               locale: str | None = None) -> Newer:

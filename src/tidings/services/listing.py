@@ -24,7 +24,7 @@ from tidings.domain.bundling import OTHERS_CAP
 from tidings.domain.readstate import Markers
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.types import EventType
-from tidings.domain.views import GroupInfo, InboxRow, Notification
+from tidings.domain.views import BundleMember, GroupInfo, InboxRow, Notification
 
 _new = object.__new__
 ITEM_CACHE_SIZE = 4_096  # drawn items kept per service; the oldest go first
@@ -54,6 +54,13 @@ class ItemDrawer:
     def item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
              language: str) -> Notification:
         return self._item(row, info, markers, language)
+
+    def member(self, row: InboxRow, markers: Markers, language: str) -> BundleMember:
+        """A group's member as its own item: drawn alone (the title in the singular), read
+        by its own columns under the watermarks."""
+        item = self._item(row, None, markers, language)
+        return BundleMember(id=item.id, actor=item.actor, created_at=item.created_at,
+                      read=item.read, title=item.title, payload=item.payload)
 
     def encoded(self, row: InboxRow, info: GroupInfo | None, markers: Markers, language: str,
                 encode: Callable[[Notification], bytes]) -> bytes:

@@ -35,6 +35,22 @@ class NotificationPage(BaseModel):
     next_cursor: str | None
 
 
+class MemberOut(BaseModel):
+    """A member of a display group: its own event, title in the singular, read state."""
+
+    id: str
+    actor: str | None
+    created_at: str
+    read: bool
+    title: str
+    payload: dict[str, Any]
+
+
+class MemberPage(BaseModel):
+    items: list[MemberOut]
+    next_cursor: str | None
+
+
 class UnreadCountOut(BaseModel):
     count: int
     display: str

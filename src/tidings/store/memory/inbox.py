@@ -32,6 +32,15 @@ def _newest_first(row: NoteRow) -> tuple[int, int]:
     return (-row.created_at, -row.event_id)
 
 
+def _listed(row: NoteRow, payload: str) -> InboxRow:
+    """A stored row as a list reads it, with its event's payload."""
+    return InboxRow(event_id=row.event_id, user_id=row.user_id, created_at=row.created_at,
+                    fresh_at=row.fresh_at, type=row.type, category=row.category,
+                    section=row.section, actor=row.actor, object=row.object,
+                    bundle_hash=row.bundle_hash, display_hash=row.display_hash,
+                    read_at=row.read_at, payload=payload)
+
+
 def _unread(markers: Markers, row: NoteRow) -> bool:
     return markers.is_unread(row.read_at, row.fresh_at, row.type, row.category, row.section,
                              position=(row.created_at, row.event_id))
@@ -188,13 +197,26 @@ class MemoryInbox:
             event = self._s.events.get(row.event_id)
             if event is None:  # the SQL store joins the event: a row without one is not listed
                 continue
-            page.append(InboxRow(
-                event_id=row.event_id, user_id=row.user_id, created_at=row.created_at,
-                fresh_at=row.fresh_at, type=row.type, category=row.category,
-                section=row.section, actor=row.actor, object=row.object,
-                bundle_hash=row.bundle_hash, display_hash=row.display_hash,
-                read_at=row.read_at, payload=event.payload))
+            page.append(_listed(row, event.payload))
         return page
+
+    def members(self, user: str, event_id: int, *, limit: int,
+                before: tuple[int, int] | None) -> list[InboxRow] | None:
+        mine = self._s.notes.get(user, {})
+        held = mine.get(event_id)
+        if held is None:
+            return None
+        group = sorted((r for r in mine.values() if r.display_hash == held.display_hash
+                        and (before is None or (r.created_at, r.event_id) < before)),
+                       key=_newest_first)
+        found: list[InboxRow] = []
+        for row in group:
+            event = self._s.events.get(row.event_id)
+            if event is not None:  # as the page: a row without its event is not listed
+                found.append(_listed(row, event.payload))
+            if len(found) >= limit:
+                break
+        return found
 
     def page_view(self, user: str, filters: Filters, *, limit: int,
                   before: tuple[int, int] | None, bundles: Callable[[str], bool]) -> PageView:

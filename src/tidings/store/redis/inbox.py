@@ -38,6 +38,14 @@ Register = Callable[[Sequence[tuple[str, int]]], None]
 BADGE = frozenset(Filters(unread=u) for u in (None, True, False))  # counts badge.lua answers
 
 
+def _listed(user: str, r: Row, payload: str) -> InboxRow:
+    """A row a script returned as a list reads it, with its event's payload."""
+    return InboxRow(event_id=r.id, user_id=user, created_at=r.created, fresh_at=r.fresh,
+                    type=r.type, category=r.category, section=r.section, actor=r.actor,
+                    object=r.object, bundle_hash=r.bundle, display_hash=r.display,
+                    read_at=r.read_at, payload=payload)
+
+
 class RedisInbox(RedisMarkers):
     """One user's (or many users') inbox rows and watermarks in Redis, within one unit."""
 
@@ -328,12 +336,7 @@ class RedisInbox(RedisMarkers):
                                               [query(filters, markers, **extra)]))
             payloads = self.payloads([r.id for r in rows]) if rows else {}
             # a row whose event is gone (deleted, not yet removed from inboxes) is not listed
-            out += [InboxRow(event_id=r.id, user_id=user, created_at=r.created,
-                             fresh_at=r.fresh, type=r.type, category=r.category,
-                             section=r.section, actor=r.actor, object=r.object,
-                             bundle_hash=r.bundle, display_hash=r.display, read_at=r.read_at,
-                             payload=payloads[r.id])
-                    for r in rows if r.id in payloads]
+            out += [_listed(user, r, payloads[r.id]) for r in rows if r.id in payloads]
             if len(rows) < want:
                 break
             cursor = (rows[-1].created, rows[-1].id)
@@ -370,6 +373,16 @@ class RedisInbox(RedisMarkers):
                 info[group] = GroupInfo(count=int(count), actors=list(actors),
                                         distinct_actors=len(actors))
         return info
+
+    def members(self, user: str, event_id: int, *, limit: int,
+                before: tuple[int, int] | None) -> list[InboxRow] | None:
+        place = [str(before[0]), str(before[1])] if before is not None else ["", ""]
+        found = self.redis.run("members", self.keys.user(user), [event_id, limit, *place])
+        if found is None:
+            return None
+        rows = rows_of(found)
+        payloads = self.payloads([r.id for r in rows]) if rows else {}
+        return [_listed(user, r, payloads[r.id]) for r in rows if r.id in payloads]
 
     def unread_counts(self, user: str, filters: Filters) -> tuple[int, int]:
         markers = self.load_markers(user)

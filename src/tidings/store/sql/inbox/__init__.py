@@ -67,6 +67,9 @@ _ROW: tuple[tuple[str, str | None, Any], ...] = (
 ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
 ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
     (attrgetter(name) if name else None, value) for _, name, value in _ROW)
+# a listed row's columns, InboxRow's fields (with its event's payload)
+LISTED = (n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category, n.section,
+          n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload)
 SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary.fill's
 JOINED_AT = ROW_COLUMNS.index("joined")
 HASHES_AT = (ROW_COLUMNS.index("bundle_hash"), ROW_COLUMNS.index("display_hash"))
@@ -303,14 +306,29 @@ class SqlInbox:
         if before is not None:
             conditions.append(before_place(before))
         query = (
-            select(n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category,
-                   n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
-                   events.c.payload)
-            .join(events, events.c.id == n.event_id)
-            .where(*conditions)
-            .order_by(n.created_at.desc(), n.event_id.desc())
-            .limit(limit)
+            select(*LISTED).join(events, events.c.id == n.event_id).where(*conditions)
+            .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit)
         )
+        return [InboxRow(**row._mapping) for row in self.conn.execute(query)]
+
+    def members(self, user: str, event_id: int, *, limit: int,
+                before: tuple[int, int] | None) -> list[InboxRow] | None:
+        held = self.conn.execute(select(n.display_hash).where(
+            n.user_id == user, n.event_id == event_id)).first()
+        if held is None:
+            return None
+        conditions = [n.user_id == user, n.display_hash == held.display_hash]
+        if before is not None:
+            conditions.append(before_place(before))
+        # the group's range of the (display hash, user, created_at, event id) index, read
+        # from its newest end
+        query = (
+            select(*LISTED).join(events, events.c.id == n.event_id).where(*conditions)
+            .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit)
+        )
+        for name in ("mysql", "mariadb"):
+            query = query.with_hint(notifications, f"FORCE INDEX ({groupsummary.GROUP_INDEX})",
+                                    name)
         return [InboxRow(**row._mapping) for row in self.conn.execute(query)]
 
     def group_info(self, user: str, groups: Sequence[str]) -> dict[str, GroupInfo]:
