@@ -344,3 +344,44 @@ def test_mute_a_page_by_the_title_the_person_sees(browser: Any, site: Site) -> N
     assert site.tidings.get_preferences("bob")["muted"]["objects"] == ["page:New_York"]
     assert page.locator("#muted-objects li").all_inner_texts() == ["New York\nUnmute"]
     assert page.locator("#mute-object").input_value() == ""
+
+
+@pytest.mark.parametrize(("width", "scheme"), [(1280, "light"), (390, "dark")])
+def test_a_bundle_opens_in_place_to_its_members(browser: Any, site: Site, width: int,
+                                                scheme: str) -> None:
+    """A bundled row offers its members: opened, they list in place (newest first, each
+    titled alone, unread ones marked), ten at a time with "Show more"; it closes again."""
+    actors = [f"user{i:02d}" for i in range(12)]
+    for actor in actors:
+        site.publish(type="page-linked", actor=actor, object="page:San_Francisco",
+                     recipients=["bob"])
+    site.publish(type="mention", actor="cat", recipients=["bob"], payload={"text": "hi"})
+    context = browser.new_context(viewport={"width": width, "height": 800},
+                                  color_scheme=scheme)
+    site.contexts.append(context)
+    page = context.new_page()
+    page.goto(f"{site.url}/#token={site.token('bob')}")
+    assert wait_until(lambda: page.locator("#list li.row").count() == 2)
+    mention = page.locator("#list li.row").filter(has_text="cat mentioned you")
+    assert mention.locator("button.open").count() == 0  # one notification: nothing to open
+    bundle = page.locator("#list li.row").filter(has_text="San Francisco was linked")
+    opener = bundle.get_by_role("button", name="12 notifications")
+    assert opener.get_attribute("aria-expanded") == "false"
+    opener.click()
+    members = bundle.locator("ul.members li.member")
+    assert wait_until(lambda: members.count() == 10)
+    assert opener.get_attribute("aria-expanded") == "true"
+    titles = [t.strip() for t in members.locator(".member-title").all_inner_texts()]
+    assert titles == [f"San Francisco was linked by {a}" for a in actors[::-1][:10]]
+    assert bundle.locator("ul.members li.member.unread").count() == 10
+    shot(page, f"inbox-bundle-open-{width}-{scheme}")
+    bundle.get_by_role("button", name="Show more").click()
+    assert wait_until(lambda: members.count() == 12)
+    assert bundle.get_by_role("button", name="Show more").count() == 0
+    assert members.last.locator(".member-title").inner_text().strip() == \
+        f"San Francisco was linked by {actors[0]}"
+    opener.click()
+    assert bundle.locator("ul.members").is_hidden()
+    assert opener.get_attribute("aria-expanded") == "false"
+    fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert fits, f"the page is wider than {width} px with a bundle open"

@@ -1,6 +1,7 @@
 /* The notifications page: section tabs with unread counts, a type filter, unread only, days
- * ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread control per row, and on a
- * row about an object (a page) a control that mutes that object. */
+ * ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread control per row, on a
+ * bundle a control that opens its members in place, and on a row about an object (a page) a
+ * control that mutes that object. */
 import { api, labelOf, loadTypes } from "./session.js";
 import { announce, dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton, tabs } from "./dom.js";
 import { muteObject, objectTitle } from "./mutes.js";
@@ -54,13 +55,15 @@ export async function showNotifications(main, bell) {
       title.append(anchor);
     } else title.textContent = item.title;
     const parts = [labelOf(catalog, item.type), kit.relativeTime(item.created_at)];
-    if (item.count > 1) parts.push(`${item.count} notifications`);
     const body = el("div", { class: "body" }, title);
     if (!item.read) body.append(el("span", { class: "sr", text: " (unread)" }));
     if (item.body) body.append(el("div", { class: "text", text: item.body }));
     const meta = el("div", { class: "meta", text: parts.join(" · ") });
+    const bundle = item.count > 1 ? membersControl(item) : null;
+    if (bundle) meta.append(" · ", bundle.button);
     if (item.object) meta.append(" · ", muteControl(item.object));
     body.append(meta);
+    if (bundle) body.append(bundle.panel);
     const word = item.read ? "Mark as unread" : "Mark as read";
     const toggle = el("button", { class: "mark toggle", title: word, "aria-label": `${word}: ${item.title}` },
                       el("span", { class: "dot" }));
@@ -75,6 +78,50 @@ export async function showNotifications(main, bell) {
     });
     li.append(kit.avatar(item.actor || "", item.type, item.category, item.payload?.avatar_url), body, toggle);
     return li;
+  }
+
+  // A bundle opens in place: its members (who, when, each one's own title), a page at a time.
+  function membersControl(item) {
+    const panel = el("ul", { class: "members", id: `members-${item.id}`, hidden: "" });
+    const button = el("button", { class: "link open", text: `${item.count} notifications`,
+                                  "aria-expanded": "false", "aria-controls": panel.id,
+                                  title: `Show the ${item.count} notifications of this bundle` });
+    let cursor = null;
+    let loaded = false;
+    async function load() {
+      const params = new URLSearchParams({ limit: "10" });
+      if (cursor) params.set("cursor", cursor);
+      const page = await api(`/v1/me/notifications/${encodeURIComponent(item.id)}/members?${params}`);
+      panel.querySelector("li.more")?.remove();
+      for (const member of page.items) {
+        const line = el("li", { class: member.read ? "member read" : "member unread" },
+                        el("span", { class: "member-title", text: member.title }));
+        if (!member.read) line.append(el("span", { class: "sr", text: " (unread)" }));
+        line.append(el("span", { class: "meta", text: ` · ${kit.relativeTime(member.created_at)}` }));
+        panel.append(line);
+      }
+      cursor = page.next_cursor;
+      if (cursor) {
+        const next = el("button", { class: "link", text: "Show more" });
+        next.addEventListener("click", () => load().catch((error) => {
+          status.textContent = `Could not load the bundle: ${error.message}`;
+        }));
+        panel.append(el("li", { class: "more" }, next));
+      }
+    }
+    button.addEventListener("click", async () => {
+      const open = button.getAttribute("aria-expanded") !== "true";
+      button.setAttribute("aria-expanded", String(open));
+      panel.hidden = !open;
+      if (open && !loaded) {
+        loaded = true;
+        try { await load(); } catch (error) {
+          loaded = false;
+          status.textContent = `Could not load the bundle: ${error.message}`;
+        }
+      }
+    });
+    return { button, panel };
   }
 
   // Mutes the object the item carries (its key), named by the title the person sees.
