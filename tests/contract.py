@@ -32,7 +32,8 @@ class Recorder(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = super().handle_request(request)
         body = None
-        if response.headers.get("content-type", "").startswith("application/json") \
+        media = response.headers.get("content-type", "").split(";")[0].strip()
+        if media in ("application/json", "application/problem+json") \
                 and request.method != "HEAD":  # an answer to HEAD has no body
             response.read()
             body = response.json()

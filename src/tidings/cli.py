@@ -325,6 +325,31 @@ def bounce(
         console.print(f"{address}: no more mail ({reason})")
 
 
+user_app = typer.Typer(no_args_is_help=True, help="A person's data: export it.")
+app.add_typer(user_app, name="user")
+
+
+@user_app.command("export")
+def user_export(
+    user: Annotated[str, typer.Argument(metavar="USER", help="The user id.")],
+    database_url: DatabaseOption = None,
+) -> None:
+    """Write everything kept about USER to standard output as JSON Lines (one record a line,
+    each with its ``kind``), as GET /v1/users/USER/export streams it."""
+    import json
+
+    from tidings.engine import Tidings
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    try:
+        for record in tidings.export_user(user):
+            sys.stdout.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+            sys.stdout.write("\n")
+    finally:
+        tidings.close()
+
+
 @app.command()
 def types(database_url: DatabaseOption = None) -> None:
     """List the declared event types."""

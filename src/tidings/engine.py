@@ -7,7 +7,7 @@ It takes its store, services and job handlers from the composition root
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
 from tidings import wiring
@@ -34,6 +34,7 @@ from tidings.jobs.context import Handler, PrivacyCheck
 from tidings.jobs.worker import RUN_JOBS_BATCH, Worker
 from tidings.observe import Listener
 from tidings.ports import JobAdmin, Store
+from tidings.services import people
 from tidings.services.graph import named
 from tidings.services.inbox import Narrowing
 from tidings.services.publishing import Traces
@@ -286,6 +287,13 @@ class Tidings:
         id opens its group; NotFound unless the user holds that notification."""
         return self.inbox.members(user, notification_id, limit=limit, cursor=cursor,
                                   locale=locale)
+
+    def export_user(self, user: str) -> Iterator[dict[str, Any]]:
+        """Everything kept about ``user`` (their notifications, watermarks, subscriptions,
+        follows both ways, mutes, preferences, pending mail, bounce state, push endpoints and
+        the events they authored), one record at a time: what ``GET /v1/users/{user}/export``
+        and ``tidings user export`` stream as JSON Lines (:mod:`tidings.services.people`)."""
+        return people.export(self.store, self.inbox, user)
 
     def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed as

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -277,6 +278,31 @@ def test_a_bundle_opens_to_its_members_each_titled_alone(live: LiveServer) -> No
             assert (caught.value.status, caught.value.code) == (
                 listed.value.status, listed.value.code)
             assert caught.value.status in (400, 422)
+
+
+def test_a_user_exports_their_data_as_json_lines(live: LiveServer) -> None:
+    with live.client() as server, live.http(live.token("bob")) as bob, \
+            live.http(live.token("erin")) as erin, live.http() as http:
+        linked = server.publish("page-linked", actor="alice", object="page:San_Francisco",
+                                recipients=["bob"], payload={"from": "alice"})["id"]
+        server.follow("alice", user="bob")
+        server.publish("mention", actor="bob", recipients=["erin"])
+        assert live.settled()
+        for client, path in ((bob, "/v1/me/export"), (http, "/v1/users/bob/export")):
+            response = client.get(path)
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("application/jsonl")
+            assert response.text.endswith("\n")
+            records = [json.loads(line) for line in response.text.splitlines()]
+            assert records[0] == {"kind": "user", "user": "bob",
+                                  "joined_at": records[0]["joined_at"]}
+            kinds = {r["kind"] for r in records}
+            assert {"notification", "follow", "event"} <= kinds
+            (note,) = [r for r in records if r["kind"] == "notification"]
+            assert (note["id"], note["payload"]) == (linked, {"from": "alice"})
+        refused = erin.get("/v1/users/bob/export")  # another user's data
+        assert refused.status_code == 403
+        assert "bob" not in refused.text.replace("/v1/users/bob", "")
 
 
 def test_inbox_filters_and_pages_without_skips_or_repeats(live: LiveServer) -> None:
@@ -680,6 +706,7 @@ CONTRACT_ROUTES = [  # API.md, route by route
     ("GET", "/v1/users/{user}/timeline"),
     ("GET", "/v1/users/{user}/preferences"), ("PUT", "/v1/users/{user}/preferences"),
     ("GET", "/v1/users/{user}/stream"),
+    ("GET", "/v1/users/{user}/export"),
     ("POST", "/v1/unsubscribe/{token}"),
     ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"),
 ]
@@ -732,6 +759,7 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
             who.followers(user=user)
             who.unfollow("alice", user=user)
             who.timeline(user=user)
+            who.export_user(user=user)
             who.put_preferences(who.get_preferences(user=user), user=user)
             with contextlib.closing(who.stream(user=user, timeout=2)) as frames:
                 next(frames)

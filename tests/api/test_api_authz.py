@@ -102,6 +102,7 @@ USER_ROUTES: dict[tuple[str, str], Call] = {
     ("PUT", "/preferences"): Call(json={"muted": {"actors": ["alice"]}},
                                   bad_json={"muted": "everyone"}),
     ("GET", "/stream"): Call(),
+    ("GET", "/export"): Call(),
     ("GET", "/push-subscriptions"): Call(),
     ("POST", "/push-subscriptions"): Call(json=_push_subscription(0),
                                           bad_json={"endpoint": 5}),

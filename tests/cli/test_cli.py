@@ -19,8 +19,8 @@ from tidings.jobs.model import JobSpec
 
 runner = CliRunner()
 COMMANDS = [[], ["serve"], ["worker"], ["demo"], ["migrate"], ["import"], ["jobs"], ["bounce"],
-            ["types"], ["bench"], ["bench", "inbox"], ["bench", "fanout"], ["bench", "http"],
-            ["bench", "timelines"]]
+            ["types"], ["user"], ["user", "export"], ["bench"], ["bench", "inbox"],
+            ["bench", "fanout"], ["bench", "http"], ["bench", "timelines"]]
 
 
 def test_version() -> None:
@@ -129,3 +129,23 @@ def test_rebuild_hot_store_needs_a_hot_store(store_url: str,
 
     assert result.exit_code == 2
     assert "TIDINGS_HOT_STORE_URL is not set: there is no hot store" in result.output
+
+
+def test_user_export_writes_json_lines(store_url: str) -> None:
+    with open_tidings(store_url) as t:
+        t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
+                   "payload": {"text": "hi"}})
+        t.run_jobs()
+        t.follow("bob", "alice")
+
+    result = runner.invoke(app, ["user", "export", "bob", "--database-url", store_url])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.output.splitlines()]
+    assert records[0]["kind"] == "user" and records[0]["user"] == "bob"
+    (note,) = [r for r in records if r["kind"] == "notification"]
+    assert (note["actor"], note["payload"]) == ("alice", {"text": "hi"})
+    assert [r["user"] for r in records if r["kind"] == "follow"] == ["alice"]
+
+    refused = runner.invoke(app, ["user", "export", "no body", "--database-url", store_url])
+    assert refused.exit_code != 0
+    assert "user" in str(refused.exception or refused.output)

@@ -1,5 +1,6 @@
 """User-scoped routes, served twice: under ``/v1/users/{user}`` and under ``/v1/me``."""
 
+import json
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Annotated, Any
@@ -202,6 +203,23 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         state.metrics.marked_seen.inc()
         now = state.tidings.clock.now_us()
         return {"seen_until": to_rfc3339(min(until, now) if until is not None else now)}
+
+    @router.get("/export", response_class=StreamingResponse, responses={200: {
+        "description": "JSON Lines (`application/jsonl`): one record a line, each with a "
+                       "`kind`: `user`, `notification`, `read_marker`, `subscription`, "
+                       "`follow`, `follower`, `mute`, `preferences`, `pending_mail`, "
+                       "`bounce`, `push_subscription`, `event`.",
+        "content": {"application/jsonl": {"schema": {"type": "string"}}}}})
+    async def export(user: User, state: State) -> StreamingResponse:
+        """Everything kept about the user (GDPR Art. 15 and 20), streamed as JSON Lines:
+        their notifications with their state, watermarks, subscriptions, follows both ways,
+        mutes, preferences, pending mail, bounce state, push endpoints and the events they
+        authored."""
+        records = state.tidings.export_user(user)
+        lines = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                 for record in records)
+        return StreamingResponse(lines, media_type="application/jsonl", headers={
+            "Content-Disposition": f'attachment; filename="tidings-{user}.jsonl"'})
 
     @router.get("/subscriptions", response_model=SubscriptionPage)
     async def list_subscriptions(user: User, state: State, limit: LimitQuery = 20,

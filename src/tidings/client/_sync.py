@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -236,6 +237,14 @@ class Client(ClientBase, Stream):
         params = query(limit=limit, cursor=cursor, locale=locale)
         path = user_path(user, f"/notifications/{quote(id, safe='')}/members")
         return cast(Page[BundleMember], self._call("GET", path, params=params))
+
+    def export_user(self, *, user: str | None = None) -> list[dict[str, Any]]:
+        """Everything the server keeps about the user (``GET …/export``): its JSON Lines as
+        records, each with its ``kind``."""
+        response = self._http.get(user_path(user, "/export"))
+        if not response.is_success:
+            raise error_of(response)
+        return [json.loads(line) for line in response.text.splitlines() if line]
 
     def delete_notification(self, id: str, *, user: str | None = None) -> None:
         """Remove this user's notification ``id`` (other recipients keep theirs)."""
