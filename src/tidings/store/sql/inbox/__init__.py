@@ -169,18 +169,19 @@ class SqlInbox:
                 for e, name, value in sorted(fields)], ignore=True)
         if not rows:
             return
-        # who received each event, in this unit
-        holders.record(self.db, self.conn, [(r.event_id, r.user_id) for r in rows])
+        # who received each event (holders), written with the rows
+        delivered = [(r.event_id, r.user_id) for r in rows]
         # the rows column by column (a column of rows that share a value costs a compare)
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
-        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+        if self.db.backend == "postgresql":  # the rows, records and users' bounds at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
                 columns[at] = column_to_sql(columns[at])
             self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
-                                                       columns))
+                                                       columns, holders.records_of(delivered)))
             return
+        holders.record(self.db, self.conn, delivered)
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
