@@ -16,6 +16,7 @@ from tidings.domain.bundling import bundle_hash
 from tidings.domain.types import EventType
 from tidings.engine import Tidings
 from tidings.exceptions import IdempotencyConflict, SchemaOutOfDate
+from tidings.store.sql.core import recipients
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.migrate import (
     check_schema_current,
@@ -27,6 +28,7 @@ from tidings.store.sql.core.migrate import (
 )
 from tidings.store.sql.schema import (
     bundle_locks,
+    deliveries,
     email_batch,
     email_bundle_status,
     events,
@@ -409,6 +411,80 @@ def test_hashes_become_64_bit_integers_with_their_data(empty_store_url: str) -> 
                                                            ("bob", "f" * 16, "0" * 16)]
             assert conn.execute(text("SELECT bundle_hash FROM email_batch ORDER BY user_id")
                                 ).scalars().all() == ["0" * 16, "000000000000001a"]
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()
+
+
+def _fill_notifications(conn: Any, dialect: str, event: int, users: int) -> None:
+    """``users`` notifications of ``event`` (users u000001, u000002, …) written by the server,
+    in 0030's columns."""
+    columns = ("INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+               "category, section, bundle_hash, display_hash, bundle_base, joined) ")
+    row = f"{event}, 10, 10, 'link', 'link', 'alert', 0, 0"
+    if dialect == "postgresql":
+        conn.execute(text(columns + f"SELECT 'u' || lpad(g::text, 6, '0'), {row}, true, true "
+                          f"FROM generate_series(1, {users}) g"))
+    elif dialect == "sqlite":
+        conn.execute(text(f"WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g "
+                          f"WHERE x < {users}) " + columns
+                          + f"SELECT 'u' || printf('%06d', x), {row}, 1, 1 FROM g"))
+    else:
+        conn.execute(text(columns + f"SELECT CONCAT('u', LPAD(seq, 6, '0')), {row}, 1, 1 "
+                          f"FROM seq_1_to_{users}"))
+
+
+def test_delivery_records_replace_the_event_user_index(empty_store_url: str) -> None:
+    """0031: the notifications of each event become its delivery records (sorted users, at
+    most PART a record, read back exactly), the (event, user) index goes, and fan-out's and
+    retraction's "who holds event e" read the records. The events cross the batches the
+    conversion reads (50,000 rows): one is cut by a batch's end, one is larger than a batch.
+    The downgrade builds the index again."""
+    upgrade(empty_store_url, "0030")
+    sizes = {1: 30_000, 2: 30_000, 3: 60_000, 4: 3}
+    db = Database(empty_store_url, pool_size=0)
+    dialect = db.engine.dialect.name
+    try:
+        with db.write() as conn:
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES " + ", ".join(
+                    ["('link', 'cat', 'page', '{}', '[]', '[]', 'h', 10)"] * 5)))  # ids 1-5
+            for event, users in sizes.items():
+                _fill_notifications(conn, dialect, event, users)
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        assert "ix_notifications_event_id_user_id" not in {
+            i["name"] for i in inspect(db.engine).get_indexes("notifications")}
+        with db.read() as conn:
+            records = conn.execute(select(deliveries).order_by(deliveries.c.event_id)).all()
+        by_event: dict[int, list[str]] = {}
+        for event, chunk, value in records:
+            users = recipients.decode(value)
+            assert users == sorted(users) and 0 < len(users) <= recipients.PART
+            assert chunk == recipients.chunk_key(users[0])
+            by_event.setdefault(event, []).extend(users)
+        assert {e: len(u) for e, u in by_event.items()} == sizes
+        assert {e: len(set(u)) for e, u in by_event.items()} == sizes  # each user once
+        assert sorted(by_event[4]) == ["u000001", "u000002", "u000003"]
+        assert len([r for r in records if r.event_id == 3]) == 60
+        with Tidings(Config(database_url=empty_store_url), types=[
+                EventType("link", audience=("recipients",))]) as t:
+            with t.store.read() as tx:
+                assert tx.inbox.held([1, 4, 5]) == {1, 4}
+                assert tx.inbox.delivered(3, ["u000007", "u060001", "zed"]) == {"u000007"}
+                assert tx.inbox.delivered(5, ["u000007"]) == set()
+            t.retract(event_id="4")
+            with db.read() as conn:
+                assert conn.execute(text("SELECT count(*) FROM notifications "
+                                         "WHERE event_id = 4")).scalar_one() == 0
+                assert conn.execute(text("SELECT count(*) FROM deliveries "
+                                         "WHERE event_id = 4")).scalar_one() == 0
+        downgrade(empty_store_url, "0030")
+        assert "ix_notifications_event_id_user_id" in {
+            i["name"] for i in inspect(db.engine).get_indexes("notifications")}
+        assert "deliveries" not in inspect(db.engine).get_table_names()
         upgrade(empty_store_url)
         assert schema_diffs(empty_store_url) == []
     finally:

@@ -9,7 +9,8 @@ notification rows:
   anchor (its one ``notifications_notification`` table with 11 indexes) are about;
 * ``with events`` — plus the events the rows point to (``events``, ``event_fields``), shared
   by their recipients (django-notifications-hq keeps them in each row);
-* ``every inbox table`` — plus the per-user state (``read_markers``, ``bundle_locks``).
+* ``every inbox table`` — plus who received each event (``deliveries``) and the per-user
+  state (``read_markers``, ``bundle_locks``).
 
 With ``--baseline`` the lean layout's tables (:mod:`tidings_benchmarks.lean_raw`), filled with
 the same notifications, are measured the same way (``lean``: every lean table, per
@@ -36,8 +37,8 @@ ANCHOR = "django-notifications-hq 1.8.3 on PostgreSQL: 195 B/row (11 indexes), B
 FIGURES = (
     ("notifications", ("notifications",)),
     ("with events", ("notifications", "events", "event_fields")),
-    ("every inbox table", ("notifications", "events", "event_fields", "read_markers",
-                           "bundle_locks")),
+    ("every inbox table", ("notifications", "deliveries", "events", "event_fields",
+                           "read_markers", "bundle_locks")),
 )
 
 

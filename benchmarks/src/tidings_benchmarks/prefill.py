@@ -36,8 +36,8 @@ from tidings_benchmarks.stores import BenchStore
 DEFAULT_PER_FOLLOWER = 50
 READ_SHARE = 0.30
 # tidings' tables that hold the history between rounds
-HISTORY_TABLES = ("events", "notifications", "users", "timelines", "timeline_state",
-                  "timeline_sources")
+HISTORY_TABLES = ("events", "notifications", "deliveries", "users", "timelines",
+                  "timeline_state", "timeline_sources")
 _COUNT = "SELECT COUNT(*) FROM {}"
 
 
@@ -125,8 +125,8 @@ def reset(store: BenchStore, done: Prefilled, lean: LeanFanout | None) -> None:
     if lean is not None:
         lean.empty()
     with RawConnection(store.url, autocommit=False) as conn:
-        for table, column in (("notifications", "event_id"), ("timelines", "event_id"),
-                              ("events", "id")):
+        for table, column in (("notifications", "event_id"), ("deliveries", "event_id"),
+                              ("timelines", "event_id"), ("events", "id")):
             conn.execute(conn.sql(f"DELETE FROM {table} WHERE {column} > %s"),
                          (done.last_event,))
         conn.execute("DELETE FROM users WHERE NOT EXISTS (SELECT 1 FROM notifications n "

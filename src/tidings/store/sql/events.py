@@ -25,7 +25,7 @@ from tidings.domain.views import StoredEvent
 from tidings.jobs.model import EventJob
 from tidings.store.sql.core.bulk import column_arrays, probes, unnest_insert
 from tidings.store.sql.core.database import Database
-from tidings.store.sql.schema import event_fields, events
+from tidings.store.sql.schema import deliveries, event_fields, events
 from tidings.store.sql.timeline import pull
 
 # PostgreSQL: one lookup of (scope, key) per key, each an equality on both columns of the
@@ -167,6 +167,8 @@ class SqlEvents:
             self.conn.execute(events.delete().where(events.c.id.in_(list(event_ids))))
             self.conn.execute(event_fields.delete().where(
                 event_fields.c.event_id.in_(list(event_ids))))
+            self.conn.execute(deliveries.delete().where(  # who received them
+                deliveries.c.event_id.in_(list(event_ids))))
 
     def actors_of(self, event_ids: Sequence[int]) -> list[str]:
         if not event_ids:

@@ -172,16 +172,19 @@ class SqlInbox:
                 for e, name, value in sorted(fields)], ignore=True)
         if not rows:
             return
+        # who received each event (holders), written with the rows
+        delivered = [(r.event_id, r.user_id) for r in rows]
         # the rows column by column (a column of rows that share a value costs a compare)
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
-        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+        if self.db.backend == "postgresql":  # the rows, records and users' bounds at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
                 columns[at] = column_to_sql(columns[at])
             self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
-                                                       columns))
+                                                       columns, holders.records_of(delivered)))
             return
+        holders.record(self.db, self.conn, delivered)
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
@@ -212,12 +215,16 @@ class SqlInbox:
     def keys_for_events(self, event_ids: Sequence[int]) -> list[NotificationKey]:
         if not event_ids:
             return []
-        return [NotificationKey(r.user_id, r.event_id, r.display_hash, bool(r.bundle_base))
-                for r in self.conn.execute(
-                    select(n.user_id, n.event_id, n.display_hash, n.bundle_base)
-                    .where(n.event_id.in_(list(event_ids))))]
+        return holders.keys_for_events(self.db, self.conn, event_ids)
 
     def remove(self, keys: Sequence[NotificationKey]) -> int:
+        removed = self._remove(keys)
+        holders.forget(self.db, self.conn, keys)  # the records of the events it emptied
+        return removed
+
+    def _remove(self, keys: Sequence[NotificationKey]) -> int:
+        """:meth:`remove` leaving the delivery records (the cap's trim: an event it takes
+        from one inbox is in others)."""
         removed = 0
         pairs = [(k.user_id, k.event_id) for k in keys]
         for start in range(0, len(pairs), BATCH):
@@ -243,7 +250,7 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self.remove, self.sizes)
+        return inboxcap.trim(self.conn, user, cap, self._remove, self.sizes)
 
     # -- read state -------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 keeps the newest notifications by (created_at, event id).
 
 ``users.inbox_rows`` grows with every insert — the same upsert registers the users written to;
-on PostgreSQL it is part of the insert's statement (:func:`insert_and_grow`) — and is not
+on PostgreSQL it is part of the insert's statement, with the delivery records
+(:func:`insert_and_grow`) — and is not
 lowered by removals (retraction, retention), so it is never below the true count.
 Fan-out asks :func:`over_cap` for the users it wrote to; only those whose bound passes the cap
 are trimmed, and the trim resets the bound to the truth.
@@ -31,6 +32,7 @@ from sqlalchemy import (
 from tidings.domain.views import NotificationKey
 from tidings.store.sql.core.bulk import column_params, unnest_insert
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.inbox import holders
 from tidings.store.sql.schema import notifications, users
 
 IN_LIST = 5000
@@ -61,23 +63,35 @@ def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...]) -> Text
     rows = unnest_insert(notifications, columns, True, returning=("user_id", "created_at"),
                          single=single).text
     return text(f"""
-WITH written AS ({rows})
+WITH written AS ({rows}), grown AS (
 INSERT INTO users (user_id, created_at, inbox_rows)
 SELECT user_id, min(created_at), count(*) FROM written GROUP BY user_id ORDER BY user_id
 ON CONFLICT (user_id) DO UPDATE SET inbox_rows = COALESCE(users.inbox_rows, 0) + EXCLUDED.inbox_rows
-RETURNING user_id, inbox_rows""")
+RETURNING user_id, inbox_rows), recorded AS ({holders.WRITE_SQL})
+SELECT user_id, inbox_rows, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM grown
+UNION ALL SELECT NULL, NULL, event_id, chunk FROM recorded""")
 
 
 def insert_and_grow(db: Database, conn: Connection, columns: tuple[str, ...],
-                    values: Sequence[Sequence[Any]]) -> dict[str, int]:
+                    values: Sequence[Sequence[Any]],
+                    records: Sequence[holders.Record]) -> dict[str, int]:
     """PostgreSQL: notification rows given column by column (``values``: each of
-    ``columns``' values in the rows' order; a duplicate skipped) and :func:`grow` of their
-    users by the rows that went in, in one statement; the new bounds."""
+    ``columns``' values in the rows' order; a duplicate skipped), their delivery records
+    (:mod:`.holders`; one whose key is there merged after) and :func:`grow` of their users by
+    the rows that went in, in one statement; the new bounds."""
     if not values or not values[0]:
         return {}
     single, params = column_params(values)
-    return {user: bound for user, bound in db.fetch(conn, _insert_and_grow(columns, single),
-                                                    params)}
+    bounds: dict[str, int] = {}
+    written: set[tuple[int, int]] = set()
+    for user, bound, event, chunk in db.fetch(conn, _insert_and_grow(columns, single),
+                                              {**params, **holders.params(records)}):
+        if user is None:
+            written.add((event, chunk))
+        else:
+            bounds[user] = bound
+    holders.merge(db, conn, records, written)
+    return bounds
 
 
 def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
+    LargeBinary,
     PrimaryKeyConstraint,
     SmallInteger,
     String,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects import mysql
 
 from tidings.domain.events import DEFAULT_SCOPE
 from tidings.store.sql.core.hashes import Hash64
@@ -192,8 +194,26 @@ notifications = Table(
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
     Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
     Index(None, "display_hash", "user_id", "created_at", "event_id", "actor"),  # 0021
-    # (event, user): "who already has this event?" in fan-out, and retraction, by index only
-    Index(None, "event_id", "user_id"),
+    **MYSQL,
+)
+
+# Who received each event, a chunk of users per row (ESN's chunked fan-out): "who already has
+# this event?" in fan-out, and retraction's users, where an (event, user) index on every
+# notification cost about 41 B a notification on PostgreSQL (0031). ``users`` are the user ids
+# one delivery wrote (at most ``core.recipients.PART``), sorted, newline-joined and compressed
+# with zlib; ``chunk`` is a key unique within the event (the signed first 64 bits of the SHA-1
+# of the chunk's first user id). Written in the same transaction as the rows, so a committed
+# notification always has its record; a record may name users whose rows were removed since
+# (the inbox cap, one recipient's deletion), so readers confirm by the rows' primary key.
+# Retraction drops an event's records with its last rows, retention with the event.
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("event_id", BigInteger, nullable=False),
+    Column("chunk", BigInteger, nullable=False),
+    Column("users", LargeBinary().with_variant(mysql.MEDIUMBLOB(), "mysql", "mariadb"),
+           nullable=False),
+    PrimaryKeyConstraint("event_id", "chunk"),
     **MYSQL,
 )
 
