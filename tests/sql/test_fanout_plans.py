@@ -19,8 +19,8 @@ from tidings.domain.audience import OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.graph.audience import ranged
-from tidings.store.sql.inbox.bundles import BASES_OF_PAIRS, DEMOTE
-from tidings.store.sql.schema import notifications, subscriptions
+from tidings.store.sql.inbox.bundles import BASES_AT, DEMOTE, LOCK_PAIRS
+from tidings.store.sql.schema import inbox_open, notifications, subscriptions
 
 
 def key(label: str) -> str:
@@ -46,6 +46,10 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
              "object": f"page:{i % PAGES}", "bundle_hash": key(f"h{i % PAGES}"),
              "display_hash": key(f"d{i}"), "bundle_base": True, "read_at": None, "joined": False}
             for i in range(1, 20_001)])
+        newest = {(f"u{i % 2000:04d}", key(f"h{i % PAGES}")): i for i in range(1, 20_001)}
+        t.store.db.insert_many(conn, inbox_open, [  # type: ignore[attr-defined]
+            {"user_id": u, "bundle_hash": h, "created_at": i, "event_id": i}
+            for (u, h), i in sorted(newest.items())])
     with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
         conn.execute(text("ANALYZE"))
         conn.commit()
@@ -79,9 +83,13 @@ def test_an_objects_subscribers_are_read_from_their_index_ranges(loaded: Tidings
 
 def test_bundle_bases_and_demotions_probe_a_pair_at_a_time(loaded: Tidings) -> None:
     pairs = json.dumps([[f"u{i:04d}", to_sql(key(f"h{i}"))] for i in range(50)])
+    places = json.dumps([[f"u{i:04d}", i] for i in range(1, 51)])
     db = loaded.store.db  # type: ignore[attr-defined]
-    for statement, params in ((BASES_OF_PAIRS, {"pairs": pairs}),
+    for statement, params in ((LOCK_PAIRS, {"pairs": pairs}), (BASES_AT, {"places": places}),
                               (DEMOTE, {"groups": pairs})):
         sql, args = db.driver_form(statement, params)
         plan = _generic_plan(loaded, sql, args)
-        assert "Nested Loop" in plan and "Seq Scan on notifications" not in plan, plan
+        assert "Nested Loop" in plan and "Seq Scan" not in plan, plan
+    # a base row is found by its (user, event id) place: one probe, no bundle hash index
+    plan = _generic_plan(loaded, *db.driver_form(BASES_AT, {"places": places}))
+    assert "Index Cond: ((event_id = " in plan and "user_id)::text = " in plan, plan

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -57,11 +57,13 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
 
 
 @functools.lru_cache(maxsize=16)
-def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...]) -> TextClause:
+def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...],
+                     also: str) -> TextClause:
     rows = unnest_insert(notifications, columns, True, returning=("user_id", "created_at"),
                          single=single).text
+    more = f", also AS ({also})" if also else ""
     return text(f"""
-WITH written AS ({rows})
+WITH written AS ({rows}){more}
 INSERT INTO users (user_id, created_at, inbox_rows)
 SELECT user_id, min(created_at), count(*) FROM written GROUP BY user_id ORDER BY user_id
 ON CONFLICT (user_id) DO UPDATE SET inbox_rows = COALESCE(users.inbox_rows, 0) + EXCLUDED.inbox_rows
@@ -69,15 +71,18 @@ RETURNING user_id, inbox_rows""")
 
 
 def insert_and_grow(db: Database, conn: Connection, columns: tuple[str, ...],
-                    values: Sequence[Sequence[Any]]) -> dict[str, int]:
+                    values: Sequence[Sequence[Any]], also: TextClause | None = None,
+                    also_params: Mapping[str, Any] | None = None) -> dict[str, int]:
     """PostgreSQL: notification rows given column by column (``values``: each of
     ``columns``' values in the rows' order; a duplicate skipped) and :func:`grow` of their
-    users by the rows that went in, in one statement; the new bounds."""
+    users by the rows that went in, in one statement; the new bounds. ``also``: another
+    write of the same statement (with its own ``also_params``, named apart from ``c0`` …)."""
     if not values or not values[0]:
         return {}
     single, params = column_params(values)
-    return {user: bound for user, bound in db.fetch(conn, _insert_and_grow(columns, single),
-                                                    params)}
+    statement = _insert_and_grow(columns, single, "" if also is None else also.text)
+    return {user: bound for user, bound in db.fetch(conn, statement,
+                                                    {**params, **(also_params or {})})}
 
 
 def register(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> None:
