@@ -16,7 +16,8 @@ from sizes import maria_sizes, pg_sizes, report, sqlite_sizes
 
 from tidings import Event, EventType, Templates, Tidings
 
-INBOX = {"notifications", "events", "event_fields", "read_markers", "bundle_locks", "users"}
+INBOX = {"notifications", "events", "event_fields", "read_markers", "bundle_locks", "inbox_open",
+         "users"}
 
 
 def main(url: str) -> None:

@@ -9,7 +9,7 @@ notification rows:
   anchor (its one ``notifications_notification`` table with 11 indexes) are about;
 * ``with events`` — plus the events the rows point to (``events``, ``event_fields``), shared
   by their recipients (django-notifications-hq keeps them in each row);
-* ``every inbox table`` — plus the per-user state (``read_markers``, ``bundle_locks``).
+* ``every inbox table`` — plus the per-user state (``read_markers``, ``inbox_open``).
 
 With ``--baseline`` the lean layout's tables (:mod:`tidings_benchmarks.lean_raw`), filled with
 the same notifications, are measured the same way (``lean``: every lean table, per
@@ -37,7 +37,7 @@ FIGURES = (
     ("notifications", ("notifications",)),
     ("with events", ("notifications", "events", "event_fields")),
     ("every inbox table", ("notifications", "events", "event_fields", "read_markers",
-                           "bundle_locks")),
+                           "inbox_open")),
 )
 
 
