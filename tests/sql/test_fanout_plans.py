@@ -19,7 +19,7 @@ from tidings.domain.audience import OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.graph.audience import ranged
-from tidings.store.sql.inbox.bundles import BASES_AT, DEMOTE, LOCK_PAIRS
+from tidings.store.sql.inbox.bundles import BASES_AT, DEMOTE, LOCK_PAIRS, newest_before_query
 from tidings.store.sql.schema import inbox_open, notifications, subscriptions
 
 
@@ -93,3 +93,23 @@ def test_bundle_bases_and_demotions_probe_a_pair_at_a_time(loaded: Tidings) -> N
     # a base row is found by its (user, event id) place: one probe, no bundle hash index
     plan = _generic_plan(loaded, *db.driver_form(BASES_AT, {"places": places}))
     assert "Index Cond: ((event_id = " in plan and "user_id)::text = " in plan, plan
+
+
+def test_a_bundles_newest_base_below_a_place_reads_the_users_base_rows(loaded: Tidings) -> None:
+    """A back-fill's decision, or a bundle whose newest base went: the user's base rows newest
+    first through the (user, base, created_at, event id) index from the place down (where a
+    user holds a few, the planner may sort them), each checked for the bundle; no index of
+    bundle hashes, no scan of the table."""
+    query = newest_before_query("u0007", key("h7"), (15_000, 15_000), "postgresql")
+    compiled = query.compile(dialect=loaded.store.db.engine.dialect)  # type: ignore[attr-defined]
+    params = {name: to_sql(value) if name.startswith("bundle_hash") else value
+              for name, value in compiled.params.items()}  # as the column's type sends it
+    plan = _generic_plan(loaded, compiled.string, params)
+    assert "ix_notifications_user_id_bundle_base_created_at_event_id" in plan, plan
+    assert "Seq Scan" not in plan, plan
+    with loaded.store.db.read() as conn:  # type: ignore[attr-defined]
+        found = conn.execute(newest_before_query("u0007", key("h7"), (15_000, 15_000),
+                                                 "sqlite")).first()
+    # u0007's rows are the events 7, 2007, …; of them, bundle h7 are those = 7 mod 300
+    assert found is not None and found.event_id == max(
+        i for i in range(7, 15_000, 2000) if i % PAGES == 7)

@@ -35,7 +35,19 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, or_, select, text, true, tuple_, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    and_,
+    case,
+    delete,
+    or_,
+    select,
+    text,
+    true,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import mysql as mysql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
@@ -228,14 +240,20 @@ def newest_before(db: Database, conn: Connection, user: str, bundle: str, before
     backend locks rows: the user's base rows read newest first through the (user, base,
     created_at, event id) index, each checked for the bundle (a back-fill's decision or a
     bundle whose newest base went: rare, bounded by the user's inbox cap)."""
-    query = (select(*BASE_COLUMNS)
-             .where(n.user_id == user, n.bundle_base == true(), before_place(before),
-                    n.bundle_hash == bundle)
-             .order_by(n.created_at.desc(), n.event_id.desc()).limit(1))
-    if db.skip_locked:
-        query = query.with_for_update()
-    row = conn.execute(query).first()
+    row = conn.execute(newest_before_query(user, bundle, before, db.backend)).first()
     return None if row is None else base_of(row)
+
+
+def newest_before_query(user: str, bundle: str, before: Position, backend: str
+                        ) -> Select[Any]:
+    """:func:`newest_before`'s statement on ``backend``: the place as a range of the index
+    (PostgreSQL compares the row value in the index; elsewhere the date bounds the range)."""
+    place = (tuple_(n.created_at, n.event_id) < tuple_(*before) if backend == "postgresql"
+             else and_(n.created_at <= before[0], before_place(before)))
+    query = (select(*BASE_COLUMNS)
+             .where(n.user_id == user, n.bundle_base == true(), place, n.bundle_hash == bundle)
+             .order_by(n.created_at.desc(), n.event_id.desc()).limit(1))
+    return query.with_for_update() if backend in ("postgresql", "mysql") else query
 
 
 def base_of(row: Sequence[Any]) -> BundleBase:
