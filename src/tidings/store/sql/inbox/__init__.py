@@ -183,7 +183,7 @@ class SqlInbox:
                 columns[at] = column_to_sql(columns[at])
             self.sizes.update(inboxcap.insert_and_grow(
                 self.db, self.conn, ROW_COLUMNS, columns, bundles.OPEN if opened else None,
-                bundles.open_params(opened)))
+                bundles.open_params(opened) if opened else None))
             return
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
