@@ -16,7 +16,7 @@ from sizes import maria_sizes, pg_sizes, report, sqlite_sizes
 
 from tidings import Event, EventType, Templates, Tidings
 
-INBOX = {"notifications", "deliveries", "events", "event_fields", "read_markers", "bundle_locks",
+INBOX = {"notifications", "deliveries", "events", "event_fields", "read_markers", "inbox_open",
          "users"}
 
 

@@ -19,8 +19,8 @@ from tidings.domain.audience import OBJECT_SUBSCRIBERS, AudienceSource
 from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.graph.audience import ranged
-from tidings.store.sql.inbox.bundles import BASES_OF_PAIRS, DEMOTE
-from tidings.store.sql.schema import notifications, subscriptions
+from tidings.store.sql.inbox.bundles import BASES_AT, DEMOTE, LOCK_PAIRS, newest_before_query
+from tidings.store.sql.schema import inbox_open, notifications, subscriptions
 
 
 def key(label: str) -> str:
@@ -46,6 +46,10 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
              "object": f"page:{i % PAGES}", "bundle_hash": key(f"h{i % PAGES}"),
              "display_hash": key(f"d{i}"), "bundle_base": True, "read_at": None, "joined": False}
             for i in range(1, 20_001)])
+        newest = {(f"u{i % 2000:04d}", key(f"h{i % PAGES}")): i for i in range(1, 20_001)}
+        t.store.db.insert_many(conn, inbox_open, [  # type: ignore[attr-defined]
+            {"user_id": u, "bundle_hash": h, "created_at": i, "event_id": i}
+            for (u, h), i in sorted(newest.items())])
     with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
         conn.execute(text("ANALYZE"))
         conn.commit()
@@ -79,9 +83,33 @@ def test_an_objects_subscribers_are_read_from_their_index_ranges(loaded: Tidings
 
 def test_bundle_bases_and_demotions_probe_a_pair_at_a_time(loaded: Tidings) -> None:
     pairs = json.dumps([[f"u{i:04d}", to_sql(key(f"h{i}"))] for i in range(50)])
+    places = json.dumps([[f"u{i:04d}", i] for i in range(1, 51)])
     db = loaded.store.db  # type: ignore[attr-defined]
-    for statement, params in ((BASES_OF_PAIRS, {"pairs": pairs}),
+    for statement, params in ((LOCK_PAIRS, {"pairs": pairs}), (BASES_AT, {"places": places}),
                               (DEMOTE, {"groups": pairs})):
         sql, args = db.driver_form(statement, params)
         plan = _generic_plan(loaded, sql, args)
-        assert "Nested Loop" in plan and "Seq Scan on notifications" not in plan, plan
+        assert "Nested Loop" in plan and "Seq Scan" not in plan, plan
+    # a base row is found by its (user, event id) place: one probe, no bundle hash index
+    plan = _generic_plan(loaded, *db.driver_form(BASES_AT, {"places": places}))
+    assert "Index Cond: ((event_id = " in plan and "user_id)::text = " in plan, plan
+
+
+def test_a_bundles_newest_base_below_a_place_reads_the_users_base_rows(loaded: Tidings) -> None:
+    """A back-fill's decision, or a bundle whose newest base went: the user's base rows newest
+    first through the (user, base, created_at, event id) index from the place down (where a
+    user holds a few, the planner may sort them), each checked for the bundle; no index of
+    bundle hashes, no scan of the table."""
+    query = newest_before_query("u0007", key("h7"), (15_000, 15_000), "postgresql")
+    compiled = query.compile(dialect=loaded.store.db.engine.dialect)  # type: ignore[attr-defined]
+    params = {name: to_sql(value) if name.startswith("bundle_hash") else value
+              for name, value in compiled.params.items()}  # as the column's type sends it
+    plan = _generic_plan(loaded, compiled.string, params)
+    assert "ix_notifications_user_id_bundle_base_created_at_event_id" in plan, plan
+    assert "Seq Scan" not in plan, plan
+    with loaded.store.db.read() as conn:  # type: ignore[attr-defined]
+        found = conn.execute(newest_before_query("u0007", key("h7"), (15_000, 15_000),
+                                                 "sqlite")).first()
+    # u0007's rows are the events 7, 2007, …; of them, bundle h7 are those = 7 mod 300
+    assert found is not None and found.event_id == max(
+        i for i in range(7, 15_000, 2000) if i % PAGES == 7)

@@ -18,6 +18,7 @@ from tidings.engine import Tidings
 from tidings.exceptions import IdempotencyConflict, SchemaOutOfDate
 from tidings.store.sql.core import recipients
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.core.migrate import (
     check_schema_current,
     current_revision,
@@ -27,11 +28,11 @@ from tidings.store.sql.core.migrate import (
     upgrade,
 )
 from tidings.store.sql.schema import (
-    bundle_locks,
     deliveries,
     email_batch,
     email_bundle_status,
     events,
+    inbox_open,
     job_failures,
     jobs,
     metadata,
@@ -384,8 +385,8 @@ def test_hashes_become_64_bit_integers_with_their_data(empty_store_url: str) -> 
                                      "WHERE user_id = 'bob'")).scalar_one() == -(2 ** 63)
             assert conn.execute(text("SELECT bundle_hash FROM notifications WHERE user_id = "
                                      "'bob'")).scalar_one() == 2 ** 63 - 1
-            assert conn.execute(select(bundle_locks.c.bundle_hash)
-                                .order_by(bundle_locks.c.user_id)).scalars().all() == [
+            assert conn.execute(select(inbox_open.c.bundle_hash)  # bundle_locks' after 0032
+                                .order_by(inbox_open.c.user_id)).scalars().all() == [
                 bundle, "f" * 16]
             assert conn.execute(select(email_batch.c.bundle_hash)
                                 .order_by(email_batch.c.user_id)).scalars().all() == [
@@ -487,5 +488,74 @@ def test_delivery_records_replace_the_event_user_index(empty_store_url: str) -> 
         assert "deliveries" not in inspect(db.engine).get_table_names()
         upgrade(empty_store_url)
         assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()
+
+
+def test_open_groups_take_each_bundles_newest_base(empty_store_url: str) -> None:
+    """0032: ``inbox_open`` holds the newest base of every (user, bundle) pair of a bundling
+    type (not a type that never bundles: its hash is its event's own), replacing
+    ``bundle_locks`` and the (user, bundle hash) index; a bundle open before the upgrade is
+    joined after it. The downgrade gives the index and an empty ``bundle_locks`` back."""
+    upgrade(empty_store_url, "0030")
+    bundle = bundle_hash("object", "link", None, "page", 1)
+    own = bundle_hash("none", "mention", "cat", None, 4)
+    groups = [hashlib.sha1(str(i).encode()).hexdigest()[:16] for i in range(4)]
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES (:t, 'cat', 'page', '{}', '[]', '[]', 'h', 10)"),
+                [{"t": t} for t in ("link", "link", "link", "mention")])  # ids 1 to 4
+            conn.execute(text(
+                "INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+                "category, section, bundle_hash, display_hash, bundle_base, joined, read_at) "
+                "VALUES (:u, :e, :at, :at, 'link', 'link', 'alert', :b, :d, :base, :joined, "
+                ":read)"),
+                [{"u": "ann", "e": 1, "at": 10, "b": to_sql(bundle), "d": to_sql(groups[0]),
+                  "base": True, "joined": False, "read": 11},  # an older group, read
+                 {"u": "ann", "e": 2, "at": 20, "b": to_sql(bundle), "d": to_sql(groups[1]),
+                  "base": False, "joined": False, "read": None},
+                 {"u": "ann", "e": 3, "at": 30, "b": to_sql(bundle), "d": to_sql(groups[1]),
+                  "base": True, "joined": True, "read": None},  # the newest group
+                 {"u": "ann", "e": 4, "at": 40, "b": to_sql(own), "d": to_sql(groups[2]),
+                  "base": True, "joined": False, "read": None},  # never bundles
+                 {"u": "bob", "e": 2, "at": 20, "b": to_sql(bundle), "d": to_sql(groups[3]),
+                  "base": True, "joined": False, "read": None}])
+            conn.execute(text("INSERT INTO bundle_locks (user_id, bundle_hash, created_at) "
+                              "VALUES ('ann', :b, 1)"), {"b": to_sql(bundle)})
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        with db.read() as conn:
+            assert conn.execute(select(inbox_open).order_by(inbox_open.c.user_id)).all() == [
+                ("ann", bundle, 30, 3), ("bob", bundle, 20, 2)]
+            assert "bundle_locks" not in inspect(conn).get_table_names()
+        with Tidings(Config(database_url=empty_store_url), types=[
+                EventType("link", bundle="object", audience=("recipients",)),
+                EventType("mention", audience=("recipients",))]) as t:
+            t.publish({"type": "link", "actor": "eve", "object": "page",
+                       "recipients": ["ann", "bob"]})  # event 5
+            t.run_jobs()
+            assert [(i.id, i.count) for i in t.notifications("ann").items] == [
+                ("5", 3), ("4", 1), ("1", 1)]
+            assert [(i.id, i.count) for i in t.notifications("bob").items] == [("5", 2)]
+        downgrade(empty_store_url, "0030")
+        with db.read() as conn:
+            names = {i["name"] for i in inspect(conn).get_indexes("notifications")}
+            assert ("ix_notifications_user_id_bundle_hash" if db.backend == "postgresql"
+                    else "ix_notifications_user_id_bundle_hash_bundle_base") in names
+            assert conn.execute(text("SELECT count(*) FROM bundle_locks")).scalar_one() == 0
+            assert "inbox_open" not in inspect(conn).get_table_names()
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        with db.read() as conn:
+            assert conn.execute(select(inbox_open).order_by(inbox_open.c.user_id)).all() == [
+                ("ann", bundle, conn.execute(select(notifications.c.created_at).where(
+                    notifications.c.event_id == 5, notifications.c.user_id == "ann")
+                ).scalar_one(), 5), ("bob", bundle, conn.execute(
+                    select(notifications.c.created_at).where(
+                        notifications.c.event_id == 5, notifications.c.user_id == "bob")
+                ).scalar_one(), 5)]
     finally:
         db.dispose()

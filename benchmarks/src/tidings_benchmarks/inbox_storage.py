@@ -10,7 +10,7 @@ notification rows:
 * ``with events`` — plus the events the rows point to (``events``, ``event_fields``), shared
   by their recipients (django-notifications-hq keeps them in each row);
 * ``every inbox table`` — plus who received each event (``deliveries``) and the per-user
-  state (``read_markers``, ``bundle_locks``).
+  state (``read_markers``, ``inbox_open``).
 
 With ``--baseline`` the lean layout's tables (:mod:`tidings_benchmarks.lean_raw`), filled with
 the same notifications, are measured the same way (``lean``: every lean table, per
@@ -38,7 +38,7 @@ FIGURES = (
     ("notifications", ("notifications",)),
     ("with events", ("notifications", "events", "event_fields")),
     ("every inbox table", ("notifications", "deliveries", "events", "event_fields",
-                           "read_markers", "bundle_locks")),
+                           "read_markers", "inbox_open")),
 )
 
 

@@ -30,6 +30,12 @@ def bundle_hash(rule: str, event_type: str, actor: str | None, obj: str | None,
     return hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
+def bundles_alone(bundle: str, event_id: int) -> bool:
+    """Whether ``bundle`` is the hash a type that never bundles gives its event (rule
+    ``none``): no other notification shares it, so no later one looks for its group."""
+    return bundle == bundle_hash("none", "", None, None, event_id)
+
+
 def display_hash(bundle: str, first_event_id: int) -> str:
     """A display group starts with its first event; later members reuse its hash."""
     return hashlib.sha1(f"{bundle}\x00{first_event_id}".encode()).hexdigest()[:16]

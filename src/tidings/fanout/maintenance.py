@@ -24,8 +24,10 @@ def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
 
 def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
     """Remove notifications of events older than their type's (or the default) retention,
-    and bundle locks made over a day ago (fan-out makes them again when it needs them);
-    once swept, keep the hot store's journal bounded (``InboxStore.compact_history``)."""
+    and any decider state a store keeps that was made over a day ago
+    (``InboxStore.forget_bundle_locks``; none of the stores keeps any now: SQL's
+    ``inbox_open`` rows stay while their bundle has a base); once swept, keep the hot store's
+    journal bounded (``InboxStore.compact_history``)."""
     now = ctx.clock.now_us()
     default_days = ctx.config.retention_days
     by_days: dict[int, list[str]] = {}
@@ -39,7 +41,7 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
                                          before=now - days * DAY_US, limit=RETENTION_BATCH)
     expired += tx.events.expired_ids(types=None, other_than=declared,
                                      before=now - default_days * DAY_US, limit=RETENTION_BATCH)
-    # fan-out's bundle locks are only needed while units contend: a day is plenty
+    # decider state is only needed while units contend: a day is plenty
     forgotten = tx.inbox.forget_bundle_locks(now - DAY_US, RETENTION_BATCH)
     if expired:
         tx.inbox.remove(tx.inbox.keys_for_events(expired))

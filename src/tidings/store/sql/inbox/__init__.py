@@ -19,7 +19,6 @@ from sqlalchemy import (
     and_,
     delete,
     func,
-    or_,
     select,
     true,
     tuple_,
@@ -52,7 +51,6 @@ from tidings.store.sql.inbox.query import before_place, filter_conditions, match
 from tidings.store.sql.schema import event_fields, events, notifications
 
 n = notifications.c
-IN_LIST = 5000
 BATCH = 500
 # a notification row's columns, each read from the NewNotification attribute named (None: the
 # value given): a new row is its group's base, unread, fresh when created
@@ -83,6 +81,8 @@ class SqlInbox:
         self.conn = conn
         self.clock = clock
         self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
+        # (user, bundle) pairs locked by an inbox_open row made for them, no base written yet
+        self.unopened: set[tuple[str, str]] = set()
 
     # -- watermarks -----------------------------------------------------------------------
 
@@ -118,33 +118,35 @@ class SqlInbox:
         if before is None:  # the newest base of each pair, as a batch reads them
             found = self.bundle_bases_many([(u, bundle_hash) for u in users])
             return {user: base for (user, _), base in found.items()}
-        bundles.lock(self.db, self.conn, users, bundle_hash, self.clock)
+        held, newest = self._lock([(u, bundle_hash) for u in users])
+        # a bundle's newest base before the place: its newest one where that is older, else
+        # the newest before it among the user's base rows (a back-fill: rare)
         bases: dict[str, BundleBase] = {}
-        for start in range(0, len(users), IN_LIST):
-            part = list(users[start:start + IN_LIST])
-            query = (
-                select(*bundles.BASE_COLUMNS)
-                .where(n.user_id.in_(part), n.bundle_hash == bundle_hash,
-                       n.bundle_base == true())
-                .order_by(n.user_id)
-            )
-            if before is not None:
-                created, event_id = before
-                query = query.where(or_(n.created_at < created,
-                                        and_(n.created_at == created, n.event_id < event_id)))
-            if self.db.skip_locked:
-                query = query.with_for_update()
-            for row in self.conn.execute(query):
-                newest = bases.get(row.user_id)
-                if newest is None or (row.created_at, row.event_id) > (
-                        newest.created_at, newest.event_id):
-                    bases[row.user_id] = bundles.base_of(row)
+        for (user, bundle), at in sorted(held.items()):
+            if at is None:
+                continue
+            if at < before:
+                if (user, bundle) in newest:
+                    bases[user] = newest[(user, bundle)]
+                continue
+            base = bundles.newest_before(self.db, self.conn, user, bundle, before)
+            if base is not None:
+                bases[user] = base
         return bases
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
                           ) -> dict[tuple[str, str], BundleBase]:
-        bundles.lock_pairs(self.db, self.conn, pairs, self.clock)
-        return bundles.of_pairs(self.db, self.conn, pairs)
+        return self._lock(pairs)[1]
+
+    def _lock(self, pairs: Sequence[tuple[str, str]]
+              ) -> tuple[dict[tuple[str, str], tuple[int, int] | None],
+                         dict[tuple[str, str], BundleBase]]:
+        """The pairs' decider locks, their newest base positions and the bases there; a pair
+        locked by a row made for it (no base) is remembered until a base is written for it."""
+        held, bases = bundles.lock_pairs(self.db, self.conn, pairs)
+        if self.db.backend != "sqlite":
+            self.unopened.update(p for p in pairs if held.get(p) is None)
+        return held, bases
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
         return holders.delivered(self.db, self.conn, event_id, users)
@@ -178,17 +180,23 @@ class SqlInbox:
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
-        if self.db.backend == "postgresql":  # the rows, records and users' bounds at once
+        # the bundles whose newest base a new row becomes (inbox_open), written with the rows
+        opened = bundles.newest_positions(rows)
+        self.unopened.difference_update(opened)
+        if self.db.backend == "postgresql":  # rows, records, users' bounds, opened at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
                 columns[at] = column_to_sql(columns[at])
-            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
-                                                       columns, holders.records_of(delivered)))
+            self.sizes.update(inboxcap.insert_and_grow(
+                self.db, self.conn, ROW_COLUMNS, columns, holders.records_of(delivered),
+                bundles.OPEN if opened else None,
+                bundles.open_params(opened) if opened else None))
             return
         holders.record(self.db, self.conn, delivered)
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
         self.sizes.update(inboxcap.grow(self.db, self.conn,
                                         [(r.user_id, r.created_at) for r in rows]))
+        bundles.open_rows(self.db, self.conn, opened)
 
     def hold(self, users: Sequence[str]) -> None:
         inboxcap.hold(self.db, self.conn, users)
@@ -197,7 +205,11 @@ class SqlInbox:
         return inboxcap.over_cap(self.conn, users, cap, self.sizes)
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
-        return stepwise.deliver_many(self, items)
+        written = stepwise.deliver_many(self, items)
+        if self.unopened:  # locked for users who held the event already: no base written
+            bundles.close_unopened(self.conn, sorted(self.unopened))
+            self.unopened.clear()
+        return written
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         if self.db.backend == "postgresql":
@@ -227,6 +239,9 @@ class SqlInbox:
         from one inbox is in others)."""
         removed = 0
         pairs = [(k.user_id, k.event_id) for k in keys]
+        # the bundles whose newest base may go: their inbox_open rows locked first
+        held = bundles.before_removal(self.db, self.conn,
+                                      [(k.user_id, k.event_id) for k in keys if k.bundle_base])
         for start in range(0, len(pairs), BATCH):
             result = self.conn.execute(delete(notifications).where(
                 tuple_(n.user_id, n.event_id).in_(pairs[start:start + BATCH])))
@@ -241,10 +256,12 @@ class SqlInbox:
                                   .where(n.user_id == user, n.event_id == newest.event_id)
                                   .values(bundle_base=True))
         groupsummary.clear(self.db, self.conn, [(k.user_id, k.display_hash) for k in keys])
+        if held:
+            bundles.reopen(self.db, self.conn, held, set(pairs))
         return removed
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
-        return bundles.forget(self.conn, before, limit)
+        return 0  # the decider locks are the inbox_open rows: kept while their bundle has a base
 
     def compact_history(self, now: int) -> int:
         return 0  # the rows are the history: no journal of writes

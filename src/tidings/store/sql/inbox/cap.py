@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -59,11 +59,13 @@ def grow(db: Database, conn: Connection, written: Sequence[tuple[str, int]]) -> 
 
 
 @functools.lru_cache(maxsize=16)
-def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...]) -> TextClause:
+def _insert_and_grow(columns: tuple[str, ...], single: tuple[bool, ...],
+                     also: str) -> TextClause:
     rows = unnest_insert(notifications, columns, True, returning=("user_id", "created_at"),
                          single=single).text
+    more = f", also AS ({also})" if also else ""
     return text(f"""
-WITH written AS ({rows}), grown AS (
+WITH written AS ({rows}){more}, grown AS (
 INSERT INTO users (user_id, created_at, inbox_rows)
 SELECT user_id, min(created_at), count(*) FROM written GROUP BY user_id ORDER BY user_id
 ON CONFLICT (user_id) DO UPDATE SET inbox_rows = COALESCE(users.inbox_rows, 0) + EXCLUDED.inbox_rows
@@ -74,18 +76,21 @@ UNION ALL SELECT NULL, NULL, event_id, chunk FROM recorded""")
 
 def insert_and_grow(db: Database, conn: Connection, columns: tuple[str, ...],
                     values: Sequence[Sequence[Any]],
-                    records: Sequence[holders.Record]) -> dict[str, int]:
+                    records: Sequence[holders.Record], also: TextClause | None = None,
+                    also_params: Mapping[str, Any] | None = None) -> dict[str, int]:
     """PostgreSQL: notification rows given column by column (``values``: each of
     ``columns``' values in the rows' order; a duplicate skipped), their delivery records
     (:mod:`.holders`; one whose key is there merged after) and :func:`grow` of their users by
-    the rows that went in, in one statement; the new bounds."""
+    the rows that went in, in one statement; the new bounds. ``also``: another write of the
+    same statement (with its own ``also_params``, named apart from ``c0`` …)."""
     if not values or not values[0]:
         return {}
     single, params = column_params(values)
+    statement = _insert_and_grow(columns, single, "" if also is None else also.text)
     bounds: dict[str, int] = {}
     written: set[tuple[int, int]] = set()
-    for user, bound, event, chunk in db.fetch(conn, _insert_and_grow(columns, single),
-                                              {**params, **holders.params(records)}):
+    for user, bound, event, chunk in db.fetch(
+            conn, statement, {**params, **holders.params(records), **(also_params or {})}):
         if user is None:
             written.add((event, chunk))
         else:

@@ -185,14 +185,12 @@ notifications = Table(
     Column("group_count", Integer), Column("group_actors", Text),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
-    # the unread count's and the bundling lookup's rows: on PostgreSQL, partial indexes of the
-    # unread base rows and of the base rows (migration 0019); elsewhere the columns in full
+    # the unread count's rows: on PostgreSQL, a partial index of the unread base rows
+    # (migration 0019); elsewhere the columns in full. A bundle's newest base is found through
+    # ``inbox_open`` (0032), not an index of bundle hashes.
     Index(None, "user_id", "fresh_at", postgresql_where=text("bundle_base AND read_at IS NULL")
           ).ddl_if(dialect="postgresql"),
-    Index(None, "user_id", "bundle_hash", postgresql_where=text("bundle_base")
-          ).ddl_if(dialect="postgresql"),
     Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
-    Index(None, "user_id", "bundle_hash", "bundle_base").ddl_if(dialect=NOT_PG),
     Index(None, "display_hash", "user_id", "created_at", "event_id", "actor"),  # 0021
     **MYSQL,
 )
@@ -230,17 +228,25 @@ event_fields = Table(
     **MYSQL,
 )
 
-# One row per (user, bundle) that fan-out has decided for: a unit locks its rows, in key order,
-# before it reads the bundle's newest base, so two units never both start a display group for
-# the same user and bundle (no base row to lock yet). Only locks: retention forgets them in a day.
-bundle_locks = Table(
-    "bundle_locks",
+# Per (user, bundle) with a base row: the position (``created_at``, ``event_id``) of its newest
+# base, whose row fan-out reads by primary key (0032), in place of an index of bundle hashes.
+# The row is also the lock that serialises the join-or-start decision: a unit locks the rows
+# of its (user, bundle) pairs, in key order, before it reads those bases, so two units never
+# both start a display group of one user's bundle. A pair with no base yet gets a row with no
+# position (NULL) to lock; the unit that wrote no base for it deletes it again. Every write
+# that changes a bundle's newest base moves the position in the same transaction: a new base
+# row (a start or a join), a removal or trim (the next newest base, or no row). A demotion
+# that no new base follows (``InboxStore.demote`` on its own) leaves it above every base of the
+# bundle: a read that finds no base there reads the newest one below it. Types that never
+# bundle (the bundle hash is the event's own) have no row.
+inbox_open = Table(
+    "inbox_open",
     metadata,
     Column("user_id", String(USER), nullable=False),
     Column("bundle_hash", Hash64, nullable=False),
-    Column("created_at", BigInteger, nullable=False),
+    Column("created_at", BigInteger),
+    Column("event_id", BigInteger),
     PrimaryKeyConstraint("user_id", "bundle_hash"),
-    Index(None, "created_at"),
     **MYSQL,
 )
 
