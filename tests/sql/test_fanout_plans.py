@@ -20,7 +20,7 @@ from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.graph.audience import ranged
 from tidings.store.sql.inbox.bundles import BASES_OF_PAIRS, DEMOTE
-from tidings.store.sql.schema import notifications, subscriptions
+from tidings.store.sql.schema import inbox_types, notifications, subscriptions
 
 
 def key(label: str) -> str:
@@ -40,9 +40,11 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
             {"user_id": f"u{(p * 7 + w * 31) % 2000:04d}", "type": "linked",
              "object": f"page:{p}", "channels": "", "created_at": 0}
             for p in range(PAGES) for w in range(WATCHERS)])
+        t.store.db.insert_many(conn, inbox_types, [  # type: ignore[attr-defined]
+            {"id": 1, "name": "linked", "category": "general", "section": "alert"}])
         t.store.db.insert_many(conn, notifications, [  # type: ignore[attr-defined]
             {"user_id": f"u{i % 2000:04d}", "event_id": i, "created_at": i, "fresh_at": i,
-             "type": "linked", "category": "general", "section": "alert", "actor": "ann",
+             "type_id": 1, "actor": "ann",
              "object": f"page:{i % PAGES}", "bundle_hash": key(f"h{i % PAGES}"),
              "display_hash": key(f"d{i}"), "bundle_base": True, "read_at": None, "joined": False}
             for i in range(1, 20_001)])

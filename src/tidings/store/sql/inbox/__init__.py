@@ -183,7 +183,8 @@ class SqlInbox:
         delivered = [(r.event_id, r.user_id) for r in rows]
         # the rows column by column (a column of rows that share a value costs a compare)
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
-        ids = self.types.ids((r.type, r.category, r.section) for r in rows)
+        kinds = {r.type: r for r in rows}  # a row of each type: its category and section
+        ids = self.types.ids((r.type, r.category, r.section) for r in kinds.values())
         columns[TYPE_AT] = [ids[name] for name in columns[TYPE_AT]]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
