@@ -65,7 +65,7 @@ def test_a_batch_of_fanouts_is_a_few_statements_for_any_number_of_events(t: Tidi
 def dictionary(seen: list[str]) -> list[str]:
     """The statements of ``seen`` that look a type up in the types dictionary or add it (the
     read of its row by name, the insert, the read again)."""
-    return [s for s in seen if s.lstrip().startswith("INSERT") and "inbox_types" in s
+    return [s for s in seen if (s.lstrip().startswith("INSERT") and "inbox_types" in s)
             or "FROM inbox_types \nWHERE inbox_types.name" in s]
 
 
