@@ -16,8 +16,8 @@ from sizes import maria_sizes, pg_sizes, report, sqlite_sizes
 
 from tidings import Event, EventType, Templates, Tidings
 
-INBOX = {"notifications", "deliveries", "events", "event_fields", "read_markers", "inbox_open",
-         "users"}
+INBOX = {"notifications", "deliveries", "inbox_types", "events", "event_fields", "read_markers",
+         "inbox_open", "users"}
 
 
 def main(url: str) -> None:

@@ -121,15 +121,18 @@ def test_pages_newest_first_with_a_strict_before_cursor(store: ports.Store,
 
 
 def test_filters_by_type_category_section(store: ports.Store, clock: FrozenClock) -> None:
-    e = _events(store, clock, 4)
+    # each type with its one category and section, as its declaration gives them
+    e = _events(store, clock, 5)
     deliver(store, [note("ann", e[0], 1, type="comment", category="social", section="alert"),
                     note("ann", e[1], 2, type="like", category="social", section="message"),
                     note("ann", e[2], 3, type="share", category="system", section="alert"),
-                    note("ann", e[3], 4, type="like", category="system", section="alert")])
-    assert ids(page(store, "ann", Filters(types=("like", "share")))) == [e[3], e[2], e[1]]
-    assert ids(page(store, "ann", Filters(category="social"))) == [e[1], e[0]]
-    assert ids(page(store, "ann", Filters(section="message"))) == [e[1]]
-    assert ids(page(store, "ann", Filters(types=("like",), category="system"))) == [e[3]]
+                    note("ann", e[3], 4, type="poke", category="system", section="alert"),
+                    note("ann", e[4], 5, type="like", category="social", section="message")])
+    assert ids(page(store, "ann", Filters(types=("like", "share")))) == [e[4], e[2], e[1]]
+    assert ids(page(store, "ann", Filters(category="social"))) == [e[4], e[1], e[0]]
+    assert ids(page(store, "ann", Filters(section="message"))) == [e[4], e[1]]
+    assert ids(page(store, "ann", Filters(types=("like", "poke"), category="system"))) == [e[3]]
+    assert ids(page(store, "ann", Filters(category="social", section="alert"))) == [e[0]]
     assert unread(store, "ann", Filters(category="system")) == 2
 
 

@@ -226,7 +226,7 @@ def test_raw_fanouts_write_the_rows_tidings_writes(store_url: str) -> None:
         assert raw.push("star", now) == len(followers)
         assert raw.push("f0", now) == 1  # the star follows f0
         n = notifications.c
-        columns = (n.type, n.category, n.section, n.actor, n.object, n.bundle_base, n.read_at)
+        columns = (n.type_id, n.actor, n.object, n.bundle_base, n.read_at)
         with database_of(t).read() as conn:
             rows = conn.execute(select(n.event_id, n.user_id, n.created_at, n.fresh_at,
                                        n.bundle_hash, n.display_hash, *columns)

@@ -33,6 +33,7 @@ from tidings.store.sql.schema import (
     email_bundle_status,
     events,
     inbox_open,
+    inbox_types,
     job_failures,
     jobs,
     metadata,
@@ -557,5 +558,77 @@ def test_open_groups_take_each_bundles_newest_base(empty_store_url: str) -> None
                     select(notifications.c.created_at).where(
                         notifications.c.event_id == 5, notifications.c.user_id == "bob")
                 ).scalar_one(), 5)]
+    finally:
+        db.dispose()
+
+
+def test_notifications_name_their_type_by_id_with_their_data(empty_store_url: str) -> None:
+    """0033: the dictionary holds each stored type once (ids in name order), with the category
+    and section of its newest rows; every row takes its type's id. A type added later takes
+    the next id. The downgrade gives every row its type's category and section back."""
+    upgrade(empty_store_url, "0031")
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:  # the columns of 0031's notifications
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES " + ", ".join(
+                    f"('{kind}', 'cat', 'page', '{{}}', '[]', '[]', 'h', 10)"
+                    for kind in ("link", "link", "mention", "poke", "poke"))))  # ids 1..5
+            conn.execute(text(
+                "INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+                "category, section, bundle_hash, display_hash, bundle_base, joined) VALUES "
+                "(:u, :e, :at, :at, :type, :category, :section, :e, :e, true, false)"), [
+                    {"u": "ann", "e": 1, "at": 10, "type": "link", "category": "links",
+                     "section": "alert"},
+                    # the type declared again: its newest rows' category and section win
+                    {"u": "ann", "e": 2, "at": 20, "type": "link", "category": "pages",
+                     "section": "message"},
+                    {"u": "bob", "e": 2, "at": 20, "type": "link", "category": "pages",
+                     "section": "message"},
+                    {"u": "bob", "e": 3, "at": 5, "type": "mention", "category": "people",
+                     "section": "alert"},
+                    # a tie on the time: the greater event id wins
+                    {"u": "bob", "e": 5, "at": 30, "type": "poke", "category": "b",
+                     "section": "alert"},
+                    {"u": "cat", "e": 4, "at": 30, "type": "poke", "category": "a",
+                     "section": "alert"}])
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        with db.read() as conn:
+            assert conn.execute(select(inbox_types).order_by(inbox_types.c.id)).all() == [
+                (1, "link", "pages", "message"), (2, "mention", "people", "alert"),
+                (3, "poke", "b", "alert")]
+            assert conn.execute(select(
+                notifications.c.user_id, notifications.c.event_id, notifications.c.type_id)
+                .order_by(notifications.c.user_id, notifications.c.event_id)).all() == [
+                ("ann", 1, 1), ("ann", 2, 1), ("bob", 2, 1), ("bob", 3, 2), ("bob", 5, 3),
+                ("cat", 4, 3)]
+        with Tidings(Config(database_url=empty_store_url), types=[
+                EventType("link", category="links", audience=("recipients",)),
+                EventType("note", category="notes", section="message",
+                          audience=("recipients",)), EventType("mention"), EventType("poke")]
+                     ) as t:
+            assert [(i.type, i.category, i.section) for i in t.notifications("ann").items] == [
+                ("link", "pages", "message")] * 2
+            for kind in ("link", "note"):
+                t.publish({"type": kind, "actor": "eve", "recipients": ["ann"]})
+            t.run_jobs()
+            # the link's row now holds its declaration's category: its older rows follow it
+            assert [(i.type, i.category, i.section) for i in t.notifications("ann").items] == [
+                ("note", "notes", "message")] + [("link", "links", "alert")] * 3
+        with db.read() as conn:
+            assert conn.execute(select(inbox_types).order_by(inbox_types.c.id)).all()[::3] == [
+                (1, "link", "links", "alert"), (4, "note", "notes", "message")]
+        downgrade(empty_store_url, "0031")
+        with db.read() as conn:
+            assert conn.execute(text(
+                "SELECT user_id, event_id, type, category, section FROM notifications "
+                "WHERE event_id < 6 ORDER BY user_id, event_id")).all() == [
+                ("ann", 1, "link", "links", "alert"), ("ann", 2, "link", "links", "alert"),
+                ("bob", 2, "link", "links", "alert"), ("bob", 3, "mention", "people", "alert"),
+                ("bob", 5, "poke", "b", "alert"), ("cat", 4, "poke", "b", "alert")]
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
     finally:
         db.dispose()

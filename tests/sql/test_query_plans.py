@@ -20,7 +20,7 @@ from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.inbox.groups import GROUP_INDEX, members_statement
 from tidings.store.sql.inbox.holders import HOLDERS, RECORDS, record
-from tidings.store.sql.schema import events, notifications
+from tidings.store.sql.schema import events, inbox_types, notifications
 
 
 def key(label: str) -> str:
@@ -28,6 +28,8 @@ def key(label: str) -> str:
     return hashlib.sha1(label.encode()).hexdigest()[:16]
 
 USERS = [f"u{i}" for i in range(8)]
+# the rows' one type, in the types dictionary (a row holds its id)
+LINK = {"id": 1, "name": "link", "category": "general", "section": "alert"}
 PER_USER = 2000
 
 
@@ -44,12 +46,13 @@ def loaded(postgresql_stores: PostgresStores) -> Iterator[Tidings]:
              "created_at": i} for i in range(1, PER_USER + 1)])
         for user in USERS:
             rows += [{
-                "user_id": user, "event_id": i, "created_at": i, "fresh_at": i, "type": "link",
-                "category": "general", "section": "alert", "actor": "a",
+                "user_id": user, "event_id": i, "created_at": i, "fresh_at": i, "type_id": 1,
+                "actor": "a",
                 "object": f"page:{i % 50}", "bundle_hash": key(f"h{i % 50}"),
                 "display_hash": key(f"d{i}"),
                 "bundle_base": i % 3 == 0, "read_at": i if i % 2 else None,
             } for i in range(1, PER_USER + 1)]
+        t.store.db.insert_many(conn, inbox_types, [LINK])
         t.store.db.insert_many(conn, notifications, rows)
         record(t.store.db, conn, [(r["event_id"], r["user_id"]) for r in rows])
     with t.store.db.engine.connect() as conn:
@@ -269,10 +272,10 @@ def test_a_big_groups_members_are_read_from_the_index_end_up_to_the_limit(
                  "payload": "{}", "recipients": "[]", "exclude": "[]",
                  "idempotency_key": None, "body_hash": "", "created_at": i // 3}
                 for i in range(1, size + 1)])
+            t.store.db.insert_many(conn, inbox_types, [LINK])
             t.store.db.insert_many(conn, notifications, [{
                 "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i // 3,
-                "type": "link", "category": "general", "section": "alert",
-                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
+                "type_id": 1, "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
                 "display_hash": key("g"), "bundle_base": i == size, "read_at": None,
                 "joined": True} for i in range(1, size + 1)])
         with t.store.db.engine.connect().execution_options(
@@ -330,10 +333,10 @@ def test_mariadb_reads_a_big_group_off_the_group_index(mysql_stores: MysqlStores
     t = Tidings(Config(database_url=url))
     try:
         with t.store.db.write() as conn:  # type: ignore[attr-defined]
+            t.store.db.insert_many(conn, inbox_types, [LINK])  # type: ignore[attr-defined]
             t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
                 "user_id": "u", "event_id": i, "created_at": i // 3, "fresh_at": i,
-                "type": "link", "category": "general", "section": "alert",
-                "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
+                "type_id": 1, "actor": f"a{i % 7}", "object": "page:Fog", "bundle_hash": key("h"),
                 "display_hash": key("g"), "bundle_base": i == 3000, "read_at": None,
                 "joined": True} for i in range(1, 3001)])
         with t.store.db.engine.connect() as conn:  # type: ignore[attr-defined]
@@ -364,10 +367,11 @@ def test_mariadb_counts_the_unread_off_their_index(mysql_stores: MysqlStores) ->
     try:
         size = 3000
         with t.store.db.write() as conn:  # type: ignore[attr-defined]
+            t.store.db.insert_many(conn, inbox_types, [LINK])  # type: ignore[attr-defined]
             t.store.db.insert_many(conn, notifications, [{  # type: ignore[attr-defined]
                 "user_id": "u", "event_id": i, "created_at": i, "fresh_at": i,
-                "type": "link", "category": "general", "section": "alert", "actor": "a",
-                "object": f"page:{i}", "bundle_hash": key(f"h{i}"), "display_hash": key(f"g{i}"),
+                "type_id": 1, "actor": "a", "object": f"page:{i}", "bundle_hash": key(f"h{i}"),
+                "display_hash": key(f"g{i}"),
                 "bundle_base": True, "read_at": i if i < size * 0.3 else None,
                 "joined": False} for i in range(1, size + 1)])
         statements: list[tuple[str, Any]] = []

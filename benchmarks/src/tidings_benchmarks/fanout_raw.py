@@ -27,16 +27,16 @@ from tidings_benchmarks.raw import RawConnection
 ANCHOR = "bench-anchors/raw_postgresql.py"
 EVENT_TYPE = EventType("bench.post", category="bench", audience=("actor_followers",))
 OBJECT = "bench:post"
-ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "category", "section",
-               "actor", "object", "bundle_hash", "display_hash", "bundle_base")
+ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type_id", "actor", "object",
+               "bundle_hash", "display_hash", "bundle_base")
 _ROWS = ", ".join(ROW_COLUMNS)
 EVENT_SQL = ("INSERT INTO events (type, actor, object, payload, recipients, exclude, body_hash, "
              "created_at) VALUES (%s, %s, %s, '{}', '[]', '[]', %s, %s)")
 INSERT_SELECT_SQL = (f"INSERT INTO notifications ({_ROWS}) SELECT follower, %s, %s, %s, %s, %s, "
-                     "%s, %s, %s, %s, %s, TRUE FROM follows WHERE followee = %s")
+                     "%s, %s, %s, TRUE FROM follows WHERE followee = %s")
 PUSH_SQL = (f"WITH m AS ({EVENT_SQL} RETURNING id, actor, created_at) "
             f"INSERT INTO notifications ({_ROWS}) SELECT f.follower, m.id, m.created_at, "
-            "m.created_at, %s, %s, %s, m.actor, %s, h.h, h.h, TRUE "
+            "m.created_at, %s, m.actor, %s, h.h, h.h, TRUE "
             "FROM m CROSS JOIN LATERAL (SELECT ('x' || left(md5(m.id::text), 16))::bit(64)"
             "::bigint AS h) h JOIN follows f ON f.followee = m.actor")
 FOLLOWERS_SQL = "SELECT follower FROM follows WHERE followee = %s"
@@ -69,6 +69,10 @@ class RawFanout:
         self._event, self._insert_select = sql(EVENT_SQL), sql(INSERT_SELECT_SQL)
         self._followers, self._push = sql(FOLLOWERS_SQL), sql(PUSH_SQL)
         self._body = Event(EVENT_TYPE.name, object=OBJECT).body_hash()
+        # the rows name the type by its id in tidings' types dictionary
+        self._type_id = self.conn.type_id(EVENT_TYPE.name, EVENT_TYPE.category,
+                                          EVENT_TYPE.section)
+        self.conn.commit()
 
     def _new_event(self, actor: str, now: int) -> tuple[int, str]:
         event_id = self.conn.insert_id(self._event, (EVENT_TYPE.name, actor, OBJECT, self._body,
@@ -77,8 +81,8 @@ class RawFanout:
         return event_id, bhash
 
     def _values(self, event_id: int, now: int, actor: str, bhash: str) -> tuple[object, ...]:
-        return (event_id, now, now, EVENT_TYPE.name, EVENT_TYPE.category, EVENT_TYPE.section,
-                actor, OBJECT, to_sql(bhash), to_sql(display_hash(bhash, event_id)))
+        return (event_id, now, now, self._type_id, actor, OBJECT, to_sql(bhash),
+                to_sql(display_hash(bhash, event_id)))
 
     def insert_select(self, actor: str, now: int) -> int:
         """Deliver a new event of ``actor`` to all its followers in the server; rows written."""
@@ -102,8 +106,7 @@ class RawFanout:
         """The seed's push: one event and its followers' rows, committed; rows written."""
         if self.conn.backend == "postgresql":
             written = self.conn.execute(self._push, (
-                EVENT_TYPE.name, actor, OBJECT, self._body, now, EVENT_TYPE.name,
-                EVENT_TYPE.category, EVENT_TYPE.section, OBJECT))
+                EVENT_TYPE.name, actor, OBJECT, self._body, now, self._type_id, OBJECT))
             self.conn.commit()
             return written
         return self.insert_select(actor, now)

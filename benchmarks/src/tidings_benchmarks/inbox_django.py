@@ -43,7 +43,7 @@ FILL = (
     "target_object_id, action_object_object_id, timestamp, public, "
     "action_object_content_type_id, actor_content_type_id, recipient_id, "
     "target_content_type_id, deleted, emailed, data) "
-    "SELECT 'info', n.read_at IS NULL, coalesce(n.actor, ''), n.type, NULL, n.object, NULL, "
+    "SELECT 'info', n.read_at IS NULL, coalesce(n.actor, ''), e.type, NULL, n.object, NULL, "
     "to_timestamp(n.created_at / 1000000.0), TRUE, NULL, 1, r.id, "
     "CASE WHEN n.object IS NULL THEN NULL ELSE 2 END, FALSE, FALSE, "
     "nullif(e.payload, '{}')::jsonb "

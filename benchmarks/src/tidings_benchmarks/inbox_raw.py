@@ -31,10 +31,11 @@ UNREAD_SQL = (
 
 PAGE_COLUMNS = ("event_id", "created_at", "fresh_at", "type", "category", "section", "actor",
                 "object", "bundle_hash", "display_hash", "read_at", "payload")
-PAGE_SQL = (
-    "SELECT n.event_id, n.created_at, n.fresh_at, n.type, n.category, n.section, n.actor, "
+PAGE_SQL = (  # a row's type, category and section from the types dictionary
+    "SELECT n.event_id, n.created_at, n.fresh_at, t.name, t.category, t.section, n.actor, "
     "n.object, n.bundle_hash, n.display_hash, n.read_at, e.payload "
     "FROM notifications n JOIN events e ON e.id = n.event_id "
+    "JOIN inbox_types t ON t.id = n.type_id "
     "WHERE n.user_id = %s AND n.bundle_base = TRUE "
     "ORDER BY n.created_at DESC, n.event_id DESC LIMIT 20"
 )

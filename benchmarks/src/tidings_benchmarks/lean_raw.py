@@ -218,7 +218,7 @@ def fill_inbox(raw: RawConnection, names: Names, types: Sequence[EventType]) -> 
                        "ORDER BY id")
     rows = raw.fetch(
         "SELECT n.user_id, n.display_hash, n.bundle_hash, n.event_id, n.created_at, "
-        "n.fresh_at, n.type, n.read_at, e.actor FROM notifications n "
+        "n.fresh_at, e.type, n.read_at, e.actor FROM notifications n "
         "JOIN events e ON e.id = n.event_id "
         "ORDER BY n.user_id, n.display_hash, n.created_at DESC, n.event_id DESC")
     holders: dict[int, list[int]] = {}

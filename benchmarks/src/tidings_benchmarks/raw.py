@@ -114,6 +114,17 @@ class RawConnection:
         self._cursor.execute(statement, params)
         return int(self._cursor.lastrowid)
 
+    def type_id(self, name: str, category: str, section: str) -> int:
+        """A type's id in tidings' types dictionary (``inbox_types``: a notification row holds
+        it), its row added where there is none yet."""
+        select = self.sql("SELECT id FROM inbox_types WHERE name = %s")
+        found = self.fetch(select, (name,))
+        if not found:
+            self.execute(self.sql("INSERT INTO inbox_types (name, category, section) "
+                                  "VALUES (%s, %s, %s)"), (name, category, section))
+            found = self.fetch(select, (name,))
+        return int(found[0][0])
+
     def write_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                    *, batch: int = 1000) -> int:
         """Write rows from the client as fast as the driver allows: ``COPY`` on PostgreSQL,

@@ -46,8 +46,8 @@ STEP_US = 1_000  # the sweep's notifications arrived a millisecond apart
 LIMITS = Limits()
 EVENT_COLUMNS = ("id", "type", "actor", "object", "payload", "recipients", "exclude",
                  "body_hash", "created_at")
-ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type", "category", "section",
-               "actor", "object", "bundle_hash", "display_hash", "bundle_base", "read_at",
+ROW_COLUMNS = ("user_id", "event_id", "created_at", "fresh_at", "type_id", "actor", "object",
+               "bundle_hash", "display_hash", "bundle_base", "read_at",
                "joined", "group_count", "group_actors")
 BASE, DISPLAY, READ_AT = ROW_COLUMNS.index("bundle_base"), ROW_COLUMNS.index("display_hash"), \
     ROW_COLUMNS.index("read_at")
@@ -59,9 +59,10 @@ def sweep_user(size: int) -> str:
 
 
 def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str, EventType],
-             first_id: int, now: int, read_share: float) -> tuple[list[tuple[Any, ...]],
-                                                                  list[list[Any]]]:
-    """The event rows and inbox rows of ``size`` notifications for ``user``."""
+             first_id: int, now: int, read_share: float, type_ids: dict[str, int]
+             ) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    """The event rows and inbox rows of ``size`` notifications for ``user`` (``type_ids``:
+    each type's id in the types dictionary)."""
     event_rows: list[tuple[Any, ...]] = []
     rows: list[list[Any]] = []
     newest: dict[str, tuple[str, int]] = {}  # bundle hash -> (its group, index of its base)
@@ -93,7 +94,7 @@ def inbox_of(user: str, size: int, events: Callable[[], Event], types: dict[str,
         actors.append(event.actor)
         summaries[group] = summary
         count, names = groupsummary.encode(None if base is None else summary)
-        rows.append([user, event_id, created, created, event.type, kind.category, kind.section,
+        rows.append([user, event_id, created, created, type_ids[kind.name],
                      event.actor, event.object, to_sql(bhash), to_sql(group), True, None,
                      base is not None,
                      count, names])
@@ -116,8 +117,11 @@ def load(t: Tidings, url: str, sizes: Sequence[int], events: Callable[[], Event]
         t.add_user(user, read_up_to=0)
     with RawConnection(url, autocommit=False) as raw:
         first_id = int(raw.fetch("SELECT COALESCE(MAX(id), 0) FROM events")[0][0]) + 1
+        type_ids = {kind.name: raw.type_id(kind.name, kind.category, kind.section)
+                    for kind in types}
         for size, user in users.items():
-            event_rows, rows = inbox_of(user, size, events, by_name, first_id, now, read_share)
+            event_rows, rows = inbox_of(user, size, events, by_name, first_id, now, read_share,
+                                        type_ids)
             raw.write_rows("events", EVENT_COLUMNS, event_rows)
             raw.write_rows("notifications", ROW_COLUMNS, rows)
             raw.commit()

@@ -91,8 +91,10 @@ class ItemDrawer:
     def _item(self, row: InboxRow, info: GroupInfo | None, markers: Markers,
               language: str) -> Notification:
         _, group, unread, seen, _, fingerprint = self._key(row, info, markers, language)
-        # the drawing is the event's in this group state, whoever reads it
-        key = (row.event_id, row.created_at, group, language, fingerprint)
+        # the drawing is the event's in this group state, whoever reads it; with the row's
+        # category and section, which a store may read from its type's current row (SQL)
+        key = (row.event_id, row.created_at, row.category, row.section, group, language,
+               fingerprint)
         drawn = self._drawn.get(key)
         if drawn is None:
             drawn = self._draw(row, info, self._types(row.type), language)

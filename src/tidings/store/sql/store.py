@@ -58,7 +58,7 @@ class SqlTx(AfterCommit):
 
     @cached_property
     def inbox(self) -> SqlInbox:
-        return SqlInbox(self._db, self.conn, self._store.clock)
+        return SqlInbox(self._db, self.conn, self._store.clock, self.after_commit)
 
     @cached_property
     def timeline(self) -> SqlTimeline:

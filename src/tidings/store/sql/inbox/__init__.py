@@ -47,6 +47,7 @@ from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import page as sql_pageview
+from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
 from tidings.store.sql.schema import event_fields, events, notifications
 
@@ -57,32 +58,38 @@ BATCH = 500
 _ROW: tuple[tuple[str, str | None, Any], ...] = (
     ("user_id", "user_id", None), ("event_id", "event_id", None),
     ("created_at", "created_at", None), ("fresh_at", "fresh_at", None),
-    ("type", "type", None), ("category", "category", None), ("section", "section", None),
     ("actor", "actor", None), ("object", "object", None),
     ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),
     ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None),
-    ("group_count", None, None), ("group_actors", None, None))
+    ("group_count", None, None), ("group_actors", None, None),
+    ("type_id", "type", None))  # the type's name here: its id replaces it (inboxtypes)
 ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
 ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(
     (attrgetter(name) if name else None, value) for _, name, value in _ROW)
-# a listed row's columns, InboxRow's fields (with its event's payload)
-LISTED = (n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category, n.section,
-          n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload)
+# a listed row's columns, InboxRow's fields (its type's names from the types dictionary, its
+# event's payload), and what they are read from
+LISTED = sql_pageview.ROW_COLUMNS
+LISTED_FROM = inboxtypes.joined(notifications).join(events, events.c.id == n.event_id)
 SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary.fill's
 JOINED_AT = ROW_COLUMNS.index("joined")
+TYPE_AT = ROW_COLUMNS.index("type_id")
 HASHES_AT = (ROW_COLUMNS.index("bundle_hash"), ROW_COLUMNS.index("display_hash"))
 
 
 class SqlInbox:
     """The ``notifications`` and ``read_markers`` tables within one transaction."""
 
-    def __init__(self, db: Database, conn: Connection, clock: Clock) -> None:
+    def __init__(self, db: Database, conn: Connection, clock: Clock,
+                 after_commit: Callable[[Callable[[], None]], None] | None = None) -> None:
         self.db = db
         self.conn = conn
         self.clock = clock
         self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
         # (user, bundle) pairs locked by an inbox_open row made for them, no base written yet
         self.unopened: set[tuple[str, str]] = set()
+        # the ids of the types this unit writes (the dictionary's rows it adds, or changes,
+        # reach the database's cache once it has committed)
+        self.types = inboxtypes.TypeIds(db, conn, after_commit)
 
     # -- watermarks -----------------------------------------------------------------------
 
@@ -178,6 +185,9 @@ class SqlInbox:
         delivered = [(r.event_id, r.user_id) for r in rows]
         # the rows column by column (a column of rows that share a value costs a compare)
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
+        kinds = {r.type: r for r in rows}  # a row of each type: its category and section
+        ids = self.types.ids((r.type, r.category, r.section) for r in kinds.values())
+        columns[TYPE_AT] = [ids[name] for name in columns[TYPE_AT]]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
         # the bundles whose newest base a new row becomes (inbox_open), written with the rows
@@ -205,6 +215,9 @@ class SqlInbox:
         return inboxcap.over_cap(self.conn, users, cap, self.sizes)
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
+        # the types' ids first, before any bundle lock: a unit adding a new type holds its
+        # row until it commits, and holds no other lock yet while it waits for another's
+        self.types.ids((d.type, d.category, d.section) for d, users in items if users)
         written = stepwise.deliver_many(self, items)
         if self.unopened:  # locked for users who held the event already: no base written
             bundles.close_unopened(self.conn, sorted(self.unopened))
@@ -299,8 +312,8 @@ class SqlInbox:
         for start in range(0, len(groups), BATCH):
             part = list(groups[start:start + BATCH])
             bases = self.conn.execute(
-                select(n.read_at, n.fresh_at, n.type, n.category, n.section, n.created_at,
-                       n.event_id)
+                select(n.read_at, n.fresh_at, *inboxtypes.NAMES, n.created_at, n.event_id)
+                .select_from(inboxtypes.joined(notifications))
                 .where(n.user_id == user, n.display_hash.in_(part), n.bundle_base == true())
             ).all()
             changed += sum(
@@ -318,8 +331,8 @@ class SqlInbox:
         if not event_ids:
             return []
         return [ReadState(**r._mapping) for r in self.conn.execute(
-            select(n.event_id, n.created_at, n.read_at, n.fresh_at, n.type, n.category,
-                   n.section)
+            select(n.event_id, n.created_at, n.read_at, n.fresh_at, *inboxtypes.NAMES)
+            .select_from(inboxtypes.joined(notifications))
             .where(n.user_id == user, n.event_id.in_(list(event_ids))))]
 
     # -- reads ------------------------------------------------------------------------------
@@ -330,7 +343,7 @@ class SqlInbox:
         if before is not None:
             conditions.append(before_place(before))
         query = (
-            select(*LISTED).join(events, events.c.id == n.event_id).where(*conditions)
+            select(*LISTED).select_from(LISTED_FROM).where(*conditions)
             .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit)
         )
         return [InboxRow(**row._mapping) for row in self.conn.execute(query)]
@@ -347,7 +360,7 @@ class SqlInbox:
         # the group's range of the (display hash, user, created_at, event id) index, read
         # from its newest end
         query = (
-            select(*LISTED).join(events, events.c.id == n.event_id).where(*conditions)
+            select(*LISTED).select_from(LISTED_FROM).where(*conditions)
             .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit)
         )
         for name in ("mysql", "mariadb"):

@@ -56,6 +56,7 @@ from tidings.domain.views import BundleBase, NewNotification
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import from_sql, pairs_to_sql, to_sql
 from tidings.store.sql.inbox import groups as groupsummary
+from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.inbox.query import before_place
 from tidings.store.sql.schema import inbox_open, notifications
 
@@ -66,19 +67,23 @@ IN_LIST = 5000
 Pair = tuple[str, str]  # (user, bundle hash)
 Position = tuple[int, int]  # (created_at, event id)
 # a bundle base's columns as BundleBase takes them, after its bundle hash, then what it says
-# of its group (groupsummary.decode's arguments)
+# of its group (groupsummary.decode's arguments); its type's names from the types dictionary,
+# by subqueries: a locking read locks the base rows only, never a type's row (which every
+# delivery of the type reads)
 BASE_COLUMNS = (n.bundle_hash, n.user_id, n.event_id, n.display_hash, n.created_at, n.fresh_at,
-                n.read_at, n.type, n.category, n.section, *groupsummary.COLUMNS)
+                n.read_at, *inboxtypes.NAMES_OF_ROW, *groupsummary.COLUMNS)
 # PostgreSQL: the base rows at the (user, event id) places of ``:places`` (a JSON array),
-# locked: one probe of the primary key a place
+# locked (the base rows, not their types' rows): one probe of the primary key a place
 BASES_AT = text("""
 SELECT b.bundle_hash, b.user_id, b.event_id, b.display_hash, b.created_at, b.fresh_at,
-       b.read_at, b.type, b.category, b.section, b.joined, b.actor, b.group_count, b.group_actors
+       b.read_at, ty.name, ty.category, ty.section, b.joined, b.actor, b.group_count,
+       b.group_actors
 FROM json_array_elements(CAST(:places AS JSON)) AS k(v)
 CROSS JOIN LATERAL (
   SELECT * FROM notifications m
   WHERE m.user_id = k.v->>0 AND m.event_id = CAST(k.v->>1 AS BIGINT) AND m.bundle_base
-  FOR UPDATE) b""")
+  FOR UPDATE) b
+JOIN inbox_types ty ON ty.id = b.type_id""")
 # PostgreSQL: the (user, display hash) groups of ``:groups`` (a JSON array) stop having a base
 # row: each group's base found by a probe of the (user, display hash) index, not by a plan of
 # an IN list of row values (whose planning alone grew with the list: 12 ms a call in a batch,

@@ -46,6 +46,7 @@ from tidings.domain.bundling import UNREAD_CAP
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import Filters
 from tidings.store.sql.core.database import Database
+from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.schema import notifications, read_markers
 
 IN_LIST = 5000
@@ -122,7 +123,7 @@ def unread_condition(markers: Markers) -> ColumnElement[bool]:
     """
     conditions: list[ColumnElement[bool]] = [n.read_at.is_(None), n.fresh_at > markers.all]
     for (kind, value), until in markers.effective_scoped().items():
-        conditions.append(or_(n[kind] != value, n.fresh_at > until))
+        conditions.append(or_(~inboxtypes.of(kind, value), n.fresh_at > until))
     if markers.position is not None and markers.position[0] > markers.all:
         until, created_at, event_id = markers.position
         conditions.append(or_(n.fresh_at > until, n.created_at > created_at,
@@ -161,11 +162,11 @@ def unread_count_statement(types: bool, category: bool, section: bool,
             n.user_id == user, n.bundle_base == true(), n.read_at.is_(None),
             n.fresh_at > everything]
         if types:
-            conditions.append(n.type.in_(bindparam("types", expanding=True)))
+            conditions.append(inboxtypes.named_param("types"))
         if category:
-            conditions.append(n.category == bindparam("category"))
+            conditions.append(inboxtypes.of("category", bindparam("category")))
         if section:
-            conditions.append(n.section == bindparam("section"))
+            conditions.append(inboxtypes.of("section", bindparam("section")))
         return (select(n.fresh_at).where(*conditions)
                 .with_hint(notifications, f"FORCE INDEX ({UNREAD_INDEX})", "mysql")
                 .with_hint(notifications, f"FORCE INDEX ({UNREAD_INDEX})", "mariadb"))

@@ -54,13 +54,14 @@ from tidings.domain.views import GroupInfo, InboxRow, PageView
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import from_sql
 from tidings.store.sql.inbox import groups as groupsummary
-from tidings.store.sql.schema import events, notifications, read_markers
+from tidings.store.sql.inbox import types as inboxtypes
+from tidings.store.sql.schema import events, inbox_types, notifications, read_markers
 
 n = notifications.c
 m = read_markers.c
-ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, n.type, n.category,
-               n.section, n.actor, n.object, n.bundle_hash, n.display_hash, n.read_at,
-               events.c.payload)
+# a row's type, category and section are its type's, from the types dictionary (joined)
+ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, *inboxtypes.NAMES, n.actor,
+               n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload)
 WIDTH = len(ROW_COLUMNS)  # InboxRow's fields, in order
 HASHES_AT = tuple(i for i, c in enumerate(ROW_COLUMNS) if c.name.endswith("_hash"))
 
@@ -97,6 +98,7 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
     page = (select(*ROW_COLUMNS, members.label("members"), n.joined, n.group_count,
                    n.group_actors)
             .join_from(notifications, events, events.c.id == n.event_id)
+            .join(inbox_types, inbox_types.c.id == n.type_id)
             .where(*conditions)
             .order_by(n.created_at.desc(), n.event_id.desc())
             .limit(limit)
@@ -189,6 +191,7 @@ def rows_statement(backend: str, keyset: bool, limit: int) -> Any:
              .where(m.user_id == bindparam("user")).scalar_subquery())
     return (select(*ROW_COLUMNS, *SUMMARY, marks)
             .join_from(notifications, events, events.c.id == n.event_id)
+            .join(inbox_types, inbox_types.c.id == n.type_id)
             .where(*unfiltered_conditions(keyset))
             .order_by(n.created_at.desc(), n.event_id.desc()).limit(limit))
 

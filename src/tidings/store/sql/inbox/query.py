@@ -1,6 +1,7 @@
 """The WHERE conditions of inbox reads on SQL: filters (types, category, section, read state,
 actor, object, event id bounds, queryable payload fields), places in the inbox's order, and
-matches by (actor, type, object)."""
+matches by (actor, type, object). A type, category or section is the rows' ``type_id`` among
+the ids the types dictionary gives it (:mod:`.types`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from sqlalchemy import ColumnElement, and_, exists, or_, true
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 from tidings.store.sql.inbox import markers as readmarkers
+from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.schema import event_fields, notifications
 
 n = notifications.c
@@ -17,11 +19,11 @@ n = notifications.c
 def filter_conditions(user: str, filters: Filters, markers: Markers) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = [n.user_id == user, n.bundle_base == true()]
     if filters.types:
-        conditions.append(n.type.in_(list(filters.types)))
+        conditions.append(inboxtypes.named(filters.types))
     if filters.category is not None:
-        conditions.append(n.category == filters.category)
+        conditions.append(inboxtypes.of("category", filters.category))
     if filters.section is not None:
-        conditions.append(n.section == filters.section)
+        conditions.append(inboxtypes.of("section", filters.section))
     if filters.unread is True:
         conditions.append(readmarkers.unread_condition(markers))
     elif filters.unread is False:
@@ -53,7 +55,7 @@ def match_conditions(actor: str | None, type: str | None,
     if actor is not None:
         conditions.append(n.actor == actor)
     if type is not None:
-        conditions.append(n.type == type)
+        conditions.append(inboxtypes.of("type", type))
     if object is not None:
         conditions.append(n.object == object)
     return conditions

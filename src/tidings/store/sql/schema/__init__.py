@@ -158,13 +158,32 @@ preferences = Table(
     **MYSQL,
 )
 
+# The inbox's types dictionary (Echo's way: a notification names its event type; category and
+# section are the type's): a small integer per type name, with the category and section the
+# type had at its latest delivery. Fan-out adds a type the first time it delivers one (and
+# updates its row when a re-declared type changed them: every stored notification of the type
+# then reads as the new category and section). Reads join it for the names, and filters by
+# type, category or section become ``type_id IN`` its ids.
+inbox_types = Table(
+    "inbox_types",
+    metadata,
+    Column("id", SmallInteger().with_variant(Integer(), "sqlite"), primary_key=True,
+           autoincrement=True),
+    Column("name", String(TYPE), nullable=False),
+    Column("category", String(TYPE), nullable=False),
+    Column("section", String(16), nullable=False),
+    UniqueConstraint("name"),
+    **MYSQL,
+)
+
 # One row per (user, event). ``bundle_base`` marks the newest member of each display group:
 # lists and unread counts read base rows only, through an index, with no GROUP BY. ``fresh_at``
 # is what read watermarks compare against: the delivery time, or when the user marked it unread
 # again. ``joined`` is False on a row that started its display group (the group is that row
 # alone: a page need not read its members), True on one that joined (or from before 0016). A
 # joined base row keeps its group's summary (``group_count``, ``group_actors``; 0022)
-# where delivery knew it; null: the page reads the group's members.
+# where delivery knew it; null: the page reads the group's members. ``type_id`` names the
+# event's type in ``inbox_types`` (its category and section are there: 0033).
 notifications = Table(
     "notifications",
     metadata,
@@ -172,9 +191,6 @@ notifications = Table(
     Column("event_id", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("fresh_at", BigInteger, nullable=False),
-    Column("type", String(TYPE), nullable=False),
-    Column("category", String(TYPE), nullable=False),
-    Column("section", String(16), nullable=False),
     Column("actor", String(USER)),
     Column("object", String(OBJECT)),
     Column("bundle_hash", Hash64, nullable=False),
@@ -183,6 +199,7 @@ notifications = Table(
     Column("read_at", BigInteger),
     Column("joined", Boolean, nullable=False, server_default="1"),
     Column("group_count", Integer), Column("group_actors", Text),
+    Column("type_id", SmallInteger, nullable=False),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
     # the unread count's rows: on PostgreSQL, a partial index of the unread base rows
