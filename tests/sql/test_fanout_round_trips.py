@@ -68,8 +68,10 @@ POST = EventType("post", category="post", audience=("actor_followers",))
 
 def test_a_batch_of_inbox_fanouts_is_a_few_statements_for_any_number_of_events(
         t: Tidings) -> None:
-    """Events of a type that never bundles: who holds any of them read once, their rows and
-    their users' size bounds written once, for the whole batch."""
+    """Events of a type that never bundles: who holds any of them read once, their rows
+    written and their users registered once, for the whole batch; nothing is written to a
+    registered user's row (no count per user: the inbox cap checks about one delivery in a
+    margin, reading the rows)."""
     t.define_type(POST)
     _follow(t, 45)
     counts = []
@@ -78,7 +80,9 @@ def test_a_batch_of_inbox_fanouts_is_a_few_statements_for_any_number_of_events(
         with statements(t) as seen:
             assert t.run_jobs() == size
         counts.append(len(seen))
-    assert counts[0] == counts[1] <= 24, counts
+        assert not [s for s in seen if "UPDATE users" in s.replace("`", "")
+                    or ("INTO users" in s.replace("`", "") and "UPDATE" in s)], seen
+    assert counts[0] == counts[1] <= 22, counts
     for user in FOLLOWERS:
         assert t.unread_count(user).count == 45
         assert len(t.notifications(user, limit=50).items) == 45
@@ -102,7 +106,7 @@ def test_a_batch_of_bundled_fanouts_is_a_few_statements_for_any_number_of_events
             with statements(t) as seen:
                 assert t.run_jobs() == size
             counts.append(len(seen))
-    assert counts[0] == counts[2] and counts[1] == counts[3] and max(counts) <= 30, counts
+    assert counts[0] == counts[2] and counts[1] == counts[3] and max(counts) <= 20, counts
     for user in FOLLOWERS:
         items = t.notifications(user, limit=100).items
         assert len(items) == 45 and {i.count for i in items} == {2}

@@ -79,7 +79,6 @@ class SqlInbox:
         self.db = db
         self.conn = conn
         self.clock = clock
-        self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
 
     # -- watermarks -----------------------------------------------------------------------
 
@@ -173,22 +172,20 @@ class SqlInbox:
         columns = [list(map(get, rows)) if get else [v] * len(rows) for get, v in ROW_SOURCES]
         if any(columns[JOINED_AT]):  # the summaries of the groups joined
             columns[SUMMARY_AT:SUMMARY_AT + 2] = groupsummary.fill(self.db, self.conn, rows)
-        if self.db.backend == "postgresql":  # the rows and their users' bounds at once
+        if self.db.backend == "postgresql":  # the rows and their users' registration at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
                 columns[at] = column_to_sql(columns[at])
-            self.sizes.update(inboxcap.insert_and_grow(self.db, self.conn, ROW_COLUMNS,
-                                                       columns))
+            inboxcap.insert_and_register(self.db, self.conn, ROW_COLUMNS, columns)
             return
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
-        self.sizes.update(inboxcap.grow(self.db, self.conn,
-                                        [(r.user_id, r.created_at) for r in rows]))
+        inboxcap.register(self.db, self.conn, [(r.user_id, r.created_at) for r in rows])
 
     def hold(self, users: Sequence[str]) -> None:
         inboxcap.hold(self.db, self.conn, users)
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
-        return inboxcap.over_cap(self.conn, users, cap, self.sizes)
+        return inboxcap.over_cap(self.conn, users, cap)
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         return stepwise.deliver_many(self, items)
@@ -240,7 +237,7 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self.remove, self.sizes)
+        return inboxcap.trim(self.conn, user, cap, self.remove)
 
     # -- read state -------------------------------------------------------------------------
 
