@@ -167,9 +167,8 @@ def fill() -> None:
             for e, us in holders.items():
                 c.write_row((e, 0, leb128([us[0], *(b - a for a, b in pairwise(us))])))
         users = conn.cursor()
-        users.execute("INSERT INTO users (user_id, created_at, inbox_rows) "
-                      "SELECT user_id, min(created_at), count(*) FROM notifications "
-                      "GROUP BY user_id")
+        users.execute("INSERT INTO users (user_id, created_at) "
+                      "SELECT user_id, min(created_at) FROM notifications GROUP BY user_id")
         conn.commit()
         for _, definition in indexes:
             conn.execute(definition)

@@ -39,6 +39,7 @@ EXTRA = (
 USERS = [f"u{i}" for i in range(8)]
 SETTINGS: dict[str, Any] = {"chunk_size": 5, "timeline_model": "hybrid",
                             "celebrity_followers": 5, "timeline_cap": 3, "inbox_cap": 9}
+SAMPLED_CAP = 20  # a margin of 2: about one delivery in two checks an inbox
 
 
 @contextlib.contextmanager
@@ -63,8 +64,9 @@ def _store(kind: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, str
         stores.drop(url)
 
 
-@pytest.fixture(params=KINDS)
-def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
+@contextlib.contextmanager
+def _engines(request: pytest.FixtureRequest, settings: dict[str, Any]
+             ) -> Iterator[tuple[Tidings, Tidings]]:
     """Two engines on two clean stores of one kind, same settings and clock start."""
     with contextlib.ExitStack() as stack:
         engines = []
@@ -72,8 +74,24 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
             url, hot = stack.enter_context(_store(request.param, request))
             engines.append(stack.enter_context(open_tidings(
                 url, types=TYPES + EXTRA, clock=FrozenClock(), hot_store_url=hot,
-                **SETTINGS)))
+                **settings)))
         yield engines[0], engines[1]
+
+
+@pytest.fixture(params=KINDS)
+def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
+    with _engines(request, SETTINGS) as engines:
+        yield engines
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.xfail(
+    strict=True, reason="the Redis hot store's batch differs from one by one once a user "
+    "passes the cap within it, with an exact cap too (9: the same events, before the cap "
+    "was sampled)")) if kind == "redis" else kind for kind in KINDS])
+def sampled_pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
+    """As :func:`pair`, with an inbox cap a check of about one delivery in two keeps (20)."""
+    with _engines(request, {**SETTINGS, "inbox_cap": SAMPLED_CAP}) as engines:
+        yield engines
 
 
 def _counting(t: Tidings, deferred: list[int] | None = None) -> list[int]:
@@ -160,6 +178,36 @@ def test_a_batch_of_fanouts_ends_as_one_by_one(pair: tuple[Tidings, Tidings]) ->
     # a1 is pushed, a2 (more followers than celebrity_followers) flipped to pull at its first
     # post, a3 pulled by its override
     assert [one["sources"][a]["push_from"] for a in ("a1", "a2", "a3")] == [(0, 0), None, None]
+
+
+def test_a_batch_past_a_sampled_inbox_cap_ends_as_one_by_one(
+        sampled_pair: tuple[Tidings, Tidings]) -> None:
+    """With a cap that about one delivery in a margin checks, a batch whose users pass the
+    cap within it — trims between two of a user's deliveries, bundled and not — ends with the
+    same inboxes as its jobs one by one."""
+    batched, single = sampled_pair
+    sizes = _counting(batched)
+    for t in (batched, single):
+        events: list[dict[str, Any]] = []
+        for n in range(90):
+            recipients = [USERS[(n + k) % 4] for k in range(1 + n % 3)]
+            if n % 3:
+                events.append({"type": "liked", "actor": f"a{n % 5}",
+                               "object": f"page:{n % 4}", "recipients": recipients,
+                               "payload": {"n": n}})
+            else:
+                events.append({"type": "mention", "actor": f"a{n % 5}",
+                               "recipients": recipients, "payload": {"n": n}})
+        t.publish_many(events[:40])
+        t.publish_many(events[40:])
+    Worker(single.job_context, single.handlers, batch=1).drain()
+    batched.run_jobs()
+    assert max(sizes) > 10  # the fan-out jobs did run together
+    one, other = _state(batched), _state(single)
+    assert one == other
+    held = [sum(i["count"] for i in one[f"inbox:{u}"]) for u in USERS[:4]]
+    assert all(h >= SAMPLED_CAP for h in held)  # each got more than the cap: trimmed
+    assert any(h > SAMPLED_CAP for h in held)  # and the margin shows
 
 
 def test_a_bad_job_in_a_batch_holds_up_none_of_the_others(

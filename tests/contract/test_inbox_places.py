@@ -72,20 +72,25 @@ def test_bundle_bases_before_a_place(store: ports.Store, clock: FrozenClock) -> 
     assert bases((100, e[0])) == {}
 
 
-def test_the_size_bound_is_never_below_the_truth(store: ports.Store, clock: FrozenClock) -> None:
+def test_over_cap_counts_the_rows_exactly(store: ports.Store, clock: FrozenClock) -> None:
+    """No bound kept per user: the answer follows every write and removal, a trim included."""
     e = _events(store, clock, 4)
     deliver(store, [note("ann", i, 10 + n) for n, i in enumerate(e)])
     deliver(store, [note("bob", e[0], 1)])
     over = read(store, lambda tx: tx.inbox.over_cap(["ann", "bob", "cat"], 3))
     assert over == ["ann"]
     assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 4)) == []
+    assert read(store, lambda tx: tx.inbox.over_cap(["cat", "bob", "ann", "bob"], 0)) == [
+        "ann", "bob"]
     write(store, lambda tx: tx.inbox.remove(tx.inbox.keys_for_events([e[0]])))
-    # a removal may leave the bound high (SQL) or not (memory); a trim makes it exact
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann", "bob"], 3)) == []
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann", "bob"], 2)) == ["ann"]
     assert write(store, lambda tx: tx.inbox.trim("ann", 3)) == 0
-    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 2)) == ["ann"]
-    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 3)) == []
+    assert write(store, lambda tx: tx.inbox.trim("ann", 2)) == 1
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 1)) == ["ann"]
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 2)) == []
     deliver(store, [note("ann", e[0], 5)])
-    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 3)) == ["ann"]
+    assert read(store, lambda tx: tx.inbox.over_cap(["ann"], 2)) == ["ann"]
 
 
 def test_forgetting_bundle_locks_keeps_the_inbox(store: ports.Store, clock: FrozenClock) -> None:

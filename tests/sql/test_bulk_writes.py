@@ -13,21 +13,21 @@ from engines import table_rows
 from statements import statements
 from tidings.engine import Tidings
 from tidings.exceptions import StoreRejected
-from tidings.store.sql.schema import event_types, users
+from tidings.store.sql.schema import event_types, timeline_sources
 
 
 def test_shared_and_varying_columns_write_the_same_rows(t: Tidings) -> None:
     db = t.store.db  # type: ignore[attr-defined]
-    rows = [{"user_id": f"u{i}", "created_at": 7, "inbox_rows": None} for i in range(3)]
-    rows += [{"user_id": "v", "created_at": 8, "inbox_rows": 2}]
+    rows = [{"actor": f"u{i}", "followers": 7, "push_from": None} for i in range(3)]
+    rows += [{"actor": "v", "followers": 8, "push_from": 2}]
     with db.write() as conn:
-        db.insert_many(conn, users, rows)
-        db.insert_many(conn, users, [{"user_id": "w", "created_at": 9, "inbox_rows": 1}] * 3,
+        db.insert_many(conn, timeline_sources, rows)
+        db.insert_many(conn, timeline_sources, [{"actor": "w", "followers": 9, "push_from": 1}] * 3,
                        ignore=True)  # three alike: one row, the others ignored
-        db.add_rows(conn, users, ["user_id"], "inbox_rows",
-                    [{"user_id": "v", "created_at": 8, "inbox_rows": 5},
-                     {"user_id": "u0", "created_at": 8, "inbox_rows": 5}])
-    assert [(r["user_id"], r["created_at"], r["inbox_rows"]) for r in table_rows(t, "users")
+        db.add_rows(conn, timeline_sources, ["actor"], "push_from",
+                    [{"actor": "v", "followers": 8, "push_from": 5},
+                     {"actor": "u0", "followers": 8, "push_from": 5}])
+    assert [(r["actor"], r["followers"], r["push_from"]) for r in table_rows(t, "timeline_sources")
             ] == [("u0", 7, 5), ("u1", 7, None), ("u2", 7, None), ("v", 8, 7), ("w", 9, 1)]
 
 
@@ -38,18 +38,18 @@ def test_any_text_goes_in_as_it_is_and_a_value_too_long_is_refused(t: Tidings) -
     list does, and writes nothing."""
     db = t.store.db  # type: ignore[attr-defined]
     odd = ["q'\"\\x", "é🎉 ü", "", "x" * 250]
-    rows = [{"user_id": text, "created_at": number, "inbox_rows": bound}
+    rows = [{"actor": text, "followers": number, "push_from": bound}
             for text, number, bound in zip(odd, [2**62, -5, 0, 1], [None, 3, 1, 0],
                                            strict=True)]
     with db.write() as conn:
-        db.insert_many(conn, users, rows)
-        db.add_rows(conn, users, ["user_id"], "inbox_rows",
-                    [{"user_id": odd[1], "created_at": 1, "inbox_rows": 4},
-                     {"user_id": "new", "created_at": 1, "inbox_rows": 4}])
+        db.insert_many(conn, timeline_sources, rows)
+        db.add_rows(conn, timeline_sources, ["actor"], "push_from",
+                    [{"actor": odd[1], "followers": 1, "push_from": 4},
+                     {"actor": "new", "followers": 1, "push_from": 4}])
         db.insert_many(conn, event_types, [{"name": "t", "definition": "d" * 60_000,
                                             "updated_at": 1}])
-    assert sorted((r["user_id"], r["created_at"], r["inbox_rows"])
-                  for r in table_rows(t, "users")) == sorted(
+    assert sorted((r["actor"], r["followers"], r["push_from"])
+                  for r in table_rows(t, "timeline_sources")) == sorted(
         [(odd[0], 2**62, None), (odd[1], -5, 7), (odd[2], 0, 1), (odd[3], 1, 0),
          ("new", 1, 4)])
     assert [len(r["definition"]) for r in table_rows(t, "event_types")
@@ -57,10 +57,10 @@ def test_any_text_goes_in_as_it_is_and_a_value_too_long_is_refused(t: Tidings) -
     if db.backend == "sqlite":  # SQLite does not check a VARCHAR's length
         return
     with pytest.raises(StoreRejected), db.write() as conn:
-        db.insert_many(conn, users, [{"user_id": "ok", "created_at": 1, "inbox_rows": None},
-                                     {"user_id": "y" * 300, "created_at": 1,
-                                      "inbox_rows": None}])
-    assert "ok" not in {r["user_id"] for r in table_rows(t, "users")}
+        db.insert_many(conn, timeline_sources, [{"actor": "ok", "followers": 1, "push_from": None},
+                                     {"actor": "y" * 300, "followers": 1,
+                                      "push_from": None}])
+    assert "ok" not in {r["actor"] for r in table_rows(t, "timeline_sources")}
 
 
 def test_a_fanout_sends_its_users_as_the_one_array(t: Tidings) -> None:
@@ -75,8 +75,8 @@ def test_a_fanout_sends_its_users_as_the_one_array(t: Tidings) -> None:
     if t.store.db.backend == "postgresql":  # type: ignore[attr-defined]
         (insert,) = [s for s in seen if "INSERT INTO notifications" in s]
         assert insert.count("json_array_elements_text") == 1  # the users; the rest one value
-        # the users' bounds grow in the same statement, by the rows that went in
-        assert "INSERT INTO users" in insert
+        # the users are registered in the same statement, by the rows that went in
+        assert "INSERT INTO users" in insert and "DO NOTHING" in insert.split("INTO users")[1]
         assert not [s for s in seen if "INTO users" in s and s != insert]
     if t.store.db.backend == "mysql":  # type: ignore[attr-defined]  # the rows as one JSON text
         (insert,) = [s for s in seen if "INTO notifications" in s]

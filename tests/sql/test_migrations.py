@@ -181,7 +181,8 @@ def mysql_column_collations(url: str) -> set[str]:
 def test_postgresql_per_user_counters_leave_room_for_updates(
         postgresql_stores: SqlStores) -> None:
     # compare_metadata does not look at storage parameters either: the fill factor the
-    # per-user rows each fan-out chunk updates are kept at (migration 0017), as declared
+    # per-user rows fan-out chunks update are kept at (migration 0017), as declared; users'
+    # rows are not updated by fan-out any more (0034)
     migrated = postgresql_stores.empty()
     try:
         upgrade(migrated)
@@ -193,10 +194,10 @@ def test_postgresql_per_user_counters_leave_room_for_updates(
                     "('users', 'timeline_state', 'notifications')")).all())
         finally:
             db.dispose()
-        assert options == {"users": ["fillfactor=70"], "timeline_state": ["fillfactor=70"],
+        assert options == {"users": None, "timeline_state": ["fillfactor=70"],
                            "notifications": None}
         assert {t.name for t in metadata.sorted_tables
-                if t.dialect_options["postgresql"]["with"]} == {"users", "timeline_state"}
+                if t.dialect_options["postgresql"]["with"]} == {"timeline_state"}
     finally:
         postgresql_stores.drop(migrated)
 
@@ -218,10 +219,11 @@ def test_holders_of_notifications_are_registered_with_their_inbox_rows(
                 ":display_hash, :bundle_base)"), [
                 {**row, "user_id": user, "event_id": i, "created_at": 10 * i}
                 for i, user in enumerate(["bob", "bob", "bob", "carol"], start=1)])
-        upgrade(empty_store_url)
+        upgrade(empty_store_url, "0030")  # the last with the column
         with db.read() as conn:
             found = {r.user_id: (r.created_at, r.inbox_rows)
-                     for r in conn.execute(select(users))}
+                     for r in conn.execute(text("SELECT user_id, created_at, inbox_rows "
+                                                "FROM users"))}
         # bob, sent notifications before ever touching anything, is not new any more
         assert found == {"bob": (10, 3), "carol": (5, 1)}
     finally:
@@ -628,6 +630,60 @@ def test_notifications_name_their_type_by_id_with_their_data(empty_store_url: st
                 ("ann", 1, "link", "links", "alert"), ("ann", 2, "link", "links", "alert"),
                 ("bob", 2, "link", "links", "alert"), ("bob", 3, "mention", "people", "alert"),
                 ("bob", 5, "poke", "b", "alert"), ("cat", 4, "poke", "b", "alert")]
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()
+
+
+def test_the_inbox_bound_goes_and_comes_back_counted(empty_store_url: str) -> None:
+    """0034: ``users.inbox_rows`` is dropped with the room kept for its updates (PostgreSQL);
+    the users and their notifications stay as they were, and a capped delivery works on the
+    converted database. The downgrade adds the column back with each holder's true count
+    (NULL for a user who holds none) and the room."""
+    upgrade(empty_store_url, "0030")
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:  # 0030's columns: the bounds as fan-out left them
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES ('mention', 'cat', 'page', '{}', '[]', '[]', "
+                "'h', 10), ('mention', 'cat', 'page', '{}', '[]', '[]', 'h', 20), "
+                "('mention', 'cat', 'page', '{}', '[]', '[]', 'h', 30)"))
+            conn.execute(text("INSERT INTO users (user_id, created_at, inbox_rows) VALUES "
+                              "('ann', 10, 7), ('bob', 20, 1), ('dan', 5, NULL)"))
+            conn.execute(text(
+                "INSERT INTO notifications (user_id, event_id, created_at, fresh_at, type, "
+                "category, section, bundle_hash, display_hash, bundle_base) VALUES "
+                "(:u, :e, :at, :at, 'mention', 'mention', 'alert', :e, :e, :base)"),
+                [{"u": "ann", "e": 1, "at": 10, "base": True},
+                 {"u": "ann", "e": 2, "at": 20, "base": True},
+                 {"u": "ann", "e": 3, "at": 30, "base": True},
+                 {"u": "bob", "e": 2, "at": 20, "base": True}])
+        upgrade(empty_store_url, "0034")
+        assert schema_diffs(empty_store_url) == []
+        with db.read() as conn:
+            assert "inbox_rows" not in {c["name"] for c in inspect(conn).get_columns("users")}
+            assert conn.execute(select(users).order_by(users.c.user_id)).all() == [
+                ("ann", 10), ("bob", 20), ("dan", 5)]
+            assert conn.execute(select(func.count()).select_from(notifications)
+                                ).scalar_one() == 4
+            if db.backend == "postgresql":
+                assert conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = "
+                                         "'users'")).scalar_one() is None
+        with Tidings(Config(database_url=empty_store_url, inbox_cap=2), types=[
+                EventType("mention", audience=("recipients",))]) as t:
+            t.publish({"type": "mention", "actor": "eve", "recipients": ["ann", "eve2"]})
+            t.run_jobs()
+            assert len(t.notifications("ann").items) == 2  # a cap under 20: exact
+            assert len(t.notifications("eve2").items) == 1
+        downgrade(empty_store_url, "0030")
+        with db.read() as conn:
+            found = dict(conn.execute(text("SELECT user_id, inbox_rows FROM users")).all())
+            assert found == {"ann": 2, "bob": 1, "dan": None, "eve2": 1}
+            if db.backend == "postgresql":
+                assert conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = "
+                                         "'users'")).scalar_one() == ["fillfactor=70"]
         upgrade(empty_store_url)
         assert schema_diffs(empty_store_url) == []
     finally:

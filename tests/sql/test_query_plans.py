@@ -20,7 +20,7 @@ from tidings.engine import Tidings
 from tidings.store.sql.core.hashes import to_sql
 from tidings.store.sql.inbox.groups import GROUP_INDEX, members_statement
 from tidings.store.sql.inbox.holders import HOLDERS, RECORDS, record
-from tidings.store.sql.schema import events, inbox_types, notifications
+from tidings.store.sql.schema import events, inbox_types, notifications, users
 
 
 def key(label: str) -> str:
@@ -389,3 +389,27 @@ def test_mariadb_counts_the_unread_off_their_index(mysql_stores: MysqlStores) ->
     finally:
         t.close()
         mysql_stores.drop(url)
+
+
+def test_the_inbox_cap_reads_an_inbox_through_its_indexes(loaded: Tidings) -> None:
+    """The exact size check (``over_cap``: is there a (cap + 1)-th row) reads an index range
+    of each user, no sort; the trim (the newest cap + 1 positions, then what is older) reads
+    the user's rows through an index (at a cap near the user's size, the planner may sort
+    them rather than walk the index in order), never the table."""
+    with loaded.store.db.write() as conn:
+        loaded.store.db.insert_many(conn, users, [{"user_id": u, "created_at": 1}
+                                                  for u in USERS])
+
+    def check_and_trim(tx: Any) -> None:
+        assert tx.inbox.over_cap(USERS[:3], PER_USER - 1) == USERS[:3]
+        assert tx.inbox.over_cap(USERS[:3], PER_USER) == []
+        assert tx.inbox.trim("u3", PER_USER - 10) == 10
+
+    plans = _plans(loaded, lambda: loaded.store.transact(check_and_trim))
+    assert len(plans) >= 4, plans  # two checks, the newest of both kinds, what is older
+    for plan in plans:
+        assert "Seq Scan on notifications" not in plan, plan
+    checks = [p for p in plans if "users" in p]
+    assert len(checks) == 2, plans
+    for plan in checks:
+        assert "Index" in plan.partition("SubPlan")[2] and "Sort" not in plan, plan

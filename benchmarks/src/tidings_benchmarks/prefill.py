@@ -7,8 +7,8 @@ The history is a list of past events (the actor of each, at a past time of its o
 delivered into tidings' tables, which the baseline's statements write into too, by the raw
 ``INSERT … SELECT`` of :mod:`tidings_benchmarks.fanout_raw` (the rows tidings writes), and
 into the lean layout's by its own fan-out (:meth:`LeanFanout.deliver_chunked`). Beside the
-rows, tidings' side gets what its own fan-out keeps: each recipient's ``users`` row with its
-count, the push model's mailboxes (``timelines``: every entry held; ``timeline_state``: the
+rows, tidings' side gets what its own fan-out keeps: each recipient's ``users`` row, the push
+model's mailboxes (``timelines``: every entry held; ``timeline_state``: the
 exact count, no floor) and each followee's ``timeline_sources`` row (pushed from the first
 post). On both sides the oldest :data:`READ_SHARE` of the events are read.
 
@@ -97,9 +97,8 @@ def prefill(store: BenchStore, actors: Sequence[str], per_follower: int,
         read_up_to = start + round(len(actors) * READ_SHARE) - 1
         conn.execute(conn.sql("UPDATE notifications SET read_at = created_at + 1 "
                               "WHERE created_at <= %s"), (read_up_to,))
-        conn.execute("INSERT INTO users (user_id, created_at, inbox_rows) "
-                     "SELECT user_id, MIN(created_at), COUNT(*) FROM notifications "
-                     "GROUP BY user_id")
+        conn.execute("INSERT INTO users (user_id, created_at) "
+                     "SELECT user_id, MIN(created_at) FROM notifications GROUP BY user_id")
         conn.execute("INSERT INTO timelines (user_id, event_id, created_at) "
                      "SELECT user_id, event_id, created_at FROM notifications")
         _count_mailboxes(conn)
@@ -131,9 +130,6 @@ def reset(store: BenchStore, done: Prefilled, lean: LeanFanout | None) -> None:
                          (done.last_event,))
         conn.execute("DELETE FROM users WHERE NOT EXISTS (SELECT 1 FROM notifications n "
                      "WHERE n.user_id = users.user_id)")
-        conn.execute("UPDATE users SET inbox_rows = (SELECT COUNT(*) FROM notifications n "
-                     "WHERE n.user_id = users.user_id) WHERE inbox_rows IS NULL OR inbox_rows "
-                     "<> (SELECT COUNT(*) FROM notifications n WHERE n.user_id = users.user_id)")
         conn.execute("DELETE FROM timeline_state")
         _count_mailboxes(conn)
         _sources(conn)

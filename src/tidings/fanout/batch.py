@@ -36,6 +36,7 @@ from tidings.domain.audience import (
     RECIPIENTS,
     AudienceSource,
 )
+from tidings.domain.inboxcap import checks
 from tidings.domain.views import StoredEvent
 from tidings.fanout.deliver import (
     Planned,
@@ -169,35 +170,45 @@ class Batch:
         written: list[list[str]] = []
         for start, end in self._runs(planned):
             run = self.tx.inbox.deliver_many([(p.delivery, p.web) for p in planned[start:end]])
-            cap_inboxes(self.ctx, self.tx, sorted({u for users in run for u in users}))
+            cap_inboxes(self.ctx, self.tx, [(p.delivery.event_id, users) for p, users in zip(
+                planned[start:end], run, strict=True)])
             written += run
         return written
 
     def _runs(self, planned: Sequence[Planned]) -> list[tuple[int, int]]:
-        """Where capping once after a run keeps what capping after each event would: all the
-        deliveries together when none of their users can pass the inbox cap within them (no
-        trim could then come between two decisions), and never a back-filled bundled event
-        among others; else each event that bundles on its own, between runs of events that
-        never bundle (their rows depend on no other row, and capping once after them keeps
-        the same newest rows as after each)."""
-        bundled = [p.delivery.bundled for p in planned]
-        if len(planned) == 1 or not any(bundled):
-            return [(0, len(planned))]
-        if not any(p.delivery.bundled and p.delivery.backfill for p in planned):
-            rows = Counter(u for p in planned for u in p.web)
-            most = max(rows.values(), default=0)
-            cap = self.ctx.config.inbox_cap
-            if most <= cap and not self.tx.inbox.over_cap(sorted(rows), cap - most):
-                return [(0, len(planned))]
+        """Where capping once after a run keeps what capping after each event would: a run
+        ends after every event whose delivery checks an inbox
+        (:func:`tidings.domain.inboxcap.checks`) that could then hold more than the cap, the
+        user getting more of the batch's events after it; else, one by one, the trim would
+        come between two of that user's deliveries (and their bundling decisions). Which
+        inboxes could is read once: those whose size now, plus the most rows any user gets
+        in the batch, passes the cap (:meth:`InboxStore.over_cap`). Other checks find no
+        more than the cap, in a run as one by one; a check at a user's last event of the batch
+        trims after the run what it would have trimmed after that event, that user getting
+        nothing more. A back-filled bundled event is a run of its own."""
+        cap = self.ctx.config.inbox_cap
+        last: dict[str, int] = {}
+        for i, p in enumerate(planned):
+            for user in p.web:
+                last[user] = i
+        early: dict[str, list[int]] = {}  # the events that check a user before their last
+        for i, p in enumerate(planned):
+            for user in p.web:
+                if i < last[user] and checks(user, p.delivery.event_id, cap):
+                    early.setdefault(user, []).append(i)
+        ends = {i for i, p in enumerate(planned) if p.delivery.bundled and p.delivery.backfill}
+        ends.update(i - 1 for i in set(ends))
+        if early:
+            most = max(Counter(u for p in planned for u in p.web).values())
+            risky = (early if most > cap
+                     else self.tx.inbox.over_cap(sorted(early), cap - most))
+            ends.update(i for user in risky for i in early[user])
         runs: list[tuple[int, int]] = []
         start = 0
-        while start < len(planned):
-            end = start + 1
-            if not bundled[start]:
-                while end < len(planned) and not bundled[end]:
-                    end += 1
+        for end in sorted(i + 1 for i in ends if 0 <= i < len(planned) - 1):
             runs.append((start, end))
             start = end
+        runs.append((start, len(planned)))
         return runs
 
     def announce(self) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from tidings.channels.registry import Channel, Outgoing
 from tidings.domain.bundling import bundle_hash
+from tidings.domain.inboxcap import checked
 from tidings.domain.preferences import plan, within
 from tidings.domain.timeline import PUSH, SourceState, decide, flip
 from tidings.domain.types import EventType
@@ -66,11 +67,15 @@ def count_delivered(ctx: JobContext, tx: Tx, event: StoredEvent, count: int, *,
     tx.after_commit(committed)
 
 
-def cap_inboxes(ctx: JobContext, tx: Tx, delivered: Sequence[str]) -> None:
-    """The cap holds after every delivery: only users whose size bound passes it are trimmed
-    (newest by time kept), in this unit, so no path leaves an inbox over it."""
-    for user in tx.inbox.over_cap(delivered, ctx.config.inbox_cap):
-        tx.inbox.trim(user, ctx.config.inbox_cap)
+def cap_inboxes(ctx: JobContext, tx: Tx,
+                written: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """The inbox cap, given the (event id, users newly written) of this unit's deliveries:
+    the users one of them checks (:func:`tidings.domain.inboxcap.checks`, about one delivery
+    in a margin per user) are trimmed to their newest ``inbox_cap`` by time, in this unit, if
+    they hold more; the other inboxes are not read."""
+    cap = ctx.config.inbox_cap
+    for user in checked(written, cap):
+        tx.inbox.trim(user, cap)
 
 
 def pushed(ctx: JobContext, tx: Tx, event: StoredEvent,

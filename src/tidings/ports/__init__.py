@@ -30,8 +30,12 @@ Delivery promises, which every implementation keeps and ``tests/contract`` check
   group, as a single one would.
 - **Watermarks only move forward.** ``InboxStore.set_marker`` never moves a mark back, nor
   ``InboxStore.set_position`` a read-up-to place.
-- **The inbox cap holds after every delivery.** Fan-out trims, in the unit that wrote, every
-  user ``InboxStore.over_cap`` names; the trim keeps the newest by time.
+- **The inbox cap: at least the newest N, about N plus a margin.** Fan-out trims, in the unit
+  that wrote, the inboxes about one delivery in a margin checks
+  (:mod:`tidings.domain.inboxcap`: a hash of (user, event id), so a retried unit decides the
+  same) back to their newest ``inbox_cap`` by time; nothing newer than a kept notification
+  is ever removed. A batch of fan-outs ends as its jobs one by one (``InboxStore.over_cap``
+  tells where a trim could come between two of a user's deliveries).
 - **Reads never scan.** ``InboxStore.page`` and ``unread_count`` read base rows through an
   index; ``unread_count`` stops at :data:`tidings.domain.bundling.UNREAD_CAP`.
 

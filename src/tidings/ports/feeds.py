@@ -69,9 +69,8 @@ class InboxWrites(Protocol):
 
     def insert(self, rows: Sequence[NewNotification]) -> None:
         """Write base rows; a (user, event) already stored is skipped. Registers the users
-        written to (as ``GraphStore.add_user`` would, dated with their row, no watermark) and
-        keeps per user a bound of the rows stored, never below the true count (see
-        :meth:`over_cap`)."""
+        written to (as ``GraphStore.add_user`` would, dated with their row, no watermark);
+        nothing else per user (no count: :meth:`over_cap` reads the rows)."""
 
     def hold(self, users: Sequence[str]) -> None:
         """Before a unit writes to these users' inboxes in several steps (a batch of events),
@@ -80,8 +79,10 @@ class InboxWrites(Protocol):
         store without row locks does nothing."""
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
-        """Those of ``users`` who may hold more than ``cap`` notifications (by the bound
-        :meth:`insert` keeps; exact after a :meth:`trim`), sorted."""
+        """Those of ``users`` who hold more than ``cap`` notifications, exactly, sorted. It
+        may read up to ``cap`` + 1 rows per user: for a few users at a time (the trim job, the
+        inboxes a batch's early deliveries check), not for every delivery — fan-out checks
+        about one delivery in a margin per user (:mod:`tidings.domain.inboxcap`)."""
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
         """(user, display hash) groups whose current base row stops being the base."""
@@ -176,8 +177,8 @@ class InboxUpkeep(Protocol):
 
     def trim(self, user: str, cap: int) -> int:
         """Keep a user's newest ``cap`` notifications by (created_at, event id), delete the
-        rest (a group losing its base gets its next newest member as base), and make the
-        size bound exact; return rows deleted."""
+        rest (a group losing its base gets its next newest member as base); return rows
+        deleted (0, having only read, for a user who holds no more than ``cap``)."""
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         """Drop up to ``limit`` items of the state that serialises :meth:`bundle_bases`

@@ -149,7 +149,7 @@ class MemoryInbox:
         return None  # one unit at a time: nothing to lock
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
-        # the bound is the true count here
+        # counted from the rows: exact
         return sorted(u for u in set(users) if len(self._s.notes.get(u, {})) > cap)
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:

@@ -84,7 +84,6 @@ class SqlInbox:
         self.db = db
         self.conn = conn
         self.clock = clock
-        self.sizes: dict[str, int] = {}  # size bounds this unit wrote (handed back by insert)
         # (user, bundle) pairs locked by an inbox_open row made for them, no base written yet
         self.unopened: set[tuple[str, str]] = set()
         # the ids of the types this unit writes (the dictionary's rows it adds, or changes,
@@ -193,26 +192,25 @@ class SqlInbox:
         # the bundles whose newest base a new row becomes (inbox_open), written with the rows
         opened = bundles.newest_positions(rows)
         self.unopened.difference_update(opened)
-        if self.db.backend == "postgresql":  # rows, records, users' bounds, opened at once
+        if self.db.backend == "postgresql":  # rows, records, users, opened bundles at once
             for at in HASHES_AT:  # JSON arrays: past the columns' own conversion
                 columns[at] = column_to_sql(columns[at])
-            self.sizes.update(inboxcap.insert_and_grow(
+            inboxcap.insert_and_register(
                 self.db, self.conn, ROW_COLUMNS, columns, holders.records_of(delivered),
                 bundles.OPEN if opened else None,
-                bundles.open_params(opened) if opened else None))
+                bundles.open_params(opened) if opened else None)
             return
         holders.record(self.db, self.conn, delivered)
         values = [dict(zip(ROW_COLUMNS, row, strict=True)) for row in zip(*columns, strict=True)]
         self.db.insert_many(self.conn, notifications, values, ignore=True)
-        self.sizes.update(inboxcap.grow(self.db, self.conn,
-                                        [(r.user_id, r.created_at) for r in rows]))
+        inboxcap.register(self.db, self.conn, [(r.user_id, r.created_at) for r in rows])
         bundles.open_rows(self.db, self.conn, opened)
 
     def hold(self, users: Sequence[str]) -> None:
         inboxcap.hold(self.db, self.conn, users)
 
     def over_cap(self, users: Sequence[str], cap: int) -> list[str]:
-        return inboxcap.over_cap(self.conn, users, cap, self.sizes)
+        return inboxcap.over_cap(self.conn, users, cap)
 
     def deliver_many(self, items: Sequence[tuple[Delivery, Sequence[str]]]) -> list[list[str]]:
         # the types' ids first, before any bundle lock: a unit adding a new type holds its
@@ -280,7 +278,7 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self._remove, self.sizes)
+        return inboxcap.trim(self.conn, user, cap, self._remove)
 
     # -- read state -------------------------------------------------------------------------
 

@@ -108,7 +108,7 @@ CROSS JOIN LATERAL (SELECT user_id, bundle_hash, created_at, event_id FROM inbox
                     LIMIT 1 FOR UPDATE) l""")
 # PostgreSQL: each (user, bundle) pair of the JSON arrays ``:ou``, ``:oh`` takes the position
 # (``:oc``, ``:oe``) where it is newer than the one held (or none is); part of the statement
-# that inserts the new rows (``cap.insert_and_grow``)
+# that inserts the new rows (``cap.insert_and_register``)
 OPEN = text("""
 INSERT INTO inbox_open (user_id, bundle_hash, created_at, event_id)
 SELECT u, CAST(h AS BIGINT), CAST(c AS BIGINT), CAST(e AS BIGINT)

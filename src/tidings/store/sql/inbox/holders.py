@@ -35,7 +35,7 @@ HOLDERS = probes(notifications, ("event_id",), "user_id", ("user_id",))
 RECORDS = select(d.users).where(d.event_id == bindparam("event_id"))  # one event's records
 # PostgreSQL: the records of a delivery at once, those already there left as they are; the
 # keys of those written come back (the others are merged: :func:`merge`). Also a part of the
-# rows' own statement (``cap.insert_and_grow``), with the parameters of :func:`params`.
+# rows' own statement (``cap.insert_and_register``), with the parameters of :func:`params`.
 WRITE_SQL = ("INSERT INTO deliveries (event_id, chunk, users) "
              "SELECT * FROM unnest(CAST(:events AS BIGINT[]), CAST(:chunks AS BIGINT[]), "
              "CAST(:values AS BYTEA[])) ON CONFLICT DO NOTHING RETURNING event_id, chunk")

@@ -39,8 +39,8 @@ from tidings.store.sql.schema.hot import hot_journal as hot_journal
 from tidings.store.sql.schema.limits import rate_buckets as rate_buckets
 from tidings.store.sql.schema.push import push_subscriptions as push_subscriptions
 
-# Per-user rows every fan-out chunk updates: room on their pages (PostgreSQL) so an update
-# stays on its page without a new index entry (0017).
+# Per-user rows fan-out chunks update (the mailboxes' counts): room on their pages
+# (PostgreSQL) so an update stays on its page without a new index entry (0017).
 ROOM_TO_UPDATE: dict[str, Any] = {"postgresql_with": {"fillfactor": 70}}
 
 USER, TYPE, OBJECT, SCOPE = 255, 64, 255, 64
@@ -90,16 +90,15 @@ event_types = Table(
     **MYSQL,
 )
 
-# ``inbox_rows``: an upper bound of the user's stored notifications (NULL: none counted yet),
-# raised by every insert, lowered by no removal, reset by an exact trim (fan-out's, past the cap).
+# Every user known: registered by their first write or delivery, and not written again by
+# deliveries (no count of their notifications: the inbox cap checks the rows themselves, about
+# one delivery in a margin per user, ``tidings.domain.inboxcap``).
 users = Table(
     "users",
     metadata,
     Column("user_id", String(USER), primary_key=True),
     Column("created_at", BigInteger, nullable=False),
-    Column("inbox_rows", BigInteger),
     **MYSQL,
-    **ROOM_TO_UPDATE,
 )
 
 subscriptions = Table(
