@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, Self
 
 import httpx
+from sqlalchemy.engine import make_url
 
 import tidings
 import tidings_benchmarks as benchmarks
@@ -68,6 +70,22 @@ class Launched:
         self.wait_ready()
 
 
+def _sqlite_writable(url: str) -> bool:
+    """Whether a write transaction could start on ``url`` now (always true off SQLite)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return True
+    connection = sqlite3.connect(parsed.database, timeout=0, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()
+
+
 class WorkerProcesses(Launched):
     """``count`` worker processes on ``url``; a context manager that stops them on exit."""
 
@@ -110,12 +128,25 @@ class WorkerProcesses(Launched):
         """The running processes' ids, by label (``worker 1`` …)."""
         return {f"worker {i}": proc.pid for i, proc in enumerate(list(self._procs), 1)}
 
-    def pause(self) -> None:
-        """Stop the processes where they stand (SIGSTOP): nothing is fanned out until
-        :meth:`resume`, and the box's cores go to what is timed meanwhile."""
-        for proc in self._procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGSTOP)
+    def pause(self, *, timeout: float = 30.0) -> None:
+        """Stop the processes (SIGSTOP): nothing is fanned out until :meth:`resume`, and the
+        box's cores go to what is timed meanwhile.
+
+        SQLite has one writer: a worker stopped inside a write transaction (a poll of the
+        queue takes the write lock) would hold every publish in ``busy_timeout`` for as long
+        as it stays stopped. So on SQLite the processes are stopped again until the write lock
+        is free while they are stopped. The server databases lock rows, none a publish needs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for proc in self._procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGSTOP)
+            if _sqlite_writable(self.url):
+                return
+            self.resume()
+            if time.monotonic() > deadline:
+                raise BenchFailure(f"the workers held SQLite's write lock for {timeout:.0f} s")
+            time.sleep(0.005)
 
     def resume(self) -> None:
         for proc in self._procs:
