@@ -199,6 +199,8 @@ notifications = Table(
     Column("joined", Boolean, nullable=False, server_default="1"),
     Column("group_count", Integer), Column("group_actors", Text),
     Column("type_id", SmallInteger, nullable=False),
+    # the item's state as bits (tidings.domain.flags): reason, archived, saved, snoozed (0035)
+    Column("flags", SmallInteger, nullable=False, server_default="0"),
     PrimaryKeyConstraint("user_id", "event_id"),
     Index(None, "user_id", "bundle_base", "created_at", "event_id"),
     # the unread count's rows: on PostgreSQL, a partial index of the unread base rows
