@@ -94,6 +94,9 @@ class Filters:
     since_id: int | None = None  # event id > since_id
     # queryable payload fields (tidings.domain.fields): (name, value as text), all must hold
     fields: tuple[tuple[str, str], ...] = ()
+    # the item's triage state (tidings.domain.flags.STATES; None: every row, whatever its
+    # state): by default the inbox, neither archived nor snoozed
+    state: str | None = "inbox"
 
 
 class InboxRow(NamedTuple):
@@ -114,6 +117,8 @@ class InboxRow(NamedTuple):
     display_hash: str
     read_at: int | None
     payload: str  # the event's payload as stored JSON text; parsed only for listed items
+    flags: int = 0  # the item's state as bits (tidings.domain.flags)
+    snoozed_until: int | None = None  # while snoozed (flags.SNOOZED): until when, where read
 
 
 @dataclass(frozen=True)
@@ -325,6 +330,9 @@ class Notification:
     read: bool
     seen: bool
     payload: dict[str, Any]
+    archived: bool = False
+    saved: bool = False
+    snoozed_until: str | None = None  # RFC 3339, while snoozed
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -27,6 +27,7 @@ from sqlalchemy import (
 
 from tidings.clock import Clock
 from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.flags import SNOOZED, beyond_cap
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -47,12 +48,15 @@ from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import page as sql_pageview
+from tidings.store.sql.inbox import states
 from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
+from tidings.store.sql.inbox.states import state_condition
 from tidings.store.sql.schema import event_fields, events, notifications
 
 n = notifications.c
 BATCH = 500
+FLAG_BITS = 0x7FFF  # every bit of flags (a SMALLINT): a mask ANDed in keeps them positive
 # a notification row's columns, each read from the NewNotification attribute named (None: the
 # value given): a new row is its group's base, unread, fresh when created
 _ROW: tuple[tuple[str, str | None, Any], ...] = (
@@ -278,7 +282,16 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self._remove)
+        if self.conn.execute(select(n.event_id).where(
+                n.user_id == user, state_condition("saved")).limit(1)).first() is None:
+            return inboxcap.trim(self.conn, user, cap, self._remove)
+        # some saved: the unsaved go first (flags.beyond_cap), judged on all the user's rows
+        rows = {r.event_id: r for r in self.conn.execute(
+            select(n.event_id, n.created_at, n.flags, n.display_hash, n.bundle_base)
+            .where(n.user_id == user))}
+        doomed = beyond_cap([(r.created_at, r.event_id, r.flags) for r in rows.values()], cap)
+        return self._remove([NotificationKey(user, e, rows[e].display_hash,
+                                             bool(rows[e].bundle_base)) for _, e in doomed])
 
     # -- read state -------------------------------------------------------------------------
 
@@ -324,6 +337,37 @@ class SqlInbox:
                               .where(n.user_id == user, n.display_hash.in_(part))
                               .values(**values))
         return changed
+
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        changed = 0
+        keep = FLAG_BITS & ~off
+        for start in range(0, len(groups), BATCH):
+            part = list(groups[start:start + BATCH])
+            bases = self.conn.execute(select(n.flags).where(
+                n.user_id == user, n.display_hash.in_(part), n.bundle_base == true())).scalars()
+            changed += sum(1 for flags in bases if (flags | on) & keep != flags)
+            self.conn.execute(update(notifications)
+                              .where(n.user_id == user, n.display_hash.in_(part))
+                              .values(flags=n.flags.op("|")(on).op("&")(keep)))
+        if on & SNOOZED and snoozed_until is not None:
+            states.keep(self.db, self.conn, user, groups, snoozed_until)
+        elif off & SNOOZED:
+            states.forget(self.conn, user, groups)
+        return changed
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        return states.snoozes(self.conn, user, groups) if groups else {}
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        pairs = [(k.user_id, k.event_id) for k in keys]
+        found: set[tuple[str, int]] = set()
+        for start in range(0, len(pairs), BATCH):
+            found.update((r.user_id, r.event_id) for r in self.conn.execute(
+                select(n.user_id, n.event_id).where(
+                    tuple_(n.user_id, n.event_id).in_(pairs[start:start + BATCH]),
+                    state_condition("saved"))))
+        return [k for k in keys if (k.user_id, k.event_id) in found]
 
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         if not event_ids:

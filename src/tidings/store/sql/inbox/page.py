@@ -55,13 +55,14 @@ from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import from_sql
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import types as inboxtypes
+from tidings.store.sql.inbox.states import IN_INBOX
 from tidings.store.sql.schema import events, inbox_types, notifications, read_markers
 
 n = notifications.c
 m = read_markers.c
 # a row's type, category and section are its type's, from the types dictionary (joined)
 ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, *inboxtypes.NAMES, n.actor,
-               n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload)
+               n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload, n.flags)
 WIDTH = len(ROW_COLUMNS)  # InboxRow's fields, in order
 HASHES_AT = tuple(i for i, c in enumerate(ROW_COLUMNS) if c.name.endswith("_hash"))
 
@@ -108,10 +109,11 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
 
 
 def unfiltered_conditions(keyset: bool) -> list[ColumnElement[bool]]:
-    """An unfiltered page's conditions as bound parameters: ``:user``, and with ``keyset``
+    """An unfiltered page's conditions (the inbox: neither archived nor snoozed) as bound
+    parameters: ``:user``, and with ``keyset``
     ``:before_at`` and ``:before_id`` (strictly before that place)."""
     conditions: list[ColumnElement[bool]] = [n.user_id == bindparam("user"),
-                                             n.bundle_base == true()]
+                                             n.bundle_base == true(), IN_INBOX]
     if keyset:
         created: Any = bindparam("before_at")
         event_id: Any = bindparam("before_id")

@@ -11,6 +11,7 @@ from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import types as inboxtypes
+from tidings.store.sql.inbox.states import state_condition
 from tidings.store.sql.schema import event_fields, notifications
 
 n = notifications.c
@@ -36,6 +37,8 @@ def filter_conditions(user: str, filters: Filters, markers: Markers) -> list[Col
         conditions.append(n.event_id < filters.max_id)
     if filters.since_id is not None:
         conditions.append(n.event_id > filters.since_id)
+    if filters.state is not None:
+        conditions.append(state_condition(filters.state))
     f = event_fields.c
     for name, value in filters.fields:  # a primary-key probe per base row read
         conditions.append(exists().where(f.event_id == n.event_id, f.name == name,
