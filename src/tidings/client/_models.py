@@ -90,6 +90,9 @@ class Notification(TypedDict):
     read: bool
     seen: bool
     payload: dict[str, Any]
+    archived: bool
+    saved: bool
+    snoozed_until: str | None
 
 
 class BundleMember(TypedDict):

@@ -25,8 +25,8 @@ def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
 
 def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
     """Remove notifications of events older than their type's (or the default) retention
-    (a saved one stays, with its event), and any decider state a store keeps that was made over a day ago
-    (``InboxStore.forget_bundle_locks``; none of the stores keeps any now: SQL's
+    (a saved one stays, with its event), and any decider state a store keeps that was made
+    over a day ago (``InboxStore.forget_bundle_locks``; none of the stores keeps any now: SQL's
     ``inbox_open`` rows stay while their bundle has a base); once swept, keep the hot store's
     journal bounded (``InboxStore.compact_history``)."""
     now = ctx.clock.now_us()

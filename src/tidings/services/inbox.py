@@ -9,9 +9,9 @@ from typing import Any, TypedDict, TypeVar, Unpack
 from tidings.clock import Clock
 from tidings.domain.bundling import UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
-from tidings.domain.flags import INBOX, SNOOZED, STATES
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
+from tidings.domain.flags import INBOX, SNOOZED, STATES
 from tidings.domain.readstate import scope_name
 from tidings.domain.views import (
     BundleMember,
@@ -75,7 +75,8 @@ class InboxService:
                 section: str | None, unread: bool | None, *, actor: str | None = None,
                 object: str | None = None, max_id: str | int | None = None,
                 since_id: str | int | None = None,
-                payload: Mapping[str, Any] | None = None, state: str = INBOX) -> Filters:
+                payload: Mapping[str, Any] | None = None,
+                state: str | None = INBOX) -> Filters:
         if types is not None:
             if isinstance(types, str):
                 types = [t for t in types.split(",") if t]
@@ -93,7 +94,7 @@ class InboxService:
         below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
         above = (check_ids([since_id], "since_id", "event id")[0] if since_id is not None
                  else None)
-        if state not in STATES:
+        if state is not None and state not in STATES:
             raise InvalidInput(f"state must be one of {', '.join(STATES)}", field="state")
         fields = conditions(payload) if payload else ()
         refused = self.catalog.not_queryable([name for name, _ in fields], types or None)
@@ -112,12 +113,12 @@ class InboxService:
                       actor: str | None = None, object: str | None = None,
                       max_id: str | int | None = None, since_id: str | int | None = None,
                       payload: Mapping[str, Any] | None = None,
-                      state: str = INBOX) -> Page[Notification]:
+                      state: str | None = INBOX) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor;
         ``actor``, ``object``, ``max_id``, ``since_id`` and conditions on the queryable
         ``payload`` fields are Jiepang's query dimensions. ``state``: the items in the inbox
         (neither archived nor snoozed; the default), or those ``archived``, ``saved`` or
-        ``snoozed``."""
+        ``snoozed`` (None: every item, whatever its state)."""
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)

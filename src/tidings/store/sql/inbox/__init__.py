@@ -43,12 +43,11 @@ from tidings.domain.views import (
 from tidings.store import pageview, stepwise
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import column_to_sql
-from tidings.store.sql.inbox import bundles, holders
+from tidings.store.sql.inbox import bundles, holders, states
 from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import page as sql_pageview
-from tidings.store.sql.inbox import states
 from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
 from tidings.store.sql.inbox.states import state_condition
