@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP, display_hash
+from tidings.domain.flags import SAVED, beyond_cap
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -43,7 +44,7 @@ def _listed(user: str, r: Row, payload: str) -> InboxRow:
     return InboxRow(event_id=r.id, user_id=user, created_at=r.created, fresh_at=r.fresh,
                     type=r.type, category=r.category, section=r.section, actor=r.actor,
                     object=r.object, bundle_hash=r.bundle, display_hash=r.display,
-                    read_at=r.read_at, payload=payload)
+                    read_at=r.read_at, payload=payload, flags=r.flags)
 
 
 class RedisInbox(RedisMarkers):
@@ -248,12 +249,18 @@ class RedisInbox(RedisMarkers):
         extra = size - cap
         if extra <= 0:
             return 0
-        flat = self.redis.run("oldest", self.keys.user(user), [extra])
+        (members,) = self.redis.pipeline(
+            [("", "ZRANGE", [self.keys.user(user) + ":saved", 0, -1])], "saved")
+        saved = {int(str(m)[1:]) for m in members}
+        # with saved rows, every row is looked at: the unsaved go first (flags.beyond_cap)
+        flat = self.redis.run("oldest", self.keys.user(user), [size if saved else extra])
         # members carry the id after a length letter (common.lua's enc), scores the date
         stored = [(int(float(flat[i + 1])), int(str(flat[i])[1:]))
                   for i in range(0, len(flat), 2)]
         pending = self.pending.get(user, [])
-        doomed = sorted([*stored, *pending])[:extra]
+        doomed = (beyond_cap([(c, e, SAVED if e in saved else 0) for c, e in
+                              [*stored, *pending]], cap) if saved
+                  else sorted([*stored, *pending])[:extra])
         mine = set(pending)
         removed = self.remove([NotificationKey(user, e, "", False)
                                for c, e in doomed if (c, e) not in mine])
@@ -303,6 +310,33 @@ class RedisInbox(RedisMarkers):
         self.buffer.script("mark", self.keys.user(user), ["1" if read else "0", now, *groups],
                            user=user)
         return changed
+
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        if not groups:
+            return 0
+        groups = list(dict.fromkeys(groups))
+        changed, *_ = self.redis.run("triaged", self.keys.user(user), [on, off, *groups])
+        until = "" if snoozed_until is None else snoozed_until
+        self.buffer.script("flags", self.keys.user(user), [on, off, until, *groups], user=user)
+        return int(changed)
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        if not groups:
+            return {}
+        _, *flat = self.redis.run("triaged", self.keys.user(user),
+                                  [0, 0, *dict.fromkeys(groups)])
+        return {str(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for k in keys:
+            by_user[k.user_id].append(k.event_id)
+        users = sorted(by_user)
+        found = self._rows_many("rows", [(u, sorted(set(by_user[u]))) for u in users])
+        kept = {(user, r.id) for user, rows in zip(users, found, strict=True) for r in rows
+                if r.flags & SAVED}
+        return [k for k in keys if (k.user_id, k.event_id) in kept]
 
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         if not event_ids:

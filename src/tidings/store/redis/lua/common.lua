@@ -3,11 +3,15 @@
 -- script touches one slot and runs atomically. Keys under it:
 --   :n:<id>        hash, one notification (c created, f fresh, r read at, t type, k category,
 --                  s section, a actor, o object, b bundle hash, d display hash, base 1|0,
---                  w writer, q:<name> each queryable payload field as text)
+--                  w writer, q:<name> each queryable payload field as text, x flags
+--                  (tidings.domain.flags; absent: 0), z its group's time to return while
+--                  snoozed)
 --   :ids           zset of every notification, score = created (trim order: the cap keeps the
 --                  newest by (created, event id))
 --   :base          zset of base rows, score = created, member = enc(id) (list order)
---   :unread        zset of base rows without a read mark, score = fresh
+--   :unread        zset of base rows without a read mark in the inbox (neither archived nor
+--                  snoozed), score = fresh
+--   :saved         zset of saved rows (flags.SAVED), score = created (the cap spares them)
 --   :g:<display>   zset of a display group's members, score = created
 --   :gb:<display>  set of the group's base row ids (one, unless written out of order)
 --   :bb:<bundle>   zset of the bundle's base rows, score = created
@@ -18,7 +22,8 @@
 -- Members are enc(id): the id's length as a letter, then the id, so that members of equal
 -- score sort by event id.
 local P = KEYS[1]
-local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w'}
+local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w', 'x'}
+local HIDDEN = 132  -- tidings.domain.flags.HIDDEN: archived or snoozed, out of the inbox
 local FIELD_OF = {type = 't', category = 'k', section = 's'}
 
 -- A many-user script (deliver, writers) declares its first user's prefix as KEYS[1] (the node
@@ -49,17 +54,21 @@ end
 
 -- A base row as a list reads it (page_rows): the fields it needs, without the writer, in one
 -- table constructor; 'base' is known (a member of :base).
-local LISTED = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd'}
+local LISTED = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'x'}
 local function load_listed(id)
   local v = redis.call('HMGET', nkey(id), unpack(LISTED))
   if not v[1] then return nil end
   return {id = id, c = v[1], f = v[2], r = v[3], t = v[4], k = v[5], s = v[6], a = v[7],
-    o = v[8], b = v[9], d = v[10], base = '1'}
+    o = v[8], b = v[9], d = v[10], x = v[11], base = '1'}
 end
 
 local function row(h)
-  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base}
+  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base, h.x}
 end
+
+-- A row's flags as a number, and whether they take it out of the inbox.
+local function flags_of(h) return tonumber(h.x or 0) or 0 end
+local function hidden(h) return bit.band(flags_of(h), HIDDEN) ~= 0 end
 
 -- Rows (hashes) as one JSON array of row()s, absent fields as null: one reply string is
 -- cheaper to send and to read than a nested reply of every field (page.lua, view.lua).
@@ -67,7 +76,7 @@ local function json_rows(hs)
   local N, parts = cjson.null, {}
   for i, h in ipairs(hs) do
     parts[i] = cjson.encode({h.id, h.c, h.f, h.t, h.k, h.s, h.a or N, h.o or N, h.b, h.d,
-      h.r or N, h.base or N})
+      h.r or N, h.base or N, h.x or N})
   end
   return '[' .. table.concat(parts, ',') .. ']'
 end
@@ -81,7 +90,7 @@ local function set_base(h, on, stored, solo)
       redis.call('ZADD', P .. ':bb:' .. h.b, h.c, m)
       redis.call('SADD', P .. ':gb:' .. h.d, h.id)
     end
-    if not h.r then redis.call('ZADD', P .. ':unread', h.f, m) end
+    if not h.r and not hidden(h) then redis.call('ZADD', P .. ':unread', h.f, m) end
     h.base = '1'
   else
     redis.call('HSET', nkey(h.id), 'base', '0')
@@ -261,6 +270,8 @@ local function matches(q, h)
       if got[i] ~= f[2] then return false end
     end
   end
+  if q.lacking and bit.band(flags_of(h), q.lacking) ~= 0 then return false end
+  if q.having and bit.band(flags_of(h), q.having) ~= q.having then return false end
   if q.unread ~= nil and is_unread(q.mk, h) ~= q.unread then return false end
   return true
 end

@@ -8,6 +8,7 @@ for _, id in ipairs(ARGV) do
     if was_base then set_base(h, false) end
     redis.call('DEL', nkey(id))
     redis.call('ZREM', P .. ':ids', m)
+    redis.call('ZREM', P .. ':saved', m)
     redis.call('ZREM', P .. ':g:' .. h.d, m)
     if redis.call('HGET', P .. ':solo', h.d) == id then redis.call('HDEL', P .. ':solo', h.d) end
     removed = removed + 1
