@@ -9,11 +9,12 @@ inbox and its unread count. The count reads a user's unread base rows through Po
 partial index of them (0019); its condition now also names the inbox's state,
 ``(flags & 132) = 0``, so an archived or snoozed row leaves the index as a read one does and
 the count stays an index-only scan of the rows it counts (the query names the same
-condition). SQLite and MariaDB keep their full index.
+condition). SQLite and MariaDB, whose index of the unread rows is not partial, take ``flags``
+as its last column, so the count still reads that index alone (MariaDB: "Using index").
 
 A snoozed group's time to return is kept apart, one row per snoozed (user, display group):
 ``inbox_snoozes``, sparse where a column on every notification would cost every row.
-The downgrade drops the table and puts back 0019's index.
+The downgrade drops the table and puts back the indexes as they were.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ down_revision: str | Sequence[str] | None = '0035'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-UNREAD = 'ix_notifications_user_id_fresh_at'
+UNREAD = 'ix_notifications_user_id_fresh_at'  # PostgreSQL: partial (0019)
+UNREAD_FULL = 'ix_notifications_user_id_bundle_base_read_at_fresh_at'  # SQLite, MariaDB
+UNREAD_FLAGS = UNREAD_FULL + '_flags'
 MYSQL: dict[str, Any] = {'mysql_charset': 'utf8mb4', 'mysql_collate': 'utf8mb4_bin',
                          'mysql_engine': 'InnoDB'}
 
@@ -47,6 +50,10 @@ def upgrade() -> None:
         op.create_index(UNREAD, 'notifications', ['user_id', 'fresh_at'], unique=False,
                         postgresql_where=sa.text(
                             "bundle_base AND read_at IS NULL AND (flags & 132) = 0"))
+    else:
+        op.create_index(UNREAD_FLAGS, 'notifications',
+                        ['user_id', 'bundle_base', 'read_at', 'fresh_at', 'flags'], unique=False)
+        op.drop_index(UNREAD_FULL, table_name='notifications')
 
 
 def downgrade() -> None:
@@ -54,4 +61,8 @@ def downgrade() -> None:
         op.drop_index(UNREAD, table_name='notifications')
         op.create_index(UNREAD, 'notifications', ['user_id', 'fresh_at'], unique=False,
                         postgresql_where=sa.text("bundle_base AND read_at IS NULL"))
+    else:
+        op.create_index(UNREAD_FULL, 'notifications',
+                        ['user_id', 'bundle_base', 'read_at', 'fresh_at'], unique=False)
+        op.drop_index(UNREAD_FLAGS, table_name='notifications')
     op.drop_table('inbox_snoozes')
