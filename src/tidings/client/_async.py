@@ -176,7 +176,7 @@ class AsyncClient(ClientBase, AsyncStream):
         category: str | None = None, section: str | None = None, unread: bool | None = None,
         page_size: int = 100, locale: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
-        payload: Mapping[str, Any] | None = None,
+        payload: Mapping[str, Any] | None = None, state: str | None = None,
     ) -> AsyncIterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -184,7 +184,7 @@ class AsyncClient(ClientBase, AsyncStream):
             page = await self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
-                max_id=max_id, since_id=since_id, payload=payload)
+                max_id=max_id, since_id=since_id, payload=payload, state=state)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]

@@ -180,7 +180,7 @@ class Client(ClientBase, Stream):
         category: str | None = None, section: str | None = None, unread: bool | None = None,
         page_size: int = 100, locale: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
-        payload: Mapping[str, Any] | None = None,
+        payload: Mapping[str, Any] | None = None, state: str | None = None,
     ) -> Iterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -188,7 +188,7 @@ class Client(ClientBase, Stream):
             page = self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
-                max_id=max_id, since_id=since_id, payload=payload)
+                max_id=max_id, since_id=since_id, payload=payload, state=state)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
