@@ -1,0 +1,165 @@
+"""A person's erasure (``DELETE /v1/users/{user}``, GDPR Art. 17) on every store, through a
+real server on loopback: once its job has run, the user's name is nowhere in the store — no
+table's text or blob column (the delivery records unpacked), no Redis key's name or value,
+no memory table — the inboxes and timelines they reached no longer show their events, and
+everyone else's data is as it was."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import fields
+from typing import Any
+
+import httpx
+import pytest
+
+from engines import TYPES, open_tidings
+from servers import SERVER_KEY, TOKEN_SECRET, LiveServer, serve
+from smtp import SmtpSink
+from tidings.api.app import create_app
+from tidings.clock import FrozenClock
+from tidings.client import Client
+from tidings.domain.types import EventType, Templates
+from tidings.engine import Tidings
+
+REPLY = EventType("reply", channels=("web", "email"), audience=("recipients",),
+                  templates=Templates(title="{{ actor }} replied"))
+
+
+def _stored_texts(t: Tidings) -> Iterator[tuple[str, str]]:
+    """(where, text) of everything the store holds: every text and blob column of every SQL
+    table (a delivery record's users unpacked), every Redis key's name and value, every
+    memory table."""
+    store: Any = t.store
+    if store.backend == "memory":
+        state = store._state
+        for field in fields(state):
+            yield field.name, repr(getattr(state, field.name))
+        return
+    records = getattr(store, "records", store)
+    yield from _sql_texts(records.db)
+    if records is not store:  # a hot store: its Redis key space too
+        from tidings.store.redis import journal
+
+        for part in journal.dump(store.redis, store.redis.prefix):
+            for name, _kind, data in part:
+                yield f"redis {name}", name + " " + json.dumps(data)
+
+
+def _sql_texts(db: Any) -> Iterator[tuple[str, str]]:
+    from sqlalchemy import select
+
+    from tidings.store.sql.core import recipients
+    from tidings.store.sql.schema import metadata
+
+    with db.read() as conn:
+        for table in metadata.sorted_tables:
+            for row in conn.execute(select(table)):
+                for column, value in row._mapping.items():
+                    if table.name == "deliveries" and column == "users":
+                        value = "\n".join(recipients.decode(value))
+                    if isinstance(value, (bytes, memoryview)):
+                        value = bytes(value).decode("utf-8", "replace")
+                    if isinstance(value, str):
+                        yield f"{table.name}.{column}", value
+
+
+def _naming(t: Tidings, name: str) -> list[tuple[str, str]]:
+    return [(where, text[:200]) for where, text in _stored_texts(t) if name in text]
+
+
+def _without(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """An export as it is once ``name`` is erased: out of its events' recipients, and every
+    other record that names them gone."""
+    out = [{**r, "recipients": [u for u in r["recipients"] if u != name]}
+           if r["kind"] == "event" else r for r in records]
+    return [r for r in out if name not in json.dumps(r)]
+
+
+@pytest.fixture
+def world(any_store_url: str, clock: FrozenClock, sink: SmtpSink) -> Iterator[Tidings]:
+    with open_tidings(any_store_url, clock=clock, types=(*TYPES, REPLY),
+                      smtp_url=sink.url) as t:
+        yield t
+
+
+def test_an_erased_user_is_named_nowhere_and_everyone_else_keeps_theirs(
+        world: Tidings, clock: FrozenClock) -> None:
+    t = world
+    # bob: notified alone and in a bundle, author of a mention, a post and a bundle member
+    t.set_preferences("bob", {"email": {"address": "bob@example.org", "frequency": "daily"}})
+    t.follow("erin", "bob")
+    t.follow("erin", "carol")
+    t.follow("bob", "alice")
+    t.subscribe("bob", "edit", "page:Fog")
+    t.add_member("staff", "bob")
+    t.mute("alice", actor="bob")
+    t.mute("alice", object="page:Oslo")
+    t.mute("bob", actor="carol")
+    linked = {}
+    for actor in ("alice", "carol", "dave", "bob"):
+        clock.advance(1)
+        linked[actor] = t.publish({"type": "page-linked", "actor": actor,
+                                   "object": "page:San_Francisco",
+                                   "recipients": ["bob", "erin"]}).id
+    clock.advance(1)
+    mention = t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]}).id
+    authored = [t.publish({"type": "mention", "actor": "bob", "recipients": ["erin"]}).id,
+                t.publish({"type": "post", "actor": "bob", "object": "post:1"}).id,
+                linked["bob"]]
+    kept_post = t.publish({"type": "post", "actor": "carol", "object": "post:2"}).id
+    # bob among others' events' recipients and exclude lists
+    listed = t.publish({"type": "edit", "actor": "carol", "object": "page:Fog",
+                        "recipients": ["erin", "bob"], "exclude": ["bob"]}).id
+    t.publish({"type": "reply", "actor": "alice", "recipients": ["bob"]})  # a daily digest
+    t.run_jobs()
+    t.mark_read("bob", [mention])
+    t.mark_seen("bob")
+    t.report_bounce("bob@example.org")
+    bundle_ids = {n["id"] for n in t.export_user("erin") if n["kind"] == "notification"}
+    assert authored[0] in bundle_ids
+    timeline = {str(e.id): e.actor for e in t.timeline("erin").items}
+    assert timeline[authored[1]] == "bob"
+    alice_before = list(t.export_user("alice"))
+    assert t.queue.counts_by_func().get("email_digest") == 1  # queued for tomorrow
+    assert _naming(t, "bob")
+
+    with serve(create_app(t, api_keys=(SERVER_KEY,), token_secret=TOKEN_SECRET)) as base:
+        bob_token = LiveServer(base, t).token("bob")
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bob_token}"}) \
+                as as_bob:
+            refused = as_bob.delete("/v1/users/bob")
+            assert refused.status_code == 403, refused.text
+        with Client(base, SERVER_KEY) as server:
+            assert server.erase_user("bob") == {"id": "erase:bob", "status": "accepted"}
+            assert server.erase_user("bob") == {"id": "erase:bob", "status": "accepted"}
+            t.run_jobs()
+            assert _naming(t, "bob") == []
+            # again, and a user never seen: accepted, nothing changes
+            assert server.erase_user("bob")["status"] == "accepted"
+            assert server.erase_user("nobody")["status"] == "accepted"
+            t.run_jobs()
+            assert server.notifications(user="erin")["items"]  # the server still answers
+    assert t.erase_user_now("bob") == {}
+
+    # the inboxes and timelines bob reached show nothing of his
+    erin = list(t.export_user("erin"))
+    notes = [r for r in erin if r["kind"] == "notification"]
+    assert {n["actor"] for n in notes} == {"alice", "carol", "dave"}
+    assert {n["id"] for n in notes} == bundle_ids - set(authored) | {listed}
+    assert {str(e.id): e.actor for e in t.timeline("erin").items} == {
+        i: actor for i, actor in timeline.items() if actor != "bob"}
+    assert kept_post in timeline
+    assert [f["user"] for f in erin if f["kind"] == "follow"] == ["carol"]
+    event = t.get_event(listed)
+    assert (event.recipients, event.exclude) == (["erin"], [])
+    # everyone else's data as it was, but for what named bob
+    assert list(t.export_user("alice")) == _without(alice_before, "bob")
+    assert t.muted("alice") == {"actors": [], "objects": ["page:Oslo"]}
+    # bob starts from nothing
+    assert list(t.export_user("bob")) == [{"kind": "user", "user": "bob", "joined_at": None}]
+    t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]})
+    t.run_jobs()
+    assert t.unread_count("bob").count == 1
+    assert [n.actor for n in t.notifications("bob").items] == ["alice"]
