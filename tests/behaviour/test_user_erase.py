@@ -18,10 +18,11 @@ from engines import TYPES, open_tidings
 from servers import SERVER_KEY, TOKEN_SECRET, LiveServer, serve
 from smtp import SmtpSink
 from tidings.api.app import create_app
-from tidings.clock import FrozenClock
 from tidings.client import Client
+from tidings.clock import FrozenClock
 from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
+from tidings.wiring import hot_store
 
 REPLY = EventType("reply", channels=("web", "email"), audience=("recipients",),
                   templates=Templates(title="{{ actor }} replied"))
@@ -142,6 +143,12 @@ def test_an_erased_user_is_named_nowhere_and_everyone_else_keeps_theirs(
             t.run_jobs()
             assert server.notifications(user="erin")["items"]  # the server still answers
     assert t.erase_user_now("bob") == {}
+    rebuildable = hot_store(t.store)
+    if rebuildable is not None:  # a hot store rebuilt from its journal: bob stays gone
+        before = [list(t.export_user(u)) for u in ("alice", "erin")]
+        rebuildable.rebuild()
+        assert [list(t.export_user(u)) for u in ("alice", "erin")] == before
+        assert _naming(t, "bob") == []
 
     # the inboxes and timelines bob reached show nothing of his
     erin = list(t.export_user("erin"))
