@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import fields
 from typing import Any
 
 import httpx
 import pytest
 
-from engines import TYPES, open_tidings
+from engines import TYPES, open_tidings, stored_texts
 from servers import SERVER_KEY, TOKEN_SECRET, LiveServer, serve
 from smtp import SmtpSink
 from tidings.api.app import create_app
@@ -28,46 +27,8 @@ REPLY = EventType("reply", channels=("web", "email"), audience=("recipients",),
                   templates=Templates(title="{{ actor }} replied"))
 
 
-def _stored_texts(t: Tidings) -> Iterator[tuple[str, str]]:
-    """(where, text) of everything the store holds: every text and blob column of every SQL
-    table (a delivery record's users unpacked), every Redis key's name and value, every
-    memory table."""
-    store: Any = t.store
-    if store.backend == "memory":
-        state = store._state
-        for field in fields(state):
-            yield field.name, repr(getattr(state, field.name))
-        return
-    records = getattr(store, "records", store)
-    yield from _sql_texts(records.db)
-    if records is not store:  # a hot store: its Redis key space too
-        from tidings.store.redis import journal
-
-        for part in journal.dump(store.redis, store.redis.prefix):
-            for name, _kind, data in part:
-                yield f"redis {name}", name + " " + json.dumps(data)
-
-
-def _sql_texts(db: Any) -> Iterator[tuple[str, str]]:
-    from sqlalchemy import select
-
-    from tidings.store.sql.core import recipients
-    from tidings.store.sql.schema import metadata
-
-    with db.read() as conn:
-        for table in metadata.sorted_tables:
-            for row in conn.execute(select(table)):
-                for column, value in row._mapping.items():
-                    if table.name == "deliveries" and column == "users":
-                        value = "\n".join(recipients.decode(value))
-                    if isinstance(value, (bytes, memoryview)):
-                        value = bytes(value).decode("utf-8", "replace")
-                    if isinstance(value, str):
-                        yield f"{table.name}.{column}", value
-
-
 def _naming(t: Tidings, name: str) -> list[tuple[str, str]]:
-    return [(where, text[:200]) for where, text in _stored_texts(t) if name in text]
+    return [(where, text[:200]) for where, text in stored_texts(t) if name in text]
 
 
 def _without(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
