@@ -358,6 +358,7 @@ def build_erase() -> APIRouter:
         timeline, and their name from other events' recipients and exclude lists and from
         queued jobs. ``id`` names the job; again, or for a user never seen: 202 as well."""
         job = await run_in_threadpool(state.tidings.erase_user, user)
+        state.forget_locale(user)
         return {"id": job, "status": "accepted"}
 
     return router
