@@ -93,6 +93,27 @@ local function set_base(h, on, stored, solo)
   end
 end
 
+-- Delete one notification (true if it was there); a group that loses its base gets its newest
+-- remaining member as base.
+local function remove_row(id)
+  local h = load(id)
+  if not h then return false end
+  local m, was_base = enc(id), h.base == '1'
+  if was_base then set_base(h, false) end
+  redis.call('DEL', nkey(id))
+  redis.call('ZREM', P .. ':ids', m)
+  redis.call('ZREM', P .. ':g:' .. h.d, m)
+  if redis.call('HGET', P .. ':solo', h.d) == id then redis.call('HDEL', P .. ':solo', h.d) end
+  if was_base then
+    local newest = redis.call('ZREVRANGE', P .. ':g:' .. h.d, 0, 0)
+    if #newest > 0 then
+      local n = load(dec(newest[1]))
+      if n and n.base ~= '1' then set_base(n, true) end
+    end
+  end
+  return true
+end
+
 -- A new row's HSET arguments: c and f at 2 and 4 (f = c: deliver.lua sets a later delivery), d at 14 (deliver.lua sets them per user on
 -- a table built once per event), then the optional actor, object and queryable fields (q: a
 -- JSON object of texts, or '' for none).
