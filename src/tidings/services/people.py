@@ -31,7 +31,7 @@ journal is folded with the unit's own writes (:meth:`~tidings.ports.Erasure.unli
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tidings.clock import to_rfc3339
@@ -40,6 +40,7 @@ from tidings.jobs.context import Handler, JobContext, Replacements
 from tidings.jobs.model import Job, JobSpec
 from tidings.ports import Store, Tx
 from tidings.services.inbox import InboxService
+from tidings.services.publishing import RetractHook
 
 PAGE = 100
 KINDS = ("user", "notification", "read_marker", "subscription", "follow", "follower", "mute",
@@ -47,7 +48,6 @@ KINDS = ("user", "notification", "read_marker", "subscription", "follow", "follo
 
 
 ERASE = "erase_user"
-RetractHook = Callable[[Tx, list[int]], None]
 
 
 def erase_key(user: str) -> str:
