@@ -95,7 +95,7 @@ class HotErasure:
         # of their events), then folded without the user
         pending = None if self.buffer.empty else self.buffer.dumps()
         rows = self.records.feed_records.fold_all(functools.partial(
-            journal.folded, self.redis, pending=pending, without=user))
+            journal.folded, self.redis, pending=pending, without=user), naming=user)
         if rows:
             changed["journal_row"] = rows
         return changed

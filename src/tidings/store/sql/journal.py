@@ -68,15 +68,18 @@ def compact(conn: Connection, now: int, fold: Fold) -> int:
     return gone
 
 
-def fold_all(conn: Connection, fold: Fold) -> int:
+def fold_all(conn: Connection, fold: Fold, *, naming: str) -> int:
     """Replace every row by the snapshot of the state they make (an erasure's ``fold``,
-    which leaves a person out), in the caller's unit; the newest checkpoint's time is
-    written again after it, so the daily compaction keeps its pace. Returns how many rows
-    went."""
+    which leaves a person out), in the caller's unit, if any row holds the text ``naming``
+    (none does: nothing to fold, as for a user never delivered to); the newest checkpoint's
+    time is written again after it, so the daily compaction keeps its pace. Returns how
+    many rows went."""
     j = hot_journal.c
-    ids = list(conn.execute(select(j.id).order_by(j.id)).scalars())
-    if not ids:
+    escaped = naming.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    if conn.execute(select(j.id).where(j.writes.like(f"%{escaped}%", escape="\\"))
+                    .limit(1)).first() is None:
         return 0
+    ids = list(conn.execute(select(j.id).order_by(j.id)).scalars())
     marks = checkpoints(conn)
     with fold(_rows(conn, ids[-1] + 1)) as (baseline, parts):
         kept = _store(conn, ids, baseline, parts)
