@@ -12,8 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from engines import TYPES, open_tidings, stored_texts
+from pushservice import b64url
 from servers import SERVER_KEY, TOKEN_SECRET, LiveServer, serve
 from smtp import SmtpSink
 from tidings.api.app import create_app
@@ -22,6 +25,15 @@ from tidings.clock import FrozenClock
 from tidings.domain.types import EventType, Templates
 from tidings.engine import Tidings
 from tidings.wiring import hot_store
+
+
+def _phone() -> dict[str, Any]:
+    """A browser's ``PushSubscription`` JSON with keys of its own, at a public address."""
+    point = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return {"endpoint": "https://93.184.216.34/push/bob",
+            "keys": {"p256dh": b64url(point), "auth": b64url(b"0123456789abcdef")}}
+
 
 REPLY = EventType("reply", channels=("web", "email"), audience=("recipients",),
                   templates=Templates(title="{{ actor }} replied"))
@@ -56,6 +68,7 @@ def test_an_erased_user_is_named_nowhere_and_everyone_else_keeps_theirs(
     t.follow("bob", "alice")
     t.subscribe("bob", "edit", "page:Fog")
     t.add_member("staff", "bob")
+    t.push.add("bob", _phone())
     t.mute("alice", actor="bob")
     t.mute("alice", object="page:Oslo")
     t.mute("bob", actor="carol")
