@@ -54,7 +54,7 @@ def _without(records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def world(any_store_url: str, clock: FrozenClock, sink: SmtpSink) -> Iterator[Tidings]:
     with open_tidings(any_store_url, clock=clock, types=(*TYPES, REPLY),
-                      smtp_url=sink.url) as t:
+                      smtp_url=sink.url, token_secret=TOKEN_SECRET) as t:
         yield t
 
 
@@ -63,6 +63,7 @@ def test_an_erased_user_is_named_nowhere_and_everyone_else_keeps_theirs(
     t = world
     # bob: notified alone and in a bundle, author of a mention, a post and a bundle member
     t.set_preferences("bob", {"email": {"address": "bob@example.org", "frequency": "daily"}})
+    t.set_preferences("erin", {"email": {"address": "erin@example.org"}})
     t.follow("erin", "bob")
     t.follow("erin", "carol")
     t.follow("bob", "alice")
@@ -82,7 +83,8 @@ def test_an_erased_user_is_named_nowhere_and_everyone_else_keeps_theirs(
     mention = t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"]}).id
     authored = [t.publish({"type": "mention", "actor": "bob", "recipients": ["erin"]}).id,
                 t.publish({"type": "post", "actor": "bob", "object": "post:1"}).id,
-                linked["bob"]]
+                t.publish({"type": "reply", "actor": "bob", "recipients": ["erin"]}).id,
+                linked["bob"]]  # erin's mail of the reply is logged: "bob replied"
     kept_post = t.publish({"type": "post", "actor": "carol", "object": "post:2"}).id
     # bob among others' events' recipients and exclude lists
     listed = t.publish({"type": "edit", "actor": "carol", "object": "page:Fog",

@@ -26,6 +26,7 @@ class Erasure(Protocol):
         """Take ``user`` out of the records that name them among others: other events'
         recipients and exclude lists, who-received-what records, queued jobs and failure
         records (a job about the user alone goes; a list in a job's arguments loses them),
+        the subjects of mail sent to others (a title rendered from their event),
         and whatever else the store keeps of that kind (a hot store: its index of who holds
         an event and its journal). The job ``spare`` (the erasure's own) is left as it is.
         Returns how many records changed or went, by kind."""

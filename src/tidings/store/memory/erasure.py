@@ -123,6 +123,11 @@ class MemoryErasure:
                 if key is not None:
                     self._j.put(s.job_keys, key, job_id)
             count("job")
+        for sent_id, sent in list(s.sent.items()):
+            subject = rules.scrub_text(sent.subject, user)
+            if subject != sent.subject:
+                self._j.put(s.sent, sent_id, replace(sent, subject=subject))
+                count("mail_subject")
         for failure_id, failure in list(s.failures.items()):
             args = rules.scrub_args(failure.args, user)
             error = rules.scrub_text(failure.error, user)

@@ -100,7 +100,8 @@ class SqlErasure:
 
     def unlist(self, user: str, *, spare: int | None = None) -> dict[str, int]:
         changed = {"event_list": self._events(user), "delivery_record": self._deliveries(user),
-                   "job": self._jobs(user, spare), "job_failure": self._failures(user)}
+                   "job": self._jobs(user, spare), "job_failure": self._failures(user),
+                   "mail_subject": self._subjects(user)}
         return {kind: count for kind, count in changed.items() if count}
 
     def _events(self, user: str) -> int:
@@ -186,6 +187,20 @@ class SqlErasure:
                 self.conn.execute(update(jobs).where(j.id == row.id).values(
                     args=json.dumps(args, separators=(",", ":")), unique_key=key))
             changed += 1
+        return changed
+
+    def _subjects(self, user: str) -> int:
+        """The subjects of mail sent to others that name the user (a title rendered from
+        their event), their id replaced."""
+        log = email_log.c
+        changed = 0
+        for row in self.conn.execute(select(log.id, log.subject).where(
+                log.subject.like(_like(user), escape="\\"))).all():
+            subject = rules.scrub_text(row.subject, user)
+            if subject != row.subject:
+                self.conn.execute(update(email_log).where(log.id == row.id)
+                                  .values(subject=subject))
+                changed += 1
         return changed
 
     def _failures(self, user: str) -> int:
