@@ -706,7 +706,7 @@ CONTRACT_ROUTES = [  # API.md, route by route
     ("GET", "/v1/users/{user}/timeline"),
     ("GET", "/v1/users/{user}/preferences"), ("PUT", "/v1/users/{user}/preferences"),
     ("GET", "/v1/users/{user}/stream"),
-    ("GET", "/v1/users/{user}/export"),
+    ("GET", "/v1/users/{user}/export"), ("DELETE", "/v1/users/{user}"),
     ("POST", "/v1/unsubscribe/{token}"),
     ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"),
 ]
@@ -718,7 +718,7 @@ def test_openapi_publishes_every_route_of_the_contract(shared_live: LiveServer,
     missing = [r for r in CONTRACT_ROUTES if r not in published]
     assert not missing
     me = {(m, p.replace("/v1/users/{user}", "/v1/me")) for m, p in CONTRACT_ROUTES
-          if p.startswith("/v1/users/{user}")}
+          if p.startswith("/v1/users/{user}/")}  # the erasure is the server's alone
     assert me <= published
     with shared_live.http(None) as browser:  # the pages the contract names besides the routes
         for page in ("/docs", "/"):
@@ -772,6 +772,7 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         server.members("staff")
         server.remove_member("staff", "bob")
         server.retract(type="like")
+        assert server.erase_user("mallory") == {"id": "erase:mallory", "status": "accepted"}
         assert server.report_bounce("Bob@Example.org") == {"address": "bob@example.org",
                                                           "bounced": True}
         assert server.clear_bounce("bob@example.org")["bounced"] is False

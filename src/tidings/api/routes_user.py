@@ -10,12 +10,13 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from tidings.api.deps import PayloadConditions, State, error_responses
+from tidings.api.deps import PayloadConditions, Server, State, error_responses
 from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
 from tidings.api.etag import conditional
 from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
 from tidings.api.live import LiveResponse, user_stream
 from tidings.api.resume import BadLastEventId, Position, parse_last_event_id
+from tidings.api.schemas.events import Accepted
 from tidings.api.schemas.graph import (
     Created,
     Following,
@@ -54,6 +55,7 @@ from tidings.api.schemas.params import (
     SinceIdQuery,
     SubscriptionIdPath,
     TypesQuery,
+    UserPath,
 )
 from tidings.api.schemas.preferences import Preferences
 from tidings.clock import from_datetime, to_rfc3339
@@ -337,6 +339,27 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                              disconnected=request.is_disconnected,
                              interval=state.stream_interval, resume=resume)
         return LiveResponse(frames, state.streams, slot, state.stream_write_timeout)
+
+    return router
+
+
+def build_erase() -> APIRouter:
+    """``DELETE /v1/users/{user}``: a person's erasure (server key only, never ``/v1/me``:
+    an application erases its user when it deletes their account)."""
+    router = APIRouter(prefix="/v1/users", tags=["users"],
+                       responses=error_responses(400, 401, 403, 413, 415, 422, 429, 503))
+
+    @router.delete("/{user}", response_model=Accepted, status_code=202)
+    async def erase(user: UserPath, state: State, _caller: Server) -> dict[str, str]:
+        """Erase everything kept about the user (GDPR Art. 17): a job retracts the events
+        they authored from every inbox and timeline, and removes their notifications,
+        watermarks, subscriptions, follows both ways, mutes (theirs and others' of them),
+        group memberships, preferences, pending mail, bounce state, push subscriptions and
+        timeline, and their name from other events' recipients and exclude lists and from
+        queued jobs. ``id`` names the job; again, or for a user never seen: 202 as well."""
+        job = await run_in_threadpool(state.tidings.erase_user, user)
+        state.forget_locale(user)
+        return {"id": job, "status": "accepted"}
 
     return router
 

@@ -242,6 +242,11 @@ class AsyncClient(ClientBase, AsyncStream):
             raise error_of(response)
         return [json.loads(line) for line in response.text.splitlines() if line]
 
+    async def erase_user(self, user: str) -> Accepted:
+        """Erase everything the server keeps about ``user`` (``DELETE /v1/users/{user}``,
+        server key): ``{"id", "status": "accepted"}``, ``id`` naming the job that does it."""
+        return cast(Accepted, await self._call("DELETE", user_path(user, "")))
+
     async def delete_notification(self, id: str, *, user: str | None = None) -> None:
         """Remove this user's notification ``id`` (other recipients keep theirs)."""
         await self._call("DELETE", user_path(user, f"/notifications/{quote(id, safe='')}"))

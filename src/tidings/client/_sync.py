@@ -246,6 +246,11 @@ class Client(ClientBase, Stream):
             raise error_of(response)
         return [json.loads(line) for line in response.text.splitlines() if line]
 
+    def erase_user(self, user: str) -> Accepted:
+        """Erase everything the server keeps about ``user`` (``DELETE /v1/users/{user}``,
+        server key): ``{"id", "status": "accepted"}``, ``id`` naming the job that does it."""
+        return cast(Accepted, self._call("DELETE", user_path(user, "")))
+
     def delete_notification(self, id: str, *, user: str | None = None) -> None:
         """Remove this user's notification ``id`` (other recipients keep theirs)."""
         self._call("DELETE", user_path(user, f"/notifications/{quote(id, safe='')}"))
