@@ -251,9 +251,10 @@ def test_a_bundle_opens_to_its_members_each_titled_alone(live: LiveServer) -> No
         rest = bob.bundle_members(ids[-1], limit=2, cursor=first["next_cursor"])
         assert ([m["id"] for m in rest["items"]], rest["next_cursor"]) == ([ids[0]], None)
         member = rest["items"][0]
-        assert set(member) == {"id", "actor", "created_at", "read", "title", "payload"}
-        assert (member["actor"], member["read"], member["payload"]) == (
-            "alice", False, {"from": "alice"})
+        assert set(member) == {"id", "actor", "created_at", "read", "title", "payload",
+                               "reason"}
+        assert (member["actor"], member["read"], member["payload"], member["reason"]) == (
+            "alice", False, {"from": "alice"}, "recipient")
         assert member["title"] == "San Francisco was linked by alice"
         # any member's id opens the group; a mention is its own group
         assert [m["id"] for m in server.bundle_members(ids[0], user="bob")["items"]] == \

@@ -51,6 +51,8 @@ from tidings.api.schemas.params import (
     NotificationIdPath,
     ObjectQuery,
     OtherPath,
+    ParticipatingQuery,
+    ReasonQuery,
     SectionQuery,
     SinceIdQuery,
     SubscriptionIdPath,
@@ -110,6 +112,7 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
         locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
         max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
+        reason: ReasonQuery = None, participating: ParticipatingQuery = None,
     ) -> Response:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
         # and, an addition: an `ETag`; `If-None-Match` naming it is answered 304, no body
@@ -117,7 +120,8 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user), actor=actor, object=object,
-            max_id=max_id, since_id=since_id, payload=payload)
+            max_id=max_id, since_id=since_id, payload=payload, reason=reason,
+            participating=participating)
         return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
             "next_cursor": page.next_cursor}), if_none_match)
@@ -128,14 +132,16 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                            if_none_match: IfNoneMatch = None, types: TypesQuery = None,
                            category: CategoryQuery = None, section: SectionQuery = None,
                            actor: ActorQuery = None, object: ObjectQuery = None,
-                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None
-                           ) -> Response:
+                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
+                           reason: ReasonQuery = None,
+                           participating: ParticipatingQuery = None) -> Response:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
         # and, an addition, those of them not yet seen (`unseen`): what a badge shows
         t = state.tidings
         narrow: dict[str, Any] = {
             "types": _types(types), "category": category, "section": section, "actor": actor,
-            "object": object, "max_id": max_id, "since_id": since_id, "payload": payload}
+            "object": object, "max_id": max_id, "since_id": since_id, "payload": payload,
+            "reason": reason, "participating": participating}
         count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
         return conditional(dumps({"count": count.count, "display": count.display,
                                   "unseen": unseen.count, "unseen_display": unseen.display}),

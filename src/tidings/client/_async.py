@@ -158,13 +158,17 @@ class AsyncClient(ClientBase, AsyncStream):
         limit: int | None = None, cursor: str | None = None, locale: str | None = None,
         actor: str | None = None, object: str | None = None, max_id: str | None = None,
         since_id: str | None = None, payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> Page[Notification]:
         """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``.
         ``actor``, ``object``, ``max_id``, ``since_id`` and ``payload`` (conditions on the
-        payload fields a type marks queryable) narrow it."""
+        payload fields a type marks queryable) narrow it; ``reason`` (``recipient``,
+        ``mention``, ``subscribed``, ``following``, ``group``) and ``participating`` (True:
+        ``recipient`` or ``mention``) keep the items that arrived for those reasons."""
         params = inbox_query(types, category, section, payload, unread=unread, limit=limit,
                              cursor=cursor, locale=locale, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating)
         path = user_path(user, "/notifications")
         return cast(Page[Notification], await self._call("GET", path, params=params))
 
@@ -174,6 +178,7 @@ class AsyncClient(ClientBase, AsyncStream):
         page_size: int = 100, locale: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> AsyncIterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -181,7 +186,8 @@ class AsyncClient(ClientBase, AsyncStream):
             page = await self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
-                max_id=max_id, since_id=since_id, payload=payload)
+                max_id=max_id, since_id=since_id, payload=payload, reason=reason,
+                participating=participating)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
@@ -193,10 +199,12 @@ class AsyncClient(ClientBase, AsyncStream):
         category: str | None = None, section: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> UnreadCount:
         """The unread count (and the unseen one), narrowed as :meth:`notifications` is."""
         params = inbox_query(types, category, section, payload, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating)
         path = user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, await self._call("GET", path, params=params))
 

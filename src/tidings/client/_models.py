@@ -50,6 +50,7 @@ class EventTypeInfo(TypedDict):
     email_delay_seconds: int
     email_unless_read: bool
     push_delay_seconds: int
+    mentions: str | None
 
 
 class TypeList(list[EventTypeInfo]):
@@ -72,6 +73,9 @@ class Token(TypedDict):
     expires_at: str
 
 
+Reason = Literal["recipient", "mention", "subscribed", "following", "group"]
+
+
 class Notification(TypedDict):
     id: str
     type: str
@@ -90,6 +94,8 @@ class Notification(TypedDict):
     read: bool
     seen: bool
     payload: dict[str, Any]
+    # why it arrived; None for notifications delivered before reasons were kept
+    reason: Reason | None
 
 
 class BundleMember(TypedDict):
@@ -101,6 +107,7 @@ class BundleMember(TypedDict):
     read: bool
     title: str
     payload: dict[str, Any]
+    reason: Reason | None
 
 
 class UnreadCount(TypedDict):

@@ -162,13 +162,17 @@ class Client(ClientBase, Stream):
         limit: int | None = None, cursor: str | None = None, locale: str | None = None,
         actor: str | None = None, object: str | None = None, max_id: str | None = None,
         since_id: str | None = None, payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> Page[Notification]:
         """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``.
         ``actor``, ``object``, ``max_id``, ``since_id`` and ``payload`` (conditions on the
-        payload fields a type marks queryable) narrow it."""
+        payload fields a type marks queryable) narrow it; ``reason`` (``recipient``,
+        ``mention``, ``subscribed``, ``following``, ``group``) and ``participating`` (True:
+        ``recipient`` or ``mention``) keep the items that arrived for those reasons."""
         params = inbox_query(types, category, section, payload, unread=unread, limit=limit,
                              cursor=cursor, locale=locale, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating)
         path = user_path(user, "/notifications")
         return cast(Page[Notification], self._call("GET", path, params=params))
 
@@ -178,6 +182,7 @@ class Client(ClientBase, Stream):
         page_size: int = 100, locale: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> Iterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -185,7 +190,8 @@ class Client(ClientBase, Stream):
             page = self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
-                max_id=max_id, since_id=since_id, payload=payload)
+                max_id=max_id, since_id=since_id, payload=payload, reason=reason,
+                participating=participating)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
@@ -197,10 +203,12 @@ class Client(ClientBase, Stream):
         category: str | None = None, section: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> UnreadCount:
         """The unread count (and the unseen one), narrowed as :meth:`notifications` is."""
         params = inbox_query(types, category, section, payload, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating)
         path = user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, self._call("GET", path, params=params))
 

@@ -6,13 +6,15 @@ beyond small conversions, so a store of any kind can build them and any layer ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from tidings.domain.readstate import Markers
 
 T = TypeVar("T")
+# why a notification arrived, as items say it (tidings.domain.flags.REASONS)
+Reason = Literal["recipient", "mention", "subscribed", "following", "group"]
 _new = object.__new__
 
 
@@ -94,6 +96,8 @@ class Filters:
     since_id: int | None = None  # event id > since_id
     # queryable payload fields (tidings.domain.fields): (name, value as text), all must hold
     fields: tuple[tuple[str, str], ...] = ()
+    # why it arrived: one of these reasons (tidings.domain.flags.REASONS), None: any
+    reasons: tuple[str, ...] | None = None
 
 
 class InboxRow(NamedTuple):
@@ -114,6 +118,7 @@ class InboxRow(NamedTuple):
     display_hash: str
     read_at: int | None
     payload: str  # the event's payload as stored JSON text; parsed only for listed items
+    flags: int = 0  # the row's state bits (tidings.domain.flags): its reason among them
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ class BundleBase:
     section: str
     # its group's summary (tidings.domain.bundling.Summary) where the store keeps it
     group: tuple[int, tuple[str, ...]] | None = None
+    flags: int = 0  # its state bits (tidings.domain.flags): the group's reason among them
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,9 @@ class NewNotification:
     # when it was delivered, if later than ``created_at`` (a live event whose fan-out ran
     # after it was published): the row's ``fresh_at``, what read state compares watermarks to
     delivered_at: int = 0
+    # its state bits (tidings.domain.flags): why it arrived; on a join, the more personal of
+    # its own reason and its group's (the base it succeeds)
+    flags: int = 0
 
     @property
     def fresh_at(self) -> int:
@@ -190,6 +199,8 @@ class Delivery:
     backfill: bool = False
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
     delivered_at: int = 0
+    # each user's row's first flags: the bits of why it reached them (0 for a user not here)
+    reasons: Mapping[str, int] = field(default_factory=dict)
 
     def row(self, user: str, display_hash: str, created_at: int | None = None, *,
             joined: bool = True, group: tuple[int, tuple[str, ...]] | None = None
@@ -202,7 +213,8 @@ class Delivery:
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
             bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
-            joined=joined, group=group, delivered_at=self.delivered_at)
+            joined=joined, group=group, delivered_at=self.delivered_at,
+            flags=self.reasons.get(user, 0))
 
     def rows(self, users: Sequence[str], display_hash: str, created_at: int, *,
              joined: bool) -> list[NewNotification]:
@@ -216,11 +228,13 @@ class Delivery:
                   "display_hash": display_hash, "fields": self.fields, "joined": joined,
                   "group": None, "delivered_at": self.delivered_at}
         out: list[NewNotification] = []
+        reasons = self.reasons
         for user in users:
             row: NewNotification = _new(NewNotification)
             attributes = row.__dict__
             attributes["user_id"] = user
             attributes.update(shared)
+            attributes["flags"] = reasons.get(user, 0)
             out.append(row)
         return out
 
@@ -325,6 +339,8 @@ class Notification:
     read: bool
     seen: bool
     payload: dict[str, Any]
+    # why it arrived (tidings.domain.flags.REASONS); None where no reason was kept
+    reason: Reason | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -341,6 +357,7 @@ class BundleMember:
     read: bool
     title: str
     payload: dict[str, Any]
+    reason: Reason | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -38,6 +38,11 @@ TypesQuery = Annotated[str | None, Query(max_length=2000, pattern=ids.TYPES_LIST
 CategoryQuery = Annotated[str | None, Query(min_length=1, max_length=64, pattern=ids.TYPE_NAME)]
 SectionQuery = Annotated[Section | None, Query()]
 LimitQuery = Annotated[int, Query(ge=1, le=100)]
+ReasonQuery = Annotated[str | None, Query(max_length=200, pattern=ids.REASONS_LIST, description=(
+    "Comma-separated reasons (`recipient`, `mention`, `subscribed`, `following`, `group`): "
+    "only notifications that arrived for one of them."))]
+ParticipatingQuery = Annotated[bool | None, Query(description=(
+    "`true`: only notifications that arrived for the reason `recipient` or `mention`."))]
 CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=ids.CURSOR)]
 LocaleQuery = Annotated[str | None, Query(pattern=ids.LOCALE_TAG)]
 ActorQuery = Annotated[str | None, Query(pattern=ids.USER_ID,

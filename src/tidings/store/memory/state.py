@@ -116,6 +116,7 @@ class NoteRow:
     bundle_base: bool
     read_at: int | None
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields, as delivered
+    flags: int = 0  # its state bits (tidings.domain.flags)
 
 
 @dataclass(frozen=True)

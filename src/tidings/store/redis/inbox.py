@@ -43,7 +43,7 @@ def _listed(user: str, r: Row, payload: str) -> InboxRow:
     return InboxRow(event_id=r.id, user_id=user, created_at=r.created, fresh_at=r.fresh,
                     type=r.type, category=r.category, section=r.section, actor=r.actor,
                     object=r.object, bundle_hash=r.bundle, display_hash=r.display,
-                    read_at=r.read_at, payload=payload)
+                    read_at=r.read_at, payload=payload, flags=r.flags)
 
 
 class RedisInbox(RedisMarkers):
@@ -95,7 +95,8 @@ class RedisInbox(RedisMarkers):
         found = self._rows_many("bundle_base", [(u, args) for u in users])
         return {user: BundleBase(user_id=user, event_id=r.id, display_hash=r.display,
                                  created_at=r.created, fresh_at=r.fresh, read_at=r.read_at,
-                                 type=r.type, category=r.category, section=r.section)
+                                 type=r.type, category=r.category, section=r.section,
+                                 flags=r.flags)
                 for user, rows in zip(users, found, strict=True) for r in rows[:1]}
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
@@ -105,7 +106,7 @@ class RedisInbox(RedisMarkers):
         return {(user, bundle): BundleBase(
                     user_id=user, event_id=r.id, display_hash=r.display, created_at=r.created,
                     fresh_at=r.fresh, read_at=r.read_at, type=r.type, category=r.category,
-                    section=r.section)
+                    section=r.section, flags=r.flags)
                 for (user, bundle), rows in zip(wanted, found, strict=True) for r in rows[:1]}
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
@@ -146,7 +147,8 @@ class RedisInbox(RedisMarkers):
             args: list[Any] = []
             for r in mine:
                 args += [r.event_id, r.created_at, r.type, r.category, r.section, opt(r.actor),
-                         opt(r.object), r.bundle_hash, r.display_hash, fields_arg(r.fields)]
+                         opt(r.object), r.bundle_hash, r.display_hash, fields_arg(r.fields),
+                         r.flags]
             self.buffer.script("insert", self.keys.user(user), args, user=user)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
@@ -185,8 +187,11 @@ class RedisInbox(RedisMarkers):
                 "1" if d.backfill else "0", fields_arg(d.fields), d.delivered_at]
         registered += [(u, d.created_at) for u in fresh]
         prefixes = [self.keys.user(u) for u in fresh]
+        reasons = d.reasons
         for group in self.redis.by_node(prefixes):  # one script call per node
-            self.buffer.script_users("deliver", tuple(prefixes[i] for i in group), args,
+            # then each user's first flags (the bits of why it reached them), in their order
+            self.buffer.script_users("deliver", tuple(prefixes[i] for i in group),
+                                     [*args, *(reasons.get(fresh[i], 0) for i in group)],
                                      [fresh[i] for i in group])
         for user in fresh:
             self.pending[user].append((d.created_at, d.event_id))

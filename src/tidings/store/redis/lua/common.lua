@@ -3,7 +3,8 @@
 -- script touches one slot and runs atomically. Keys under it:
 --   :n:<id>        hash, one notification (c created, f fresh, r read at, t type, k category,
 --                  s section, a actor, o object, b bundle hash, d display hash, base 1|0,
---                  w writer, q:<name> each queryable payload field as text)
+--                  w writer, x flags (tidings.domain.flags: why it arrived in bits 4-6;
+--                  absent: 0), q:<name> each queryable payload field as text)
 --   :ids           zset of every notification, score = created (trim order: the cap keeps the
 --                  newest by (created, event id))
 --   :base          zset of base rows, score = created, member = enc(id) (list order)
@@ -18,7 +19,7 @@
 -- Members are enc(id): the id's length as a letter, then the id, so that members of equal
 -- score sort by event id.
 local P = KEYS[1]
-local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w'}
+local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w', 'x'}
 local FIELD_OF = {type = 't', category = 'k', section = 's'}
 
 -- A many-user script (deliver, writers) declares its first user's prefix as KEYS[1] (the node
@@ -49,16 +50,32 @@ end
 
 -- A base row as a list reads it (page_rows): the fields it needs, without the writer, in one
 -- table constructor; 'base' is known (a member of :base).
-local LISTED = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd'}
+local LISTED = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'x'}
 local function load_listed(id)
   local v = redis.call('HMGET', nkey(id), unpack(LISTED))
   if not v[1] then return nil end
   return {id = id, c = v[1], f = v[2], r = v[3], t = v[4], k = v[5], s = v[6], a = v[7],
-    o = v[8], b = v[9], d = v[10], base = '1'}
+    o = v[8], b = v[9], d = v[10], x = v[11], base = '1'}
 end
 
+-- (a nil field ends a Lua list: the optional ones travel as false, the flags as '0')
 local function row(h)
-  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base}
+  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a or false, h.o or false, h.b, h.d, h.r or false,
+    h.base, h.x or '0'}
+end
+
+-- The reason's bits of flags x (tidings.domain.flags.REASON_MASK), 0: none kept
+local function reason_bits(x)
+  return bit.band(tonumber(x or 0) or 0, 112)
+end
+
+-- flags with its reason the more personal of its own and other's (a smaller code; 0 gives way)
+local function more_personal(flags, other)
+  local mine, theirs = reason_bits(flags), reason_bits(other)
+  if theirs ~= 0 and (mine == 0 or theirs < mine) then
+    return bit.bor(bit.band(tonumber(flags), bit.bnot(112)), theirs)
+  end
+  return tonumber(flags)
 end
 
 -- Rows (hashes) as one JSON array of row()s, absent fields as null: one reply string is
@@ -67,7 +84,7 @@ local function json_rows(hs)
   local N, parts = cjson.null, {}
   for i, h in ipairs(hs) do
     parts[i] = cjson.encode({h.id, h.c, h.f, h.t, h.k, h.s, h.a or N, h.o or N, h.b, h.d,
-      h.r or N, h.base or N})
+      h.r or N, h.base or N, h.x or N})
   end
   return '[' .. table.concat(parts, ',') .. ']'
 end
@@ -117,9 +134,10 @@ end
 -- A new row's HSET arguments: c and f at 2 and 4 (f = c: deliver.lua sets a later delivery), d at 14 (deliver.lua sets them per user on
 -- a table built once per event), then the optional actor, object and queryable fields (q: a
 -- JSON object of texts, or '' for none).
-local function row_fields(c, t, k, s, a, o, b, d, w, q)
-  local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w}
-  local n = 18
+local function row_fields(c, t, k, s, a, o, b, d, w, q, x)
+  local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w,
+    'x', x or '0'}
+  local n = 20
   if a then fields[n + 1] = 'a'; fields[n + 2] = a; n = n + 2 end
   if o then fields[n + 1] = 'o'; fields[n + 2] = o; n = n + 2 end
   if q and q ~= '' then
@@ -150,9 +168,9 @@ end
 
 -- Store a notification as the base row of group d; a (user, event) already stored is skipped.
 -- checked: the caller knows it is not stored yet.
-local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo)
+local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo, x)
   if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
-  store_row(id, enc(id), c, b, d, row_fields(c, t, k, s, a, o, b, d, w, q), solo)
+  store_row(id, enc(id), c, b, d, row_fields(c, t, k, s, a, o, b, d, w, q, x), solo)
   return 1
 end
 
@@ -274,6 +292,11 @@ local function matches(q, h)
   local id = tonumber(h.id)
   if q.max_id and id >= q.max_id then return false end
   if q.since_id and id <= q.since_id then return false end
+  if q.reasons then
+    local code, found = reason_bits(h.x), false
+    for _, r in ipairs(q.reasons) do if r == code then found = true end end
+    if not found then return false end
+  end
   if q.fields then  -- queryable payload fields: one HMGET of those asked for
     local names = {}
     for i, f in ipairs(q.fields) do names[i] = 'q:' .. f[1] end

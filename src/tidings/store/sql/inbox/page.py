@@ -61,7 +61,7 @@ n = notifications.c
 m = read_markers.c
 # a row's type, category and section are its type's, from the types dictionary (joined)
 ROW_COLUMNS = (n.event_id, n.user_id, n.created_at, n.fresh_at, *inboxtypes.NAMES, n.actor,
-               n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload)
+               n.object, n.bundle_hash, n.display_hash, n.read_at, events.c.payload, n.flags)
 WIDTH = len(ROW_COLUMNS)  # InboxRow's fields, in order
 HASHES_AT = tuple(i for i, c in enumerate(ROW_COLUMNS) if c.name.endswith("_hash"))
 
