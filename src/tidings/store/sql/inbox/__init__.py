@@ -79,6 +79,10 @@ TYPE_AT = ROW_COLUMNS.index("type_id")
 HASHES_AT = (ROW_COLUMNS.index("bundle_hash"), ROW_COLUMNS.index("display_hash"))
 
 
+class _SavedAmong(Exception):
+    """A trim's oldest rows hold a saved one: the trim is judged over all the user's rows."""
+
+
 class SqlInbox:
     """The ``notifications`` and ``read_markers`` tables within one transaction."""
 
@@ -281,16 +285,21 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        if self.conn.execute(select(n.event_id).where(
-                n.user_id == user, state_condition("saved")).limit(1)).first() is None:
-            return inboxcap.trim(self.conn, user, cap, self._remove)
-        # some saved: the unsaved go first (flags.beyond_cap), judged on all the user's rows
-        rows = {r.event_id: r for r in self.conn.execute(
-            select(n.event_id, n.created_at, n.flags, n.display_hash, n.bundle_base)
-            .where(n.user_id == user))}
-        doomed = beyond_cap([(r.created_at, r.event_id, r.flags) for r in rows.values()], cap)
-        return self._remove([NotificationKey(user, e, rows[e].display_hash,
-                                             bool(rows[e].bundle_base)) for _, e in doomed])
+        def remove(keys: Sequence[NotificationKey]) -> int:
+            if self.saved(keys):  # by primary key: the oldest rows are usually none
+                raise _SavedAmong
+            return self._remove(keys)
+
+        try:
+            return inboxcap.trim(self.conn, user, cap, remove)
+        except _SavedAmong:  # the unsaved go first (flags.beyond_cap), over all the rows
+            rows = {r.event_id: r for r in self.conn.execute(
+                select(n.event_id, n.created_at, n.flags, n.display_hash, n.bundle_base)
+                .where(n.user_id == user))}
+            doomed = beyond_cap([(r.created_at, r.event_id, r.flags) for r in rows.values()],
+                                cap)
+            return self._remove([NotificationKey(user, e, rows[e].display_hash,
+                                                 bool(rows[e].bundle_base)) for _, e in doomed])
 
     # -- read state -------------------------------------------------------------------------
 
