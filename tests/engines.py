@@ -252,6 +252,48 @@ def table_rows(t: Tidings, name: str) -> list[dict[str, Any]]:
     return [dict(row._mapping) for row in rows]
 
 
+def stored_texts(t: Tidings) -> Iterator[tuple[str, str]]:
+    """(where, text) of everything a store holds, of every kind of store: every text and blob
+    column of every SQL table (a delivery record's users unpacked), every Redis key's name
+    and value of a hot store, every table of the memory store (its ``repr``). For checks
+    that a value is nowhere (a person's erasure)."""
+    import json
+    from dataclasses import fields
+
+    store: Any = t.store
+    if store.backend == "memory":
+        state = store._state
+        for field in fields(state):
+            yield field.name, repr(getattr(state, field.name))
+        return
+    records = getattr(store, "records", store)
+    yield from _sql_texts(records.db)
+    if records is not store:  # a hot store: its Redis key space too
+        from tidings.store.redis import journal
+
+        for part in journal.dump(store.redis, store.redis.prefix):
+            for name, _kind, data in part:
+                yield f"redis {name}", name + " " + json.dumps(data)
+
+
+def _sql_texts(db: Any) -> Iterator[tuple[str, str]]:
+    from sqlalchemy import select
+
+    from tidings.store.sql.core import recipients
+    from tidings.store.sql.schema import metadata
+
+    with db.read() as conn:
+        for table in metadata.sorted_tables:
+            for row in conn.execute(select(table)):
+                for column, value in row._mapping.items():
+                    if table.name == "deliveries" and column == "users":
+                        value = "\n".join(recipients.decode(value))
+                    if isinstance(value, (bytes, memoryview)):
+                        value = bytes(value).decode("utf-8", "replace")
+                    if isinstance(value, str):
+                        yield f"{table.name}.{column}", value
+
+
 def _sql(t: Tidings) -> Any:
     """The SQL store's database (a test on another store has no tables to read)."""
     from tidings.store.sql.store import SqlStore

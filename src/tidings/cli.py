@@ -325,7 +325,7 @@ def bounce(
         console.print(f"{address}: no more mail ({reason})")
 
 
-user_app = typer.Typer(no_args_is_help=True, help="A person's data: export it.")
+user_app = typer.Typer(no_args_is_help=True, help="A person's data: export it, erase it.")
 app.add_typer(user_app, name="user")
 
 
@@ -348,6 +348,29 @@ def user_export(
             sys.stdout.write("\n")
     finally:
         tidings.close()
+
+
+@user_app.command("erase")
+def user_erase(
+    user: Annotated[str, typer.Argument(metavar="USER", help="The user id.")],
+    database_url: DatabaseOption = None,
+) -> None:
+    """Erase everything kept about USER, here and now (the job DELETE /v1/users/USER
+    queues): the events they authored retracted from every inbox and timeline, every record
+    of theirs removed, their name taken out of the records of others. Prints what went, by
+    kind; again, or for a user never seen: nothing."""
+    from tidings.engine import Tidings
+
+    tidings = _open(database_url)
+    assert isinstance(tidings, Tidings)
+    try:
+        removed = tidings.erase_user_now(user)
+    finally:
+        tidings.close()
+    table = Table("kind", "records")
+    for kind, count in removed.items():
+        table.add_row(kind, f"{count:,}")
+    console.print(table if removed else f"nothing kept about {escape(user)}")
 
 
 @app.command()

@@ -298,6 +298,25 @@ class Tidings:
         and ``tidings user export`` stream as JSON Lines (:mod:`tidings.services.people`)."""
         return people.export(self.store, self.inbox, user)
 
+    def erase_user(self, user: str) -> str:
+        """Queue the erasure of everything kept about ``user`` (GDPR Art. 17): the job
+        retracts the events they authored from every inbox and timeline and removes or
+        rewrites every record that names them (:func:`tidings.services.people.erase`).
+        Returns the job's key (``erase:USER``); erasing again, or a user never seen, is
+        harmless. What ``DELETE /v1/users/{user}`` does."""
+        spec = people.erase_spec(user)
+        self.store.transact(lambda tx: tx.jobs.enqueue_many([spec]))
+        return str(spec.unique_key)
+
+    def erase_user_now(self, user: str) -> dict[str, int]:
+        """The erasure :meth:`erase_user` queues, done in this process in one unit (a
+        queued erasure of theirs goes with the rest); returns how many records went or
+        changed, by kind. What ``tidings user erase`` does."""
+        now = self.clock.now_us()
+        hooks = self.publishing.retract_hooks
+        people.erase_spec(user)  # the same check of the id, before any unit
+        return self.store.transact(lambda tx: people.erase(tx, user, now, hooks))
+
     def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed as
         :meth:`notifications` is."""

@@ -31,6 +31,7 @@ from tidings.jobs.lanes import Lane
 from tidings.jobs.worker import WORKER_BATCH
 from tidings.observe import Observer
 from tidings.ports import Store
+from tidings.services import people
 from tidings.services.catalog import Catalog
 from tidings.services.graph import GraphService
 from tidings.services.inbox import InboxService
@@ -122,8 +123,8 @@ def hot_store(store: Store) -> HotRebuild | None:
 
 
 def handlers(channels: Sequence[Channel]) -> dict[str, Handler]:
-    """The job functions tidings runs, as data: fan-out, maintenance, and every handler the
-    channels bring."""
+    """The job functions tidings runs, as data: fan-out, maintenance, a person's erasure,
+    and every handler the channels bring."""
     fanout = FanOut(channels)
     table = {
         FANOUT: Handler(run=fanout.run_fanout, run_many=fanout.run_fanouts),
@@ -131,6 +132,7 @@ def handlers(channels: Sequence[Channel]) -> dict[str, Handler]:
         TRIM: Handler(run=maintenance.run_trim),
         RETENTION: Handler(run=maintenance.run_retention),
         UNSNOOZE: Handler(run=maintenance.run_unsnooze),
+        people.ERASE: people.erase_handler([c.on_retract for c in channels if c.on_retract]),
     }
     for channel in channels:
         table.update(channel.handlers)

@@ -251,9 +251,10 @@ def test_a_bundle_opens_to_its_members_each_titled_alone(live: LiveServer) -> No
         rest = bob.bundle_members(ids[-1], limit=2, cursor=first["next_cursor"])
         assert ([m["id"] for m in rest["items"]], rest["next_cursor"]) == ([ids[0]], None)
         member = rest["items"][0]
-        assert set(member) == {"id", "actor", "created_at", "read", "title", "payload"}
-        assert (member["actor"], member["read"], member["payload"]) == (
-            "alice", False, {"from": "alice"})
+        assert set(member) == {"id", "actor", "created_at", "read", "title", "payload",
+                               "reason"}
+        assert (member["actor"], member["read"], member["payload"], member["reason"]) == (
+            "alice", False, {"from": "alice"}, "recipient")
         assert member["title"] == "San Francisco was linked by alice"
         # any member's id opens the group; a mention is its own group
         assert [m["id"] for m in server.bundle_members(ids[0], user="bob")["items"]] == \
@@ -706,7 +707,7 @@ CONTRACT_ROUTES = [  # API.md, route by route
     ("GET", "/v1/users/{user}/timeline"),
     ("GET", "/v1/users/{user}/preferences"), ("PUT", "/v1/users/{user}/preferences"),
     ("GET", "/v1/users/{user}/stream"),
-    ("GET", "/v1/users/{user}/export"),
+    ("GET", "/v1/users/{user}/export"), ("DELETE", "/v1/users/{user}"),
     ("POST", "/v1/unsubscribe/{token}"),
     ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"),
 ]
@@ -718,7 +719,7 @@ def test_openapi_publishes_every_route_of_the_contract(shared_live: LiveServer,
     missing = [r for r in CONTRACT_ROUTES if r not in published]
     assert not missing
     me = {(m, p.replace("/v1/users/{user}", "/v1/me")) for m, p in CONTRACT_ROUTES
-          if p.startswith("/v1/users/{user}")}
+          if p.startswith("/v1/users/{user}/")}  # the erasure is the server's alone
     assert me <= published
     with shared_live.http(None) as browser:  # the pages the contract names besides the routes
         for page in ("/docs", "/"):
@@ -778,6 +779,7 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
         server.members("staff")
         server.remove_member("staff", "bob")
         server.retract(type="like")
+        assert server.erase_user("mallory") == {"id": "erase:mallory", "status": "accepted"}
         assert server.report_bounce("Bob@Example.org") == {"address": "bob@example.org",
                                                           "bounced": True}
         assert server.clear_bounce("bob@example.org")["bounced"] is False

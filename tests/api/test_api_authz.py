@@ -137,6 +137,7 @@ OTHER_ROUTES: dict[tuple[str, str], tuple[int, Call]] = {
         path=lambda server, user: {"group": "staff", "user": "bob"})),
     ("GET", "/v1/groups/{group}/members"): (403, Call(
         params={"limit": 5}, path=lambda server, user: {"group": "staff"})),
+    ("DELETE", "/v1/users/{user}"): (403, Call(path=lambda server, user: {"user": user})),
     ("GET", "/v1/unsubscribe/{token}"): (404, Call(
         path=lambda server, user: {"token": "Ym9i.0123abcd"})),
     ("POST", "/v1/unsubscribe/{token}"): (404, Call(
@@ -212,11 +213,12 @@ def seeded(live: LiveServer) -> LiveServer:
 @pytest.mark.parametrize("api_backend", ["sqlite"])
 def test_every_route_is_in_the_matrix(live: LiveServer) -> None:
     routes = _routes(_spec(live))
+    # /v1/users/{user} itself (the erasure) is the server's alone, with no /v1/me form
     user_routes = {(m, p.removeprefix(USER_PREFIX)) for m, p in routes
-                   if p.startswith(USER_PREFIX)}
+                   if p.startswith(USER_PREFIX) and p != USER_PREFIX}
     me_routes = {(m, p.removeprefix(ME_PREFIX)) for m, p in routes if p.startswith(ME_PREFIX)}
     other_routes = {(m, p) for m, p in routes if p.startswith("/v1/")
-                    and not p.startswith((USER_PREFIX, ME_PREFIX))}
+                    and (p == USER_PREFIX or not p.startswith((USER_PREFIX, ME_PREFIX)))}
     assert user_routes == set(USER_ROUTES), "add the new user route to USER_ROUTES"
     assert me_routes == set(USER_ROUTES), "every user route must exist under /v1/me too"
     assert other_routes == set(OTHER_ROUTES), "add the new route to OTHER_ROUTES"

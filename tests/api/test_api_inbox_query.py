@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from servers import LiveServer
+from tidings.domain.flags import REASONS
 
 pytest_plugins = ["servers"]
 
@@ -80,3 +81,41 @@ def test_list_and_count_take_the_query_dimensions(live: LiveServer) -> None:
         _error(http.get("/v1/users/bob/follows", params={"payload.lang": "de"}), 400,
                "unknown query parameter: payload.lang")
         _error(http.put("/v1/types/bad", json={"queryable": ["a.b"]}), 422, "queryable")
+
+
+def test_list_and_count_narrow_by_reason(live: LiveServer) -> None:
+    """Each item says why it arrived; ``reason`` and ``participating`` narrow the list and the
+    count (through the client too); a reason no one has, or a bad flag, is a 422 naming it."""
+    with live.client() as server, live.http() as http:
+        info = server.put_type("note", {"audience": ["recipients", "actor_followers"],
+                                        "mentions": "cc"})
+        assert info["mentions"] == "cc"
+        server.follow("ann", user="bob")
+        posted = [server.publish("note", actor="ann", object=f"page:{i}", recipients=named,
+                                 payload={"cc": cc})["id"]
+                  for i, (named, cc) in enumerate([([], []), (["bob"], []), (["bob"], ["bob"])])]
+        assert live.settled()
+        e = posted
+        items = server.notifications(user="bob")["items"]
+        assert [(i["id"], i["reason"]) for i in items] == [
+            (e[2], "mention"), (e[1], "recipient"), (e[0], "following")]
+        assert [i["id"] for i in server.notifications(user="bob", participating=True)[
+            "items"]] == [e[2], e[1]]
+        assert [i["id"] for i in server.iter_notifications(
+            user="bob", reason=["following", "mention"], page_size=1)] == [e[2], e[0]]
+        assert server.unread_count(user="bob", participating=True)["count"] == 2
+        raw = http.get("/v1/users/bob/notifications/unread-count",
+                       params={"reason": "following,subscribed"})
+        assert raw.json()["count"] == 1
+        every = http.get("/v1/users/bob/notifications", params={"reason": ",".join(REASONS)})
+        assert len(every.json()["items"]) == 3
+        raw = http.get("/v1/users/bob/notifications",
+                       params={"reason": "recipient", "participating": "false"})
+        assert [i["id"] for i in raw.json()["items"]] == [e[1]]
+        for path in ("/v1/users/bob/notifications", "/v1/users/bob/notifications/unread-count"):
+            _error(http.get(path, params={"reason": "friend"}), 422, "reason")
+            _error(http.get(path, params={"reason": "mention,"}), 422, "reason")
+            _error(http.get(path, params={"reason": ""}), 422, "reason")
+            _error(http.get(path, params={"reason": "Mention"}), 422, "reason")
+            _error(http.get(path, params={"participating": "maybe"}), 422, "participating")
+        _error(http.put("/v1/types/bad", json={"mentions": "a.b"}), 422, "mentions")

@@ -101,7 +101,7 @@ EVERY_FIELD: dict[str, Any] = {
     "retention_days": 30, "mandatory": True, "label": "Staff news",
     "description": "News for the staff only.", "privacy": "group:staff",
     "queryable": ["team", "lang"], "email_delay_seconds": 900, "email_unless_read": True,
-    "push_delay_seconds": 120,
+    "push_delay_seconds": 120, "mentions": "mentioned",
     "templates": {
         "title": "{{ actor }} posted staff news", "bundled_title": "{{ actors_text }} posted",
         "body": "{{ payload.text }}", "html": "<b>{{ actor }}</b>", "email_body": "News",

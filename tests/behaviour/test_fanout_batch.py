@@ -84,10 +84,7 @@ def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
         yield engines
 
 
-@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.xfail(
-    strict=True, reason="the Redis hot store's batch differs from one by one once a user "
-    "passes the cap within it, with an exact cap too (9: the same events, before the cap "
-    "was sampled)")) if kind == "redis" else kind for kind in KINDS])
+@pytest.fixture(params=KINDS)
 def sampled_pair(request: pytest.FixtureRequest) -> Iterator[tuple[Tidings, Tidings]]:
     """As :func:`pair`, with an inbox cap a check of about one delivery in two keeps (20)."""
     with _engines(request, {**SETTINGS, "inbox_cap": SAMPLED_CAP}) as engines:

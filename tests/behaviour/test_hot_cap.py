@@ -6,10 +6,13 @@ margin more (``tidings.domain.inboxcap``), as on SQL."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from redis.cluster import RedisCluster
 
 from engines import open_tidings
+from redis_servers import client_of
 from test_inbox_cap import CAP, MOST, OLD, _history, _live
 from tidings.clock import FrozenClock, parse_rfc3339
 from tidings.engine import Tidings
@@ -79,3 +82,29 @@ def test_history_newer_than_some_items_keeps_its_place_by_time(capped: Tidings,
     assert CAP <= len(kept) <= 25
     # the history items kept are its newest, after the 15 live ones
     assert len(_history_kept(kept, 10)) == len(kept) - 15
+
+
+def test_the_holders_entries_of_trimmed_rows_go_with_their_events(
+        capped: Tidings, clock: FrozenClock, hot_url: str) -> None:
+    """A trim in a unit that also delivers runs as a script after those deliveries, leaving
+    the trimmed rows' entries in their events' holders index; retracting the events finds
+    them without rows and drops them, so no event's index outlives its notifications."""
+    _live(capped, clock, 40, 0)  # ten deliveries a unit: trims among them
+    assert CAP <= len(_kept(capped, "bob")) <= MOST
+    server, prefix = hot_url.split("?prefix=")
+    client = client_of(server)
+    try:
+        assert capped.retract(actor="alice") > 0
+        capped.run_jobs()
+        assert _kept(capped, "bob") == [] and _kept(capped, "carol") == []
+        left = [k for node in _nodes(client)
+                for k in node.scan_iter(match=f"{prefix}{{e:*}}:u", count=1000)]
+        assert left == []
+    finally:
+        client.close()
+
+
+def _nodes(client: Any) -> list[Any]:
+    if isinstance(client, RedisCluster):
+        return [client.get_redis_connection(node) for node in client.get_primaries()]
+    return [client]

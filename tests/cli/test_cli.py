@@ -19,8 +19,8 @@ from tidings.jobs.model import JobSpec
 
 runner = CliRunner()
 COMMANDS = [[], ["serve"], ["worker"], ["demo"], ["migrate"], ["import"], ["jobs"], ["bounce"],
-            ["types"], ["user"], ["user", "export"], ["bench"], ["bench", "inbox"],
-            ["bench", "fanout"], ["bench", "http"], ["bench", "timelines"]]
+            ["types"], ["user"], ["user", "export"], ["user", "erase"], ["bench"],
+            ["bench", "inbox"], ["bench", "fanout"], ["bench", "http"], ["bench", "timelines"]]
 
 
 def test_version() -> None:
@@ -131,7 +131,7 @@ def test_rebuild_hot_store_needs_a_hot_store(store_url: str,
     assert "TIDINGS_HOT_STORE_URL is not set: there is no hot store" in result.output
 
 
-def test_user_export_writes_json_lines(store_url: str) -> None:
+def test_user_export_writes_json_lines_and_erase_removes_them(store_url: str) -> None:
     with open_tidings(store_url) as t:
         t.publish({"type": "mention", "actor": "alice", "recipients": ["bob"],
                    "payload": {"text": "hi"}})
@@ -149,3 +149,13 @@ def test_user_export_writes_json_lines(store_url: str) -> None:
     refused = runner.invoke(app, ["user", "export", "no body", "--database-url", store_url])
     assert refused.exit_code != 0
     assert "user" in str(refused.exception or refused.output)
+
+    erased = runner.invoke(app, ["user", "erase", "bob", "--database-url", store_url])
+    assert erased.exit_code == 0, erased.output
+    removed = dict(re.findall(r"│ (\w+)\s+│ (\d+)\s+│", erased.output))
+    assert {k: removed.get(k) for k in ("user", "notification", "follow")} == {
+        "user": "1", "notification": "1", "follow": "1"}, erased.output
+    exported = runner.invoke(app, ["user", "export", "bob", "--database-url", store_url])
+    assert [json.loads(line)["kind"] for line in exported.output.splitlines()] == ["user"]
+    again = runner.invoke(app, ["user", "erase", "bob", "--database-url", store_url])
+    assert (again.exit_code, again.output.strip()) == (0, "nothing kept about bob")

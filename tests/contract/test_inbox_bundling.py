@@ -4,7 +4,8 @@ group and "mark all read" give on every store — memory and SQL, which apply
 :class:`tidings.domain.bundling.Bundler` over the port's primitives, and Redis (local and
 Cluster), which applies it server-side in Lua — the groups the domain's rule gives when it is
 applied one delivery at a time to a plain model of the rows (each example with users of its
-own)."""
+own), and the reasons its rows keep (a row that joins a group: the more personal of its own
+and the base's)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tidings import ports
 from tidings.clock import FrozenClock
 from tidings.domain.bundling import Bundler, bundle_hash
 from tidings.domain.events import Event
+from tidings.domain.flags import REASONS, reason_code
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery
 
@@ -37,6 +39,7 @@ class Send:
     object: str
     users: frozenset[str]
     back: int
+    reasons: tuple[int, ...]  # each of USERS' reason code (0: none kept), in their order
 
 
 @dataclass
@@ -47,12 +50,14 @@ class Row:
     display: str
     base: bool
     read: bool = False
+    flags: int = 0
 
 
 SENDS = st.builds(Send, st.sampled_from(sorted(RULES)), st.sampled_from(["ann", "ben"]),
                   st.sampled_from(["page:A", "page:B"]),
                   st.frozensets(st.sampled_from(USERS), min_size=1),
-                  st.sampled_from([0, 0, 0, 2, 7]))
+                  st.sampled_from([0, 0, 0, 2, 7]),
+                  st.tuples(*[st.integers(0, len(REASONS))] * len(USERS)))
 STEPS = st.lists(st.one_of(
     st.tuples(st.just("deliver"), st.lists(SENDS, min_size=1, max_size=3)),
     st.tuples(st.just("again"), st.integers(0, 20)),
@@ -81,7 +86,8 @@ class Model:
                     row.base = False
         for new in decided.rows:
             self.rows.setdefault(new.user_id, {})[new.event_id] = Row(
-                new.created_at, new.fresh_at, new.bundle_hash, new.display_hash, True)
+                new.created_at, new.fresh_at, new.bundle_hash, new.display_hash, True,
+                flags=new.flags)
         return fresh
 
     def _base(self, user: str, bundle: str, before: tuple[int, int] | None
@@ -94,7 +100,7 @@ class Model:
         return BundleBase(user_id=user, event_id=event_id, display_hash=row.display,
                           created_at=created, fresh_at=row.fresh,
                           read_at=1 if row.read else None, type="t", category="c",
-                          section="s")
+                          section="s", flags=row.flags)
 
     def newest_group(self, user: str) -> str | None:
         bases = [(r.created, e, r.display) for e, r in self.rows.get(user, {}).items() if r.base]
@@ -105,20 +111,24 @@ class Model:
             if row.display == group:
                 row.read = True
 
-    def groups(self, user: str) -> dict[int, tuple[str, bool, int]]:
-        return {e: (r.display, r.base, r.created) for e, r in self.rows.get(user, {}).items()}
+    def groups(self, user: str) -> dict[int, tuple[str, bool, int, int]]:
+        return {e: (r.display, r.base, r.created, r.flags)
+                for e, r in self.rows.get(user, {}).items()}
 
 
 def _stored(store: ports.Store, users: list[str], events: list[int]
-            ) -> dict[str, dict[int, tuple[str, bool, int]]]:
-    def work(tx: ports.Tx) -> dict[str, dict[int, tuple[str, bool, int]]]:
-        out: dict[str, dict[int, tuple[str, bool, int]]] = {}
+            ) -> dict[str, dict[int, tuple[str, bool, int, int]]]:
+    def work(tx: ports.Tx) -> dict[str, dict[int, tuple[str, bool, int, int]]]:
+        out: dict[str, dict[int, tuple[str, bool, int, int]]] = {}
         for user in users:
-            mine: dict[int, tuple[str, bool, int]] = {}
+            mine: dict[int, tuple[str, bool, int, int]] = {}
             for key in tx.inbox.keys_of(user, events):
                 place = tx.inbox.position_of(user, key.event_id)
                 assert place is not None
-                mine[key.event_id] = (key.display_hash, key.bundle_base, place[0])
+                # the row's flags (why it arrived; on a join, the group's most personal)
+                members = tx.inbox.members(user, key.event_id, limit=100, before=None) or []
+                (flags,) = [m.flags for m in members if m.event_id == key.event_id]
+                mine[key.event_id] = (key.display_hash, key.bundle_base, place[0], flags)
             out[user] = mine
         return out
     return read(store, work)
@@ -139,7 +149,9 @@ def _deliver(store: ports.Store, model: Model, users: dict[str, str], sends: lis
                 event_id=event_id, created_at=created, type=send.type, category=send.type,
                 section="alert", actor=send.actor, object=send.object, bundled=rule != "none",
                 bundle_hash=bundle_hash(rule, send.type, send.actor, send.object, event_id),
-                backfill=send.back > 0, delivered_at=now),
+                backfill=send.back > 0, delivered_at=now,
+                reasons={users[u]: reason_code(REASONS[r - 1]) if r else 0
+                         for u, r in zip(USERS, send.reasons, strict=True)}),
                 sorted(users[u] for u in send.users)))
         return items, tx.inbox.deliver_many(items)
     items, written = write(store, work)

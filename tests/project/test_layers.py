@@ -185,7 +185,8 @@ RAW_SQL = re.compile(r"\b(FROM|INTO|UPDATE|TABLE|TRIGGER)\b", re.IGNORECASE)
 # helpers at tests/ that read tables, and why; any other helper must not
 TABLE_HELPERS = {
     "stores.py": "builds the test databases: clones, empties and drops them",
-    "engines.py": "table_counts / table_rows: 'nothing written' on a SQL store (API tests)",
+    "engines.py": "table_counts / table_rows: 'nothing written' on a SQL store (API tests); "
+                  "stored_texts: a value nowhere in a store (a person's erasure)",
     "hooks.py": "deliveries / queued: the webhook log and jobs (no port reads them back)",
 }
 

@@ -430,3 +430,42 @@ def test_rows_archive_save_and_snooze_into_their_tabs(browser: Any, site: Site, 
     assert wait_until(lambda: rows.count() == 2)
     assert [i["id"] for i in site.http.get("/v1/users/bob/notifications",
                                            params={"state": "snoozed"}).json()["items"]]
+
+
+def test_each_row_says_why_it_arrived_and_participating_keeps_what_is_yours(
+        browser: Any, site: Site) -> None:
+    """A row's reason in small muted text; the "Participating" toggle keeps what was sent to
+    you or mentions you; at 1280 px light and 390 px dark, inside the viewport."""
+    from playwright.sync_api import expect  # with Chromium only (the fixture checks it)
+
+    note = {"audience": ["recipients", "actor_followers"], "mentions": "cc",
+            "templates": {"title": "{{ actor }} wrote {{ payload.text }}"}}
+    assert site.http.put("/v1/types/note", json=note).status_code == 200
+    assert site.http.put("/v1/users/bob/follows/alice").status_code == 200
+    for text, named, cc in (("a post", [], []), ("to bob", ["bob"], []),
+                            ("to bob and cc", ["bob"], ["bob"])):
+        site.publish(type="note", actor="alice", object=f"post:{len(text)}", recipients=named,
+                     payload={"text": text, "cc": cc})
+    assert wait_until(lambda: site.tidings.unread_count("bob").count == 3, timeout=20)
+    for width, scheme in ((1280, "light"), (390, "dark")):
+        context = browser.new_context(viewport={"width": width, "height": 800},
+                                      color_scheme=scheme)
+        site.contexts.append(context)
+        page = context.new_page()
+        page.goto(f"{site.url}/#token={site.token('bob')}")
+        page.locator("#list li").nth(2).wait_for()
+        rows = page.locator("#list li.row")
+        assert [rows.nth(i).locator(".reason").inner_text() for i in range(3)] == [
+            "mentioned", "to you", "following"]
+        reason = page.locator("#list li.row .reason").first
+        assert reason.get_attribute("title") == "You are mentioned"
+        muted = page.evaluate("getComputedStyle(document.querySelector('#list .reason')).color")
+        title = page.evaluate("getComputedStyle(document.querySelector('#list .title')).color")
+        assert muted != title  # muted, not the title's colour
+        page.get_by_label("Participating").check()
+        expect(rows).to_have_count(2)
+        assert "wrote a post" not in page.locator("#list").inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        shot(page, f"inbox-participating-{width}-{scheme}")
+        page.get_by_label("Participating").uncheck()
+        expect(rows).to_have_count(3)

@@ -106,6 +106,7 @@ def create_app(tidings: Tidings, *, api_keys: tuple[str, ...], token_secret: str
     app.include_router(routes_types.build())
     app.include_router(routes_user.build(path_user, "/v1/users/{user}", "users"))
     app.include_router(routes_user.build(me_user, "/v1/me", "me"))
+    app.include_router(routes_user.build_erase())
     app.include_router(routes_mail.build())
     app.include_router(routes_push.build_public())
     app.include_router(routes_push.build(path_user, "/v1/users/{user}", "users"))

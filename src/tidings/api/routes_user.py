@@ -10,12 +10,13 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from tidings.api.deps import PayloadConditions, State, error_responses
+from tidings.api.deps import PayloadConditions, Server, State, error_responses
 from tidings.api.errors import RETRY_AFTER_SECONDS, ApiError
 from tidings.api.etag import conditional
 from tidings.api.jsonshape import SafeJSONResponse, dumps, shaped
 from tidings.api.live import LiveResponse, user_stream
 from tidings.api.resume import BadLastEventId, Position, parse_last_event_id
+from tidings.api.schemas.events import Accepted
 from tidings.api.schemas.graph import (
     Created,
     Following,
@@ -53,10 +54,13 @@ from tidings.api.schemas.params import (
     NotificationIdPath,
     ObjectQuery,
     OtherPath,
+    ParticipatingQuery,
+    ReasonQuery,
     SectionQuery,
     SinceIdQuery,
     SubscriptionIdPath,
     TypesQuery,
+    UserPath,
 )
 from tidings.api.schemas.preferences import Preferences
 from tidings.clock import from_datetime, to_rfc3339
@@ -111,6 +115,7 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         unread: bool | None = None, limit: LimitQuery = 20, cursor: CursorQuery = None,
         locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
         max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
+        reason: ReasonQuery = None, participating: ParticipatingQuery = None,
         inbox_state: InboxStateQuery = "inbox",
     ) -> Response:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
@@ -120,7 +125,8 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user), actor=actor, object=object,
-            max_id=max_id, since_id=since_id, payload=payload, state=inbox_state)
+            max_id=max_id, since_id=since_id, payload=payload, reason=reason,
+            participating=participating, state=inbox_state)
         return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
             "next_cursor": page.next_cursor}), if_none_match)
@@ -131,14 +137,16 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                            if_none_match: IfNoneMatch = None, types: TypesQuery = None,
                            category: CategoryQuery = None, section: SectionQuery = None,
                            actor: ActorQuery = None, object: ObjectQuery = None,
-                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None
-                           ) -> Response:
+                           max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
+                           reason: ReasonQuery = None,
+                           participating: ParticipatingQuery = None) -> Response:
         """Unread bundles, counted with a cap: above 99 the display is '99+'."""
         # and, an addition, those of them not yet seen (`unseen`): what a badge shows
         t = state.tidings
         narrow: dict[str, Any] = {
             "types": _types(types), "category": category, "section": section, "actor": actor,
-            "object": object, "max_id": max_id, "since_id": since_id, "payload": payload}
+            "object": object, "max_id": max_id, "since_id": since_id, "payload": payload,
+            "reason": reason, "participating": participating}
         count, unseen = await run_in_threadpool(lambda: t.unread_counts(user, **narrow))
         return conditional(dumps({"count": count.count, "display": count.display,
                                   "unseen": unseen.count, "unseen_display": unseen.display}),
@@ -373,6 +381,27 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                              disconnected=request.is_disconnected,
                              interval=state.stream_interval, resume=resume)
         return LiveResponse(frames, state.streams, slot, state.stream_write_timeout)
+
+    return router
+
+
+def build_erase() -> APIRouter:
+    """``DELETE /v1/users/{user}``: a person's erasure (server key only, never ``/v1/me``:
+    an application erases its user when it deletes their account)."""
+    router = APIRouter(prefix="/v1/users", tags=["users"],
+                       responses=error_responses(400, 401, 403, 413, 415, 422, 429, 503))
+
+    @router.delete("/{user}", response_model=Accepted, status_code=202)
+    async def erase(user: UserPath, state: State, _caller: Server) -> dict[str, str]:
+        """Erase everything kept about the user (GDPR Art. 17): a job retracts the events
+        they authored from every inbox and timeline, and removes their notifications,
+        watermarks, subscriptions, follows both ways, mutes (theirs and others' of them),
+        group memberships, preferences, pending mail, bounce state, push subscriptions and
+        timeline, and their name from other events' recipients and exclude lists and from
+        queued jobs. ``id`` names the job; again, or for a user never seen: 202 as well."""
+        job = await run_in_threadpool(state.tidings.erase_user, user)
+        state.forget_locale(user)
+        return {"id": job, "status": "accepted"}
 
     return router
 

@@ -50,6 +50,7 @@ class EventTypeInfo(TypedDict):
     email_delay_seconds: int
     email_unless_read: bool
     push_delay_seconds: int
+    mentions: str | None
 
 
 class TypeList(list[EventTypeInfo]):
@@ -70,6 +71,9 @@ class TypeList(list[EventTypeInfo]):
 class Token(TypedDict):
     token: str
     expires_at: str
+
+
+Reason = Literal["recipient", "mention", "subscribed", "following", "group"]
 
 
 class Notification(TypedDict):
@@ -93,6 +97,8 @@ class Notification(TypedDict):
     archived: bool
     saved: bool
     snoozed_until: str | None
+    # why it arrived; None for notifications delivered before reasons were kept
+    reason: Reason | None
 
 
 class BundleMember(TypedDict):
@@ -104,6 +110,7 @@ class BundleMember(TypedDict):
     read: bool
     title: str
     payload: dict[str, Any]
+    reason: Reason | None
 
 
 class UnreadCount(TypedDict):

@@ -163,15 +163,19 @@ class Client(ClientBase, Stream):
         limit: int | None = None, cursor: str | None = None, locale: str | None = None,
         actor: str | None = None, object: str | None = None, max_id: str | None = None,
         since_id: str | None = None, payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
         state: str | None = None,
     ) -> Page[Notification]:
         """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``.
         ``actor``, ``object``, ``max_id``, ``since_id`` and ``payload`` (conditions on the
-        payload fields a type marks queryable) narrow it; ``state``: ``inbox`` (the
-        server's default), ``archived``, ``saved`` or ``snoozed``."""
+        payload fields a type marks queryable) narrow it; ``reason`` (``recipient``,
+        ``mention``, ``subscribed``, ``following``, ``group``) and ``participating`` (True:
+        ``recipient`` or ``mention``) keep the items that arrived for those reasons;
+        ``state``: ``inbox`` (the server's default), ``archived``, ``saved`` or ``snoozed``."""
         params = inbox_query(types, category, section, payload, unread=unread, limit=limit,
                              cursor=cursor, locale=locale, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id, state=state)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating, state=state)
         path = user_path(user, "/notifications")
         return cast(Page[Notification], self._call("GET", path, params=params))
 
@@ -180,7 +184,9 @@ class Client(ClientBase, Stream):
         category: str | None = None, section: str | None = None, unread: bool | None = None,
         page_size: int = 100, locale: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
-        payload: Mapping[str, Any] | None = None, state: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
+        state: str | None = None,
     ) -> Iterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -188,7 +194,8 @@ class Client(ClientBase, Stream):
             page = self.notifications(
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
-                max_id=max_id, since_id=since_id, payload=payload, state=state)
+                max_id=max_id, since_id=since_id, payload=payload, reason=reason,
+                participating=participating, state=state)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
@@ -200,10 +207,12 @@ class Client(ClientBase, Stream):
         category: str | None = None, section: str | None = None, actor: str | None = None,
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        reason: Sequence[str] | str | None = None, participating: bool | None = None,
     ) -> UnreadCount:
         """The unread count (and the unseen one), narrowed as :meth:`notifications` is."""
         params = inbox_query(types, category, section, payload, actor=actor, object=object,
-                             max_id=max_id, since_id=since_id)
+                             max_id=max_id, since_id=since_id, reason=reason,
+                             participating=participating)
         path = user_path(user, "/notifications/unread-count")
         return cast(UnreadCount, self._call("GET", path, params=params))
 
@@ -289,6 +298,11 @@ class Client(ClientBase, Stream):
         if not response.is_success:
             raise error_of(response)
         return [json.loads(line) for line in response.text.splitlines() if line]
+
+    def erase_user(self, user: str) -> Accepted:
+        """Erase everything the server keeps about ``user`` (``DELETE /v1/users/{user}``,
+        server key): ``{"id", "status": "accepted"}``, ``id`` naming the job that does it."""
+        return cast(Accepted, self._call("DELETE", user_path(user, "")))
 
     def delete_notification(self, id: str, *, user: str | None = None) -> None:
         """Remove this user's notification ``id`` (other recipients keep theirs)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tidings.domain.audience import more_personal
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery, GroupInfo, NewNotification
 
@@ -149,8 +150,12 @@ class Bundler:
             # a joining row carries its group's summary after the join where the base's is
             # known and the join keeps it exact
             group = summary_joined(base.group, delivery.actor) if where.joins and base else None
-            rows.append(delivery.row(user, where.group, where.created_at, joined=where.joins,
-                                     group=group))
+            row = delivery.row(user, where.group, where.created_at, joined=where.joins,
+                               group=group)
+            if where.joins and base is not None and base.flags:
+                # the group's base shows the most personal reason among its members
+                row = replace(row, flags=more_personal(row.flags, base.flags))
+            rows.append(row)
             joins.append(where.joins)
         self._keep(delivery, rows, joins)
         return Decided(rows, demoted)
@@ -171,7 +176,7 @@ class Bundler:
                 user_id=row.user_id, event_id=row.event_id, display_hash=row.display_hash,
                 created_at=row.created_at, fresh_at=row.fresh_at, read_at=None,
                 type=row.type, category=row.category, section=row.section,
-                group=row.group if joined else summary_alone(row.actor))
+                group=row.group if joined else summary_alone(row.actor), flags=row.flags)
 
 
 # A display group's summary: its member count (up to ACTOR_SCAN) and its newest distinct

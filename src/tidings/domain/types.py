@@ -182,6 +182,9 @@ class EventType:
     email_unless_read: bool = False
     # push N seconds after delivery, and only if still unread then (as every push)
     push_delay_seconds: int = 0
+    # the top-level payload key listing the users the event mentions: a recipient listed
+    # there is notified for the reason "mention" (tidings.domain.flags)
+    mentions: str | None = None
 
     def __post_init__(self) -> None:
         def bad(message: str, name: str) -> InvalidEventType:
@@ -231,6 +234,11 @@ class EventType:
         why = query_fields.check_names(self.queryable)
         if why is not None:
             raise bad(why, "queryable")
+        if self.mentions is not None and (
+                not isinstance(self.mentions, str)
+                or query_fields.check_names((self.mentions,)) is not None):
+            raise bad("mentions must name one top-level payload key (1-64 characters of "
+                      "[A-Za-z0-9_-])", "mentions")
         for key, limit in (("label", LABEL_LIMIT), ("description", DESCRIPTION_LIMIT)):
             text = getattr(self, key)
             if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= limit
@@ -272,6 +280,8 @@ class EventType:
         for key in ("email_delay_seconds", "email_unless_read", "push_delay_seconds"):
             if not data[key]:  # as stored before types had delayed mail and pushes
                 del data[key]
+        if self.mentions is None:  # as stored before types named their mentions
+            del data["mentions"]
         return data
 
     def query_fields(self, payload: Mapping[str, Any]) -> query_fields.Fields:
@@ -285,7 +295,7 @@ class EventType:
             "category", "section", "priority", "bundle", "channels", "audience",
             "templates", "retention_days", "mandatory", "name", "label", "description",
             "privacy", "queryable", "email_delay_seconds", "email_unless_read",
-            "push_delay_seconds",
+            "push_delay_seconds", "mentions",
         }
         for key in data:
             if key not in known:
@@ -307,8 +317,9 @@ class EventType:
                         f"event type {name!r}: {key} must be a list of strings", field=key
                     )
                 kwargs[key] = tuple(dict.fromkeys(value) if key == "queryable" else value)
-        for key in ("category", "section", "bundle"):
-            if key in kwargs and not isinstance(kwargs[key], str):
+        for key in ("category", "section", "bundle", "mentions"):
+            if key in kwargs and not isinstance(kwargs[key], str) and (
+                    key != "mentions" or kwargs[key] is not None):
                 raise InvalidEventType(f"event type {name!r}: {key} must be a string", field=key)
         if "mandatory" in kwargs and not isinstance(kwargs["mandatory"], bool):
             raise InvalidEventType(f"event type {name!r}: mandatory must be true or false",

@@ -6,13 +6,15 @@ beyond small conversions, so a store of any kind can build them and any layer ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from tidings.domain.readstate import Markers
 
 T = TypeVar("T")
+# why a notification arrived, as items say it (tidings.domain.flags.REASONS)
+Reason = Literal["recipient", "mention", "subscribed", "following", "group"]
 _new = object.__new__
 
 
@@ -97,6 +99,8 @@ class Filters:
     # the item's triage state (tidings.domain.flags.STATES; None: every row, whatever its
     # state): by default the inbox, neither archived nor snoozed
     state: str | None = "inbox"
+    # why it arrived: one of these reasons (tidings.domain.flags.REASONS), None: any
+    reasons: tuple[str, ...] | None = None
 
 
 class InboxRow(NamedTuple):
@@ -117,7 +121,7 @@ class InboxRow(NamedTuple):
     display_hash: str
     read_at: int | None
     payload: str  # the event's payload as stored JSON text; parsed only for listed items
-    flags: int = 0  # the item's state as bits (tidings.domain.flags)
+    flags: int = 0  # the row's state bits (tidings.domain.flags): reason, archived, saved…
     snoozed_until: int | None = None  # while snoozed (flags.SNOOZED): until when, where read
 
 
@@ -136,6 +140,7 @@ class BundleBase:
     section: str
     # its group's summary (tidings.domain.bundling.Summary) where the store keeps it
     group: tuple[int, tuple[str, ...]] | None = None
+    flags: int = 0  # its state bits (tidings.domain.flags): the group's reason among them
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,9 @@ class NewNotification:
     # when it was delivered, if later than ``created_at`` (a live event whose fan-out ran
     # after it was published): the row's ``fresh_at``, what read state compares watermarks to
     delivered_at: int = 0
+    # its state bits (tidings.domain.flags): why it arrived; on a join, the more personal of
+    # its own reason and its group's (the base it succeeds)
+    flags: int = 0
 
     @property
     def fresh_at(self) -> int:
@@ -195,6 +203,8 @@ class Delivery:
     backfill: bool = False
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields (domain/fields.py)
     delivered_at: int = 0
+    # each user's row's first flags: the bits of why it reached them (0 for a user not here)
+    reasons: Mapping[str, int] = field(default_factory=dict)
 
     def row(self, user: str, display_hash: str, created_at: int | None = None, *,
             joined: bool = True, group: tuple[int, tuple[str, ...]] | None = None
@@ -207,7 +217,8 @@ class Delivery:
             created_at=self.created_at if created_at is None else created_at, type=self.type,
             category=self.category, section=self.section, actor=self.actor, object=self.object,
             bundle_hash=self.bundle_hash, display_hash=display_hash, fields=self.fields,
-            joined=joined, group=group, delivered_at=self.delivered_at)
+            joined=joined, group=group, delivered_at=self.delivered_at,
+            flags=self.reasons.get(user, 0))
 
     def rows(self, users: Sequence[str], display_hash: str, created_at: int, *,
              joined: bool) -> list[NewNotification]:
@@ -221,11 +232,13 @@ class Delivery:
                   "display_hash": display_hash, "fields": self.fields, "joined": joined,
                   "group": None, "delivered_at": self.delivered_at}
         out: list[NewNotification] = []
+        reasons = self.reasons
         for user in users:
             row: NewNotification = _new(NewNotification)
             attributes = row.__dict__
             attributes["user_id"] = user
             attributes.update(shared)
+            attributes["flags"] = reasons.get(user, 0)
             out.append(row)
         return out
 
@@ -333,6 +346,8 @@ class Notification:
     archived: bool = False
     saved: bool = False
     snoozed_until: str | None = None  # RFC 3339, while snoozed
+    # why it arrived (tidings.domain.flags.REASONS); None where no reason was kept
+    reason: Reason | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -349,6 +364,7 @@ class BundleMember:
     read: bool
     title: str
     payload: dict[str, Any]
+    reason: Reason | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -16,7 +16,7 @@ from tidings.domain.timeline import PUSH, SourceState, decide, flip
 from tidings.domain.types import EventType
 from tidings.domain.views import Delivery, StoredEvent
 from tidings.exceptions import JobError
-from tidings.fanout.routing import subscription_limits
+from tidings.fanout.routing import routes
 from tidings.jobs.context import JobContext
 from tidings.ports import Tx
 
@@ -40,7 +40,8 @@ def type_of(ctx: JobContext, event: StoredEvent) -> EventType:
 
 def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, now: int,
               backfill: bool = False, writer: str = "",
-              fields: tuple[tuple[str, str], ...] = ()) -> Delivery:
+              fields: tuple[tuple[str, str], ...] = (),
+              reasons: dict[str, int] | None = None) -> Delivery:
     """The delivery of ``event`` at ``now``: dated at the event's own time (a back-fill is
     delivered at it), fresh from ``now``."""
     return Delivery(
@@ -48,7 +49,8 @@ def _delivery(event: StoredEvent, *, category: str, section: str, bundle: str, n
         type=event.type, category=category, section=section,
         actor=event.actor, object=event.object,
         bundle_hash=bundle_hash(bundle, event.type, event.actor, event.object, event.id),
-        bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields)
+        bundled=bundle != "none", writer=writer, backfill=backfill, fields=fields,
+        reasons=reasons or {})
 
 
 def count_delivered(ctx: JobContext, tx: Tx, event: StoredEvent, count: int, *,
@@ -127,7 +129,7 @@ def plan_channels(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: Event
     else:
         every, bounced = known
         prefs = {u: every[u] for u in candidates if u in every}
-    limits = subscription_limits(tx, event, event_type, candidates)
+    limits, reasons = routes(tx, event, event_type, candidates)
     # a user with no preferences and no subscription limit gets the type's default plan
     default = within(plan(None, event_type, "" in bounced), None)
     plans = {
@@ -139,7 +141,7 @@ def plan_channels(ctx: JobContext, tx: Tx, event: StoredEvent, event_type: Event
     }
     delivery = _delivery(event, category=event_type.category, section=event_type.section,
                          bundle=event_type.bundle, now=now, backfill=backfill, writer=writer,
-                         fields=event_type.query_fields(event.payload))
+                         fields=event_type.query_fields(event.payload), reasons=reasons)
     web = sorted({u for u in candidates if plans[u].web})
     if backfill:
         return Planned(delivery, web)  # an imported event is history: no mail, no webhooks

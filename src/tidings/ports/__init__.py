@@ -49,6 +49,7 @@ these is :mod:`tidings.ports.hot`.
 Sync by decision (``docs/architecture.md``, "Sync ports").
 """
 
+from tidings.ports.erasure import Erasure
 from tidings.ports.feeds import (
     InboxReads,
     InboxStore,
@@ -77,6 +78,7 @@ from tidings.ports.units import AsyncStore, Notifier, Publication, Store, Tx
 __all__ = [
     "AsyncStore",
     "Audiences",
+    "Erasure",
     "EventStore",
     "Follows",
     "GraphStore",

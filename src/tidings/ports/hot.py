@@ -69,6 +69,12 @@ class FeedRecords(Protocol):
         the rows before the newest checkpoint by the snapshot ``fold`` makes of them, then
         append a checkpoint; returns how many rows went."""
 
+    def fold_all(self, fold: Fold, *, naming: str) -> int:
+        """Now, whatever the time, if any row holds the text ``naming`` (a person's id):
+        replace every row by the snapshot ``fold`` makes of them (an erasure's, which leaves
+        that person out of it), the newest checkpoint's time kept; returns how many rows
+        went."""
+
 
 class FeedJournal(Protocol):
     """What the store of records keeps durable for its feeds: the journal, the watermarks."""

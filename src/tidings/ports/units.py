@@ -10,6 +10,7 @@ from tidings.domain.events import Event
 from tidings.domain.views import Filters, PageView, Published
 from tidings.exceptions import IdempotencyConflict
 from tidings.jobs.model import EventJob
+from tidings.ports.erasure import Erasure
 from tidings.ports.feeds import InboxStore, TimelineStore
 from tidings.ports.jobs import JobAdmin, JobQueue
 from tidings.ports.push import PushStore
@@ -49,6 +50,8 @@ class Tx(Protocol):
     def push(self) -> PushStore: ...
     @property
     def jobs(self) -> JobQueue: ...
+    @property
+    def erasure(self) -> Erasure: ...
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once this unit has committed; never if it rolls back."""
 

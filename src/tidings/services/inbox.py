@@ -11,7 +11,7 @@ from tidings.domain.bundling import UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
-from tidings.domain.flags import INBOX, SNOOZED, STATES
+from tidings.domain.flags import INBOX, REASONS, SNOOZED, STATES
 from tidings.domain.readstate import scope_name
 from tidings.domain.views import (
     BundleMember,
@@ -56,6 +56,35 @@ class Narrowing(TypedDict, total=False):
     max_id: str | int | None
     since_id: str | int | None
     payload: Mapping[str, Any] | None
+    reason: Sequence[str] | str | None
+    participating: bool | None
+
+
+PARTICIPATING = ("recipient", "mention")  # the reasons ``participating`` keeps
+
+
+def reasons_filter(reason: Sequence[str] | str | None, participating: bool | None
+                   ) -> tuple[str, ...] | None:
+    """The reasons a list or count keeps: those ``reason`` names (``"a,b"`` or a list), those
+    of ``participating`` (``recipient``, ``mention``), both when both are given; None: any.
+    An unknown name is an :class:`InvalidInput` naming ``reason``."""
+    if participating is not None and not isinstance(participating, bool):
+        raise InvalidInput("participating must be true or false", field="participating")
+    wanted: tuple[str, ...] | None = None
+    if reason is not None:
+        names = [r for r in reason.split(",") if r] if isinstance(reason, str) else reason
+        if not isinstance(names, list | tuple) or not all(isinstance(r, str) for r in names):
+            raise InvalidInput("reason must be a list of reasons", field="reason")
+        unknown = [r for r in names if r not in REASONS]
+        if unknown or not names:
+            given = f"{unknown[0][:64]!r} is not" if unknown else "must name at least"
+            raise InvalidInput(f"reason {given} one of {', '.join(REASONS)}", field="reason")
+        wanted = tuple(r for r in REASONS if r in names)
+    if participating:
+        wanted = tuple(r for r in (PARTICIPATING if wanted is None else wanted)
+                       if r in PARTICIPATING)
+    return wanted
+
 
 class InboxService:
     """One user's inbox: list, count, mark."""
@@ -76,7 +105,9 @@ class InboxService:
                 object: str | None = None, max_id: str | int | None = None,
                 since_id: str | int | None = None,
                 payload: Mapping[str, Any] | None = None,
-                state: str | None = INBOX) -> Filters:
+                state: str | None = INBOX,
+                reason: Sequence[str] | str | None = None,
+                participating: bool | None = None) -> Filters:
         if types is not None:
             if isinstance(types, str):
                 types = [t for t in types.split(",") if t]
@@ -104,7 +135,8 @@ class InboxService:
                 f"{'these types' if types else 'any type'} (a type lists its queryable "
                 "payload fields)", field=f"payload.{refused[0]}")
         return Filters(tuple(types) if types else None, category, section, unread, actor=actor,
-                       object=object, max_id=below, since_id=above, fields=fields, state=state)
+                       object=object, max_id=below, since_id=above, fields=fields, state=state,
+                       reasons=reasons_filter(reason, participating))
 
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
                       category: str | None = None, section: str | None = None,
@@ -113,17 +145,22 @@ class InboxService:
                       actor: str | None = None, object: str | None = None,
                       max_id: str | int | None = None, since_id: str | int | None = None,
                       payload: Mapping[str, Any] | None = None,
-                      state: str | None = INBOX) -> Page[Notification]:
+                      state: str | None = INBOX,
+                      reason: Sequence[str] | str | None = None,
+                      participating: bool | None = None) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor;
         ``actor``, ``object``, ``max_id``, ``since_id`` and conditions on the queryable
-        ``payload`` fields are Jiepang's query dimensions. ``state``: the items in the inbox
-        (neither archived nor snoozed; the default), or those ``archived``, ``saved`` or
-        ``snoozed`` (None: every item, whatever its state)."""
+        ``payload`` fields are Jiepang's query dimensions; ``reason`` (names of
+        :data:`tidings.domain.flags.REASONS`) and ``participating`` (``recipient`` or
+        ``mention`` only) keep the items that arrived for those reasons. ``state``: the items
+        in the inbox (neither archived nor snoozed; the default), or those ``archived``,
+        ``saved`` or ``snoozed`` (None: every item, whatever its state)."""
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
         filters = self.filters(types, category, section, unread, actor=actor, object=object,
-                               max_id=max_id, since_id=since_id, payload=payload, state=state)
+                               max_id=max_id, since_id=since_id, payload=payload, state=state,
+                               reason=reason, participating=participating)
         before = decode_cursor(cursor) if cursor else None
         with self.store.read() as tx:
             view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
@@ -213,7 +250,8 @@ class InboxService:
         return self.filters(narrow.get("types"), narrow.get("category"), narrow.get("section"),
                             True, actor=narrow.get("actor"), object=narrow.get("object"),
                             max_id=narrow.get("max_id"), since_id=narrow.get("since_id"),
-                            payload=narrow.get("payload"))
+                            payload=narrow.get("payload"), reason=narrow.get("reason"),
+                            participating=narrow.get("participating"))
 
     def unread_count(self, user: str, **narrow: Unpack[Narrowing]) -> UnreadCount:
         """Unread display groups, capped at 100 and shown as '99+'; narrowed like

@@ -1,5 +1,7 @@
-"""A person's data on request (GDPR Art. 15 and 20): everything tidings keeps about one user,
-as a stream of records, one JSON object a line (JSON Lines).
+"""A person's data on request (GDPR Art. 15 and 20) and its erasure (Art. 17).
+
+The export: everything tidings keeps about one user, as a stream of records, one JSON object
+a line (JSON Lines).
 
 Each record has a ``kind``:
 
@@ -17,21 +19,89 @@ Each record has a ``kind``:
 
 Records are read a page at a time in short read units, so a large inbox streams without
 holding a transaction open for its whole length.
+
+The erasure (:func:`erase`, run by the job :data:`ERASE` in one unit): the follows both ways
+go first, each follower's timeline losing the user's posts; then the events they authored are
+retracted from every inbox (and their pending mail cancelled, as a retraction does) and
+deleted; then the store forgets every record of theirs (:meth:`tidings.ports.Erasure.forget`)
+and takes them out of the records that name them among others, last, so that a hot store's
+journal is folded with the unit's own writes (:meth:`~tidings.ports.Erasure.unlist`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tidings.clock import to_rfc3339
 from tidings.domain.events import check_user_id
-from tidings.ports import Store
+from tidings.jobs.context import Handler, JobContext, Replacements
+from tidings.jobs.model import Job, JobSpec
+from tidings.ports import Store, Tx
 from tidings.services.inbox import InboxService
+from tidings.services.publishing import RetractHook
 
 PAGE = 100
 KINDS = ("user", "notification", "read_marker", "subscription", "follow", "follower", "mute",
          "preferences", "pending_mail", "bounce", "push_subscription", "event")
+
+
+ERASE = "erase_user"
+
+
+def erase_key(user: str) -> str:
+    """The unique key of the job erasing ``user``: what ``DELETE /v1/users/{user}`` names.
+    A second request while it waits queues nothing more."""
+    return f"erase:{user}"
+
+
+def erase_spec(user: str) -> JobSpec:
+    check_user_id(user)
+    return JobSpec(ERASE, {"user": user}, unique_key=erase_key(user), priority=8)
+
+
+def erase(tx: Tx, user: str, now: int, retract_hooks: Sequence[RetractHook], *,
+          spare: int | None = None) -> dict[str, int]:
+    """Erase everything kept about ``user`` in the unit ``tx`` (the module's docstring says
+    in what order); ``spare``: the erasure's own job, left for its completion. Returns how
+    many records went or changed, by kind; nothing when there was nothing (again, or a user
+    never seen)."""
+    check_user_id(user)
+    gone: Counter[str] = Counter()
+    preferences = tx.settings.preferences(user) or {}
+    email = preferences.get("email")
+    address = email.get("address") if isinstance(email, dict) else None
+    for followers in (True, False):
+        while edges := tx.graph.follows(user, followers=followers, after="", limit=PAGE):
+            for edge in edges:
+                if followers:
+                    tx.timeline.remove_source(edge.user, user)
+                    tx.graph.remove_follow(edge.user, user)
+                else:
+                    tx.graph.remove_follow(user, edge.user)
+            gone["follower" if followers else "follow"] += len(edges)
+    after = 0
+    while ids := tx.erasure.authored(user, after_id=after, limit=PAGE):
+        tx.events.mark_retracted(ids, now)
+        tx.inbox.remove(tx.inbox.keys_for_events(ids))
+        for hook in retract_hooks:
+            hook(tx, ids)
+        tx.events.delete(ids)
+        gone["event"] += len(ids)
+        after = ids[-1]
+    gone.update(tx.erasure.forget(user, [address] if isinstance(address, str) else []))
+    gone.update(tx.erasure.unlist(user, spare=spare))
+    return {kind: count for kind, count in sorted(gone.items()) if count}
+
+
+def erase_handler(retract_hooks: Sequence[RetractHook]) -> Handler:
+    """The job :data:`ERASE`: :func:`erase` of its user, in the job's unit."""
+    def run(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+        erase(tx, str(job.args["user"]), ctx.clock.now_us(), retract_hooks, spare=job.id)
+        return None
+
+    return Handler(run=run)
 
 
 def _at(value: int | None) -> str | None:

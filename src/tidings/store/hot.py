@@ -61,6 +61,46 @@ class Registered:
         self.users |= users
 
 
+class HotErasure:
+    """Erasure over both stores: the store of records' rows, then the user's Redis keys and
+    their place in the events' indexes of holders (deleted at once, outside the unit's
+    buffer: a journaled delete would name them), and the journal folded without them."""
+
+    def __init__(self, records: RecordsTx, redis: Redis, buffer: WriteBuffer,
+                 registered: Registered | None) -> None:
+        self.records = records
+        self.redis = redis
+        self.buffer = buffer
+        self.registered = registered
+
+    def authored(self, user: str, *, after_id: int, limit: int) -> list[int]:
+        return self.records.erasure.authored(user, after_id=after_id, limit=limit)
+
+    def forget(self, user: str, addresses: Sequence[str]) -> dict[str, int]:
+        gone = self.records.erasure.forget(user, addresses)
+        keys = journal.forget(self.redis, self.redis.prefix, user)
+        if keys:
+            gone["hot_key"] = keys
+        if self.registered is not None:  # registered again by their next delivery
+            memo = self.registered
+            self.records.after_commit(lambda: memo.users.discard(user))
+        return gone
+
+    def unlist(self, user: str, *, spare: int | None = None) -> dict[str, int]:
+        changed = self.records.erasure.unlist(user, spare=spare)
+        held = journal.unhold(self.redis, self.redis.prefix, user)
+        if held:
+            changed["holder_index"] = held
+        # the rows of the journal replayed with the writes this unit holds (the retraction
+        # of their events), then folded without the user
+        pending = None if self.buffer.empty else self.buffer.dumps()
+        rows = self.records.feed_records.fold_all(functools.partial(
+            journal.folded, self.redis, pending=pending, without=user), naming=user)
+        if rows:
+            changed["journal_row"] = rows
+        return changed
+
+
 class HotTx:
     """One unit: the ports of the store of records' unit, the Redis inbox and timeline."""
 
@@ -82,6 +122,7 @@ class HotTx:
                                                            records.after_commit),
             compact=lambda now: feed.compact(now, functools.partial(journal.folded, redis)))
         self.timeline = RedisTimeline(redis, buffer, feed.bodies, feed.actors)
+        self.erasure = HotErasure(records, redis, buffer, registered)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         self.records.after_commit(callback)

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_val
 from tidings.api.schemas.common import Section, Strict, Timestamp, at_least_one, at_least_one_schema
 from tidings.api.schemas.ids import NotificationId, ObjectKey, TypeName, UserId
 
+Reason = Literal["recipient", "mention", "subscribed", "following", "group"]
+
 
 class NotificationOut(BaseModel):
     id: str
@@ -36,6 +38,10 @@ class NotificationOut(BaseModel):
     snoozed_until: str | None = Field(None, description="While snoozed (out of the inbox, "
                                                         "listed under `state=snoozed`): when it "
                                                         "comes back, unread (RFC 3339).")
+    reason: Reason | None = Field(None, description=(
+        "Why it arrived: the most personal of the audience rules that reached the user "
+        "(a bundle: the most personal among its members); null for notifications delivered "
+        "before reasons were kept."))
 
 
 class NotificationPage(BaseModel):
@@ -52,6 +58,7 @@ class MemberOut(BaseModel):
     read: bool
     title: str
     payload: dict[str, Any]
+    reason: Reason | None = None
 
 
 class MemberPage(BaseModel):

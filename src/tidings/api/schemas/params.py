@@ -42,6 +42,11 @@ LimitQuery = Annotated[int, Query(ge=1, le=100)]
 InboxStateQuery = Annotated[Literal["inbox", "archived", "saved", "snoozed"], Query(
     alias="state", description="`inbox` (the default: neither archived nor snoozed; saved "
                                "items too), `archived`, `saved` or `snoozed`.")]
+ReasonQuery = Annotated[str | None, Query(max_length=200, pattern=ids.REASONS_LIST, description=(
+    "Comma-separated reasons (`recipient`, `mention`, `subscribed`, `following`, `group`): "
+    "only notifications that arrived for one of them."))]
+ParticipatingQuery = Annotated[bool | None, Query(description=(
+    "`true`: only notifications that arrived for the reason `recipient` or `mention`."))]
 CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=ids.CURSOR)]
 LocaleQuery = Annotated[str | None, Query(pattern=ids.LOCALE_TAG)]
 ActorQuery = Annotated[str | None, Query(pattern=ids.USER_ID,

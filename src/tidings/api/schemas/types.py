@@ -85,6 +85,10 @@ class TypeIn(Strict):
     push_delay_seconds: JsonInt = Field(0, ge=0, le=604_800, description=(
         "A push goes this many seconds after delivery (at most a week), and only if the "
         "notification is still unread then."))
+    mentions: Annotated[str, StringConstraints(pattern=PAYLOAD_FIELD)] | None = Field(
+        None, description=(
+            "The top-level payload key listing the users the event mentions: a recipient "
+            "listed there is notified for the reason `mention`."))
 
 
 class TypeOut(TypeIn):

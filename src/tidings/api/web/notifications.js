@@ -1,8 +1,9 @@
 /* The notifications page: section tabs with unread counts, tabs of the saved, archived and
- * snoozed items, a type filter, unread only, days ("Today", "Yesterday", "Earlier"), infinite
- * scroll, a read / unread control per row, archive / save / snooze per row (keys e, s, z on the
- * focused row), on a bundle a control that opens its members in place, and on a row about an
- * object (a page) a control that mutes that object. */
+ * snoozed items, a type filter, unread only, participating (sent to you or mentioning you), why
+ * each row arrived, days ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread
+ * control per row, archive / save / snooze per row (keys e, s, z on the focused row), on a
+ * bundle a control that opens its members in place, and on a row about an object (a page) a
+ * control that mutes that object. */
 import { api, labelOf, loadTypes } from "./session.js";
 import { announce, dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton, tabs } from "./dom.js";
 import { muteObject, objectTitle } from "./mutes.js";
@@ -13,11 +14,21 @@ const EMPTY = {
   snoozed: "Snoozed notifications (z) wait here until their time.",
 };
 
+// Why a notification arrived (an item's `reason`), as a row says it, and its longer form.
+const REASONS = {
+  recipient: ["to you", "Sent to you"],
+  mention: ["mentioned", "You are mentioned"],
+  subscribed: ["subscribed", "You subscribed to this"],
+  following: ["following", "You follow who did this"],
+  group: ["group", "Sent to a group you are in"],
+};
+
 export async function showNotifications(main, bell) {
   const list = main.querySelector("#list");
   const status = main.querySelector("#list-status");
   const typeFilter = main.querySelector("#type-filter");
   const unreadOnly = main.querySelector("#unread-only");
+  const participating = main.querySelector("#participating");
   let catalog = { items: [] };
   let section = "";
   let state = "";  // "" (the inbox), "saved", "archived" or "snoozed"
@@ -70,6 +81,8 @@ export async function showNotifications(main, bell) {
     if (!item.read) body.append(el("span", { class: "sr", text: " (unread)" }));
     if (item.body) body.append(el("div", { class: "text", text: item.body }));
     const meta = el("div", { class: "meta", text: parts.join(" · ") });
+    const why = REASONS[item.reason];
+    if (why) meta.append(" · ", el("span", { class: "reason", title: why[1], text: why[0] }));
     const bundle = item.count > 1 ? membersControl(item) : null;
     if (bundle) meta.append(" · ", bundle.button);
     if (item.object) meta.append(" · ", muteControl(item.object));
@@ -178,7 +191,8 @@ export async function showNotifications(main, bell) {
         const line = el("li", { class: member.read ? "member read" : "member unread" },
                         el("span", { class: "member-title", text: member.title }));
         if (!member.read) line.append(el("span", { class: "sr", text: " (unread)" }));
-        line.append(el("span", { class: "meta", text: ` · ${kit.relativeTime(member.created_at)}` }));
+        const why = REASONS[member.reason];
+        line.append(el("span", { class: "meta", text: ` · ${kit.relativeTime(member.created_at)}${why ? ` · ${why[0]}` : ""}` }));
         panel.append(line);
       }
       cursor = page.next_cursor;
@@ -238,6 +252,7 @@ export async function showNotifications(main, bell) {
     if (state) params.set("state", state);
     if (typeFilter.value) params.set("types", typeFilter.value);
     if (unreadOnly.checked) params.set("unread", "true");
+    if (participating.checked) params.set("participating", "true");
     if (cursor) params.set("cursor", cursor);
     if (!cursor) status.textContent = "Loading…";
     try {
@@ -248,9 +263,11 @@ export async function showNotifications(main, bell) {
       cursor = page.next_cursor;
       done = !cursor;
       const any = list.querySelector("li");
-      if (!any) list.append(state ? emptyState(`Nothing ${state}`, EMPTY[state])
-        : emptyState(unreadOnly.checked ? "Nothing unread" : "You're all caught up",
-                     "New notifications will show up here."));
+      if (!any && state) list.append(emptyState(`Nothing ${state}`, EMPTY[state]));
+      else if (!any) list.append(emptyState(unreadOnly.checked ? "Nothing unread"
+                                       : participating.checked ? "Nothing sent to you or mentioning you"
+                                       : "You're all caught up",
+                                       "New notifications will show up here."));
       status.textContent = done && any ? "That is everything." : "";
     } catch (error) {
       if (mine === generation) status.textContent = `Could not load notifications: ${error.message}`;
@@ -276,6 +293,7 @@ export async function showNotifications(main, bell) {
   });
   typeFilter.addEventListener("change", reset);
   unreadOnly.addEventListener("change", reset);
+  participating.addEventListener("change", reset);
   main.querySelector("#mark-all").addEventListener("click", async () => {
     await api("/v1/me/notifications/read", { method: "POST",
                                              body: JSON.stringify(section ? { all: true, section } : { all: true }) });

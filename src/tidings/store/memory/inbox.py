@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from tidings.domain.bundling import UNREAD_CAP, summary_of
 from tidings.domain.bundling import group_info as info_of
-from tidings.domain.flags import SAVED, SNOOZED, beyond_cap, in_state
+from tidings.domain.flags import SAVED, SNOOZED, beyond_cap, in_state, reason_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import (
     BundleBase,
@@ -106,7 +106,7 @@ class MemoryInbox:
             bases[user] = BundleBase(
                 user_id=user, event_id=row.event_id, display_hash=row.display_hash,
                 created_at=row.created_at, fresh_at=row.fresh_at, read_at=row.read_at,
-                type=row.type, category=row.category, section=row.section)
+                type=row.type, category=row.category, section=row.section, flags=row.flags)
         return bases
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
@@ -141,7 +141,7 @@ class MemoryInbox:
                 fresh_at=new.fresh_at, type=new.type, category=new.category,
                 section=new.section, actor=new.actor, object=new.object,
                 bundle_hash=new.bundle_hash, display_hash=new.display_hash, bundle_base=True,
-                read_at=None, fields=new.fields))
+                read_at=None, fields=new.fields, flags=new.flags))
             self._j.put_in(self._s.holders, new.event_id, new.user_id, None)
             if new.user_id not in self._s.users:  # known from now on (no watermark)
                 self._j.put(self._s.users, new.user_id, new.created_at)
@@ -184,6 +184,8 @@ class MemoryInbox:
         if filters.fields and not set(filters.fields) <= set(row.fields):
             return False
         if not in_state(row.flags, filters.state):
+            return False
+        if filters.reasons is not None and reason_of(row.flags) not in filters.reasons:
             return False
         return filters.unread is None or _unread(markers, row) == filters.unread
 

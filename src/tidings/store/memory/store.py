@@ -16,6 +16,7 @@ from tidings import ports
 from tidings.clock import Clock
 from tidings.jobs.model import SECOND
 from tidings.store.base import StoreBase
+from tidings.store.memory.erasure import MemoryErasure
 from tidings.store.memory.events import MemoryEvents
 from tidings.store.memory.graph import MemoryGraph
 from tidings.store.memory.inbox import MemoryInbox
@@ -42,6 +43,7 @@ class MemoryTx(AfterCommit):
         self.settings = MemorySettings(state, journal)
         self.mail = MemoryMail(state, journal)
         self.push = MemoryPush(state, journal)
+        self.erasure = MemoryErasure(state, journal)
         # the store hears of queued jobs once the unit has committed (a woken worker finds them)
         self.jobs = MemoryJobQueue(state, journal, store.queue_settings,
                                    lambda count: self.after_commit(lambda: store.enqueued(count)))

@@ -42,7 +42,7 @@ OUTAGES: tuple[type[BaseException], ...] = (
     rex.ReadOnlyError, rex.TryAgainError, OSError)
 # The scripts by the port they serve (their folders under lua/), each named by its file.
 SCRIPT_FOLDERS = {
-    "inbox": ("deliver", "insert", "demote", "bundle_base", "writers", "remove", "oldest",
+    "inbox": ("deliver", "insert", "demote", "bundle_base", "writers", "remove", "trim", "oldest",
               "page", "view", "rows", "groups", "members", "count", "badge", "match", "changed",
               "flags", "triaged"),
     "markers": ("mark", "marker", "position"),

@@ -7,12 +7,12 @@ script, their payloads from the events table by primary key (``payloads``).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP, display_hash
-from tidings.domain.flags import SAVED, beyond_cap
+from tidings.domain.flags import SAVED
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -66,6 +66,7 @@ class RedisInbox(RedisMarkers):
         # rows this unit's buffer will write, per user: (created, id), for the cap's check
         self.pending: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.unindexed: set[int] = set()  # events whose index the fan-out completes later
+        self.trimmed: Counter[str] = Counter()  # rows trim.lua will remove, per user
 
     def _rows(self, user: str, name: str, args: Sequence[Any]) -> list[Row]:
         return [Row(r) for r in self.redis.run(name, self.keys.user(user), args)]
@@ -95,7 +96,8 @@ class RedisInbox(RedisMarkers):
         found = self._rows_many("bundle_base", [(u, args) for u in users])
         return {user: BundleBase(user_id=user, event_id=r.id, display_hash=r.display,
                                  created_at=r.created, fresh_at=r.fresh, read_at=r.read_at,
-                                 type=r.type, category=r.category, section=r.section)
+                                 type=r.type, category=r.category, section=r.section,
+                                 flags=r.flags)
                 for user, rows in zip(users, found, strict=True) for r in rows[:1]}
 
     def bundle_bases_many(self, pairs: Sequence[tuple[str, str]]
@@ -105,7 +107,7 @@ class RedisInbox(RedisMarkers):
         return {(user, bundle): BundleBase(
                     user_id=user, event_id=r.id, display_hash=r.display, created_at=r.created,
                     fresh_at=r.fresh, read_at=r.read_at, type=r.type, category=r.category,
-                    section=r.section)
+                    section=r.section, flags=r.flags)
                 for (user, bundle), rows in zip(wanted, found, strict=True) for r in rows[:1]}
 
     def delivered(self, event_id: int, users: Sequence[str]) -> set[str]:
@@ -146,7 +148,8 @@ class RedisInbox(RedisMarkers):
             args: list[Any] = []
             for r in mine:
                 args += [r.event_id, r.created_at, r.type, r.category, r.section, opt(r.actor),
-                         opt(r.object), r.bundle_hash, r.display_hash, fields_arg(r.fields)]
+                         opt(r.object), r.bundle_hash, r.display_hash, fields_arg(r.fields),
+                         r.flags]
             self.buffer.script("insert", self.keys.user(user), args, user=user)
 
     def demote(self, groups: Sequence[tuple[str, str]]) -> None:
@@ -185,8 +188,11 @@ class RedisInbox(RedisMarkers):
                 "1" if d.backfill else "0", fields_arg(d.fields), d.delivered_at]
         registered += [(u, d.created_at) for u in fresh]
         prefixes = [self.keys.user(u) for u in fresh]
+        reasons = d.reasons
         for group in self.redis.by_node(prefixes):  # one script call per node
-            self.buffer.script_users("deliver", tuple(prefixes[i] for i in group), args,
+            # then each user's first flags (the bits of why it reached them), in their order
+            self.buffer.script_users("deliver", tuple(prefixes[i] for i in group),
+                                     [*args, *(reasons.get(fresh[i], 0) for i in group)],
                                      [fresh[i] for i in group])
         for user in fresh:
             self.pending[user].append((d.created_at, d.event_id))
@@ -206,6 +212,12 @@ class RedisInbox(RedisMarkers):
                 by_user[user].append(event_id)
         users = sorted(by_user)
         found = self._rows_many("rows", [(u, by_user[u]) for u in users])
+        if self.buffer.writable:  # entries a trim left (see trim) go
+            for user, rows in zip(users, found, strict=True):
+                coming = {e for _, e in self.pending.get(user, ())}
+                for event_id in set(by_user[user]).difference([r.id for r in rows], coming):
+                    self.buffer.command("SREM", [self.keys.recipients(event_id), user],
+                                        phase=CLEANUP)
         return [r.key(user) for user, rows in zip(users, found, strict=True) for r in rows]
 
     def remove(self, keys: Sequence[NotificationKey]) -> int:
@@ -232,8 +244,8 @@ class RedisInbox(RedisMarkers):
         """Rows per user, with those this unit is about to write."""
         stored = self.redis.pipeline([("", "ZCARD", [self.keys.user(u) + ":ids"])
                                       for u in users], "sizes")
-        return [int(n) + len(self.pending.get(u, ())) for u, n in zip(users, stored,
-                                                                         strict=True)]
+        return [int(n) + len(self.pending.get(u, ())) - self.trimmed.get(u, 0)
+                for u, n in zip(users, stored, strict=True)]
 
     def hold(self, users: Sequence[str]) -> None:
         return None  # each user's writes are one atomic script: no lock is held across them
@@ -243,35 +255,27 @@ class RedisInbox(RedisMarkers):
         return [u for u, n in zip(wanted, self._sizes(wanted), strict=True) if n > cap]
 
     def trim(self, user: str, cap: int) -> int:
-        """The oldest rows by (created, id) beyond the cap go, those this unit is about to
-        write included (a back-filled one may be the oldest)."""
+        """The oldest rows by (created, id) beyond the cap go. Where this unit has rows of the
+        user still to write, their dates are decided as they are written (a joined row moves
+        past its bundle's newest base), so the trim is a script that runs after them
+        (``trim.lua``) and the count is what it will remove; the holders' index keeps those
+        rows' entries, which :meth:`keys_for_events` drops where it finds no row. So is it
+        where the user has saved rows, which go last (:func:`tidings.domain.flags.beyond_cap`).
+        Otherwise the oldest rows are read and removed with their entries."""
         (size,) = self._sizes([user])
         extra = size - cap
         if extra <= 0:
             return 0
-        (members,) = self.redis.pipeline(
-            [("", "ZRANGE", [self.keys.user(user) + ":saved", 0, -1])], "saved")
-        saved = {int(str(m)[1:]) for m in members}
-        # with saved rows, every row is looked at: the unsaved go first (flags.beyond_cap)
-        flat = self.redis.run("oldest", self.keys.user(user), [size if saved else extra])
+        (saved,) = self.redis.pipeline(
+            [("", "ZCARD", [self.keys.user(user) + ":saved"])], "saved")
+        if self.pending.get(user) or int(saved):
+            self.buffer.script("trim", self.keys.user(user), [cap], user=user)
+            self.trimmed[user] += extra
+            return extra
+        flat = self.redis.run("oldest", self.keys.user(user), [extra])
         # members carry the id after a length letter (common.lua's enc), scores the date
-        stored = [(int(float(flat[i + 1])), int(str(flat[i])[1:]))
-                  for i in range(0, len(flat), 2)]
-        pending = self.pending.get(user, [])
-        doomed = (beyond_cap([(c, e, SAVED if e in saved else 0) for c, e in
-                              [*stored, *pending]], cap) if saved
-                  else sorted([*stored, *pending])[:extra])
-        mine = set(pending)
-        removed = self.remove([NotificationKey(user, e, "", False)
-                               for c, e in doomed if (c, e) not in mine])
-        coming = [e for c, e in doomed if (c, e) in mine]
-        if coming:  # written by this unit's buffer before this runs: remove them after it
-            self.buffer.script("remove", self.keys.user(user), coming, user=user)
-            for event_id in coming:
-                self.buffer.command("SREM", [self.keys.recipients(event_id), user],
-                                    phase=CLEANUP)
-            self.pending[user] = [p for p in pending if p[1] not in set(coming)]
-        return removed + len(coming)
+        return self.remove([NotificationKey(user, int(str(flat[i])[1:]), "", False)
+                            for i in range(0, len(flat), 2)])
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         return 0  # deliveries decide in one atomic script per user: no lock state

@@ -107,6 +107,31 @@ def wipe(redis: Redis, prefix: str | None = None) -> int:
     return gone + _unlink(redis, batch)
 
 
+def forget(redis: Redis, prefix: str, user: str) -> int:
+    """Delete every key of ``user``'s under ``prefix`` (their inbox rows, watermarks,
+    timeline: the keys of their hash tag); returns how many went."""
+    return wipe(redis, f"{prefix}{{u:{user}}}")
+
+
+def unhold(redis: Redis, prefix: str, user: str) -> int:
+    """Take ``user`` out of every event's index of who holds it under ``prefix``; returns
+    how many indexes named them."""
+    taken = 0
+    batch: list[str] = []
+    for key in keys_under(redis, prefix + "{e:"):
+        if key.endswith("}:u"):
+            batch.append(key)
+        if len(batch) >= 1000:
+            taken += _take(redis, batch, user)
+            batch = []
+    return taken + _take(redis, batch, user)
+
+
+def _take(redis: Redis, keys: list[str], user: str) -> int:
+    calls = [("", "SREM", [key, user]) for key in keys]
+    return sum(int(n) for n in redis.pipeline(calls, "erasing")) if keys else 0
+
+
 def _unlink(redis: Redis, keys: list[str]) -> int:
     return len(redis.pipeline([("", "UNLINK", [key]) for key in keys], "wiping")) if keys else 0
 
@@ -167,17 +192,25 @@ def restore(key: str, kind: str, data: Any) -> list[Any]:
 
 
 @contextlib.contextmanager
-def folded(redis: Redis, rows: Iterator[str]) -> Iterator[tuple[int, Iterator[SnapshotPart]]]:
+def folded(redis: Redis, rows: Iterator[str], *, pending: str | None = None,
+           without: str | None = None) -> Iterator[tuple[int, Iterator[SnapshotPart]]]:
     """The state ``rows`` make (:data:`tidings.ports.hot.Fold`): replayed into a scratch key
     space, read back (their baseline, :func:`dump`'s parts) while the context is open, then
-    deleted."""
+    deleted. An erasure's fold replays the writes its unit holds (``pending``, journaled
+    after the snapshot too: every write is idempotent) and leaves the user ``without`` out:
+    their keys and their place in the index of who holds an event."""
     raw = Redis(redis.url, check_ready=False)
     scratch = f"{redis.prefix}~{secrets.token_hex(6)}:"
     try:
         replay = Replay(raw, into=scratch)
         for writes in rows:
             replay.row(writes)
+        if pending is not None:
+            replay.row(pending)
         replay.flush()
+        if without is not None:
+            forget(raw, scratch, without)
+            unhold(raw, scratch, without)
         yield replay.baseline, dump(raw, scratch)
     finally:
         wipe(raw, scratch)

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tidings.domain.flags import STATES
+from tidings.domain.flags import STATES, reason_code
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 
@@ -22,6 +22,9 @@ def query(filters: Filters, markers: Markers, **extra: Any) -> str:
         "actor": filters.actor, "object": filters.object, "max_id": filters.max_id,
         "since_id": filters.since_id, "all": markers.all,
         "fields": [list(f) for f in filters.fields] or None,
+        # the reasons' codes in a row's flags (bits 4-6: tidings.domain.flags)
+        "reasons": ([reason_code(r) for r in filters.reasons] or [-1]
+                    if filters.reasons is not None else None),
         "scoped": [[kind, value, until] for (kind, value), until in markers.scoped.items()],
         "position": list(markers.position) if markers.position else None,
         # the state's bits: those a row must have, those it must not (0: no condition)

@@ -15,8 +15,8 @@ class Row:
     """A notification hash as a script returns it (``row`` in common.lua, or an item of
     ``json_rows``)."""
 
-    __slots__ = ("actor", "base", "bundle", "category", "created", "display", "flags", "fresh",
-                 "id", "object", "read_at", "section", "type")
+    __slots__ = ("actor", "base", "bundle", "category", "created", "display", "flags",
+                 "fresh", "id", "object", "read_at", "section", "type")
 
     def __init__(self, raw: Sequence[Any]) -> None:
         self.id = int(raw[0])
@@ -31,7 +31,8 @@ class Row:
         self.display: str = raw[9]
         self.read_at = int(raw[10]) if raw[10] is not None else None
         self.base = raw[11] == "1"
-        self.flags = int(raw[12]) if len(raw) > 12 and raw[12] is not None else 0
+        # its state bits (tidings.domain.flags); none on a row written before they were kept
+        self.flags = int(raw[12]) if len(raw) > 12 and raw[12] else 0
 
     def key(self, user: str) -> NotificationKey:
         return NotificationKey(user, self.id, self.display, self.base)

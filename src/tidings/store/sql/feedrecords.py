@@ -77,3 +77,6 @@ class SqlFeedRecords:
 
     def compact(self, now: int, fold: Fold) -> int:
         return journal.compact(self.conn, now, fold)
+
+    def fold_all(self, fold: Fold, *, naming: str) -> int:
+        return journal.fold_all(self.conn, fold, naming=naming)

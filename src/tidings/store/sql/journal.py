@@ -68,6 +68,32 @@ def compact(conn: Connection, now: int, fold: Fold) -> int:
     return gone
 
 
+def fold_all(conn: Connection, fold: Fold, *, naming: str) -> int:
+    """Replace every row by the snapshot of the state they make (an erasure's ``fold``,
+    which leaves a person out), in the caller's unit, if any row holds the text ``naming``
+    (none does: nothing to fold, as for a user never delivered to); the newest checkpoint's
+    time is written again after it, so the daily compaction keeps its pace. Returns how
+    many rows went."""
+    j = hot_journal.c
+    escaped = naming.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    if conn.execute(select(j.id).where(j.writes.like(f"%{escaped}%", escape="\\"))
+                    .limit(1)).first() is None:
+        return 0
+    ids = list(conn.execute(select(j.id).order_by(j.id)).scalars())
+    marks = checkpoints(conn)
+    with fold(_rows(conn, ids[-1] + 1)) as (baseline, parts):
+        kept = _store(conn, ids, baseline, parts)
+    # the rows that hold the snapshot are no checkpoints now (a checkpoint's time is negative)
+    conn.execute(update(hot_journal).where(j.id <= ids[kept - 1])
+                 .values(written_at=wall_clock_us()))
+    conn.execute(delete(hot_journal).where(j.id > ids[kept - 1], j.id <= ids[-1]))
+    if marks:
+        at = marks[-1][1]
+        conn.execute(insert(hot_journal).values(written_at=-at,
+                                                writes=json.dumps({CHECKPOINT: at})))
+    return len(ids) - kept
+
+
 def _fold(conn: Connection, upto: int, fold: Fold) -> int:
     """Replace the rows before row ``upto`` by the snapshot of the state they make."""
     j = hot_journal.c

@@ -21,6 +21,7 @@ from tidings.store.sql import ratebuckets
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.heldread import HeldReads
 from tidings.store.sql.core.timeouts import SqlTimeouts
+from tidings.store.sql.erasure import SqlErasure
 from tidings.store.sql.events import SqlEvents
 from tidings.store.sql.feedrecords import SqlFeedRecords
 from tidings.store.sql.graph import SqlGraph
@@ -75,6 +76,10 @@ class SqlTx(AfterCommit):
     @cached_property
     def push(self) -> SqlPush:
         return SqlPush(self.conn)
+
+    @cached_property
+    def erasure(self) -> SqlErasure:
+        return SqlErasure(self._db, self.conn)
 
     @cached_property
     def jobs(self) -> SqlJobs:

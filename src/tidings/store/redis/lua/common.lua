@@ -3,9 +3,9 @@
 -- script touches one slot and runs atomically. Keys under it:
 --   :n:<id>        hash, one notification (c created, f fresh, r read at, t type, k category,
 --                  s section, a actor, o object, b bundle hash, d display hash, base 1|0,
---                  w writer, q:<name> each queryable payload field as text, x flags
---                  (tidings.domain.flags; absent: 0), z its group's time to return while
---                  snoozed)
+--                  w writer, x flags (tidings.domain.flags: why it arrived in bits 4-6,
+--                  archived, saved, snoozed; absent: 0), z its group's time to return while
+--                  snoozed, q:<name> each queryable payload field as text)
 --   :ids           zset of every notification, score = created (trim order: the cap keeps the
 --                  newest by (created, event id))
 --   :base          zset of base rows, score = created, member = enc(id) (list order)
@@ -62,8 +62,24 @@ local function load_listed(id)
     o = v[8], b = v[9], d = v[10], x = v[11], base = '1'}
 end
 
+-- (a nil field ends a Lua list: the optional ones travel as false, the flags as '0')
 local function row(h)
-  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a, h.o, h.b, h.d, h.r, h.base, h.x}
+  return {h.id, h.c, h.f, h.t, h.k, h.s, h.a or false, h.o or false, h.b, h.d, h.r or false,
+    h.base, h.x or '0'}
+end
+
+-- The reason's bits of flags x (tidings.domain.flags.REASON_MASK), 0: none kept
+local function reason_bits(x)
+  return bit.band(tonumber(x or 0) or 0, 112)
+end
+
+-- flags with its reason the more personal of its own and other's (a smaller code; 0 gives way)
+local function more_personal(flags, other)
+  local mine, theirs = reason_bits(flags), reason_bits(other)
+  if theirs ~= 0 and (mine == 0 or theirs < mine) then
+    return bit.bor(bit.band(tonumber(flags), bit.bnot(112)), theirs)
+  end
+  return tonumber(flags)
 end
 
 -- A row's flags as a number, and whether they take it out of the inbox.
@@ -102,12 +118,35 @@ local function set_base(h, on, stored, solo)
   end
 end
 
+-- Delete one notification (true if it was there); a group that loses its base gets its newest
+-- remaining member as base.
+local function remove_row(id)
+  local h = load(id)
+  if not h then return false end
+  local m, was_base = enc(id), h.base == '1'
+  if was_base then set_base(h, false) end
+  redis.call('DEL', nkey(id))
+  redis.call('ZREM', P .. ':ids', m)
+  redis.call('ZREM', P .. ':saved', m)
+  redis.call('ZREM', P .. ':g:' .. h.d, m)
+  if redis.call('HGET', P .. ':solo', h.d) == id then redis.call('HDEL', P .. ':solo', h.d) end
+  if was_base then
+    local newest = redis.call('ZREVRANGE', P .. ':g:' .. h.d, 0, 0)
+    if #newest > 0 then
+      local n = load(dec(newest[1]))
+      if n and n.base ~= '1' then set_base(n, true) end
+    end
+  end
+  return true
+end
+
 -- A new row's HSET arguments: c and f at 2 and 4 (f = c: deliver.lua sets a later delivery), d at 14 (deliver.lua sets them per user on
 -- a table built once per event), then the optional actor, object and queryable fields (q: a
 -- JSON object of texts, or '' for none).
-local function row_fields(c, t, k, s, a, o, b, d, w, q)
-  local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w}
-  local n = 18
+local function row_fields(c, t, k, s, a, o, b, d, w, q, x)
+  local fields = {'c', c, 'f', c, 't', t, 'k', k, 's', s, 'b', b, 'd', d, 'base', '1', 'w', w,
+    'x', x or '0'}
+  local n = 20
   if a then fields[n + 1] = 'a'; fields[n + 2] = a; n = n + 2 end
   if o then fields[n + 1] = 'o'; fields[n + 2] = o; n = n + 2 end
   if q and q ~= '' then
@@ -138,9 +177,9 @@ end
 
 -- Store a notification as the base row of group d; a (user, event) already stored is skipped.
 -- checked: the caller knows it is not stored yet.
-local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo)
+local function insert(id, c, t, k, s, a, o, b, d, w, q, checked, solo, x)
   if not checked and redis.call('EXISTS', nkey(id)) == 1 then return 0 end
-  store_row(id, enc(id), c, b, d, row_fields(c, t, k, s, a, o, b, d, w, q), solo)
+  store_row(id, enc(id), c, b, d, row_fields(c, t, k, s, a, o, b, d, w, q, x), solo)
   return 1
 end
 
@@ -262,6 +301,11 @@ local function matches(q, h)
   local id = tonumber(h.id)
   if q.max_id and id >= q.max_id then return false end
   if q.since_id and id <= q.since_id then return false end
+  if q.reasons then
+    local code, found = reason_bits(h.x), false
+    for _, r in ipairs(q.reasons) do if r == code then found = true end end
+    if not found then return false end
+  end
   if q.fields then  -- queryable payload fields: one HMGET of those asked for
     local names = {}
     for i, f in ipairs(q.fields) do names[i] = 'q:' .. f[1] end

@@ -64,7 +64,7 @@ _ROW: tuple[tuple[str, str | None, Any], ...] = (
     ("actor", "actor", None), ("object", "object", None),
     ("bundle_hash", "bundle_hash", None), ("display_hash", "display_hash", None),
     ("bundle_base", None, True), ("read_at", None, None), ("joined", "joined", None),
-    ("group_count", None, None), ("group_actors", None, None),
+    ("group_count", None, None), ("group_actors", None, None), ("flags", "flags", None),
     ("type_id", "type", None))  # the type's name here: its id replaces it (inboxtypes)
 ROW_COLUMNS = tuple(column for column, _, _ in _ROW)
 ROW_SOURCES: tuple[tuple[Callable[[NewNotification], Any] | None, Any], ...] = tuple(

@@ -71,13 +71,13 @@ Position = tuple[int, int]  # (created_at, event id)
 # by subqueries: a locking read locks the base rows only, never a type's row (which every
 # delivery of the type reads)
 BASE_COLUMNS = (n.bundle_hash, n.user_id, n.event_id, n.display_hash, n.created_at, n.fresh_at,
-                n.read_at, *inboxtypes.NAMES_OF_ROW, *groupsummary.COLUMNS)
+                n.read_at, *inboxtypes.NAMES_OF_ROW, *groupsummary.COLUMNS, n.flags)
 # PostgreSQL: the base rows at the (user, event id) places of ``:places`` (a JSON array),
 # locked (the base rows, not their types' rows): one probe of the primary key a place
 BASES_AT = text("""
 SELECT b.bundle_hash, b.user_id, b.event_id, b.display_hash, b.created_at, b.fresh_at,
        b.read_at, ty.name, ty.category, ty.section, b.joined, b.actor, b.group_count,
-       b.group_actors
+       b.group_actors, b.flags
 FROM json_array_elements(CAST(:places AS JSON)) AS k(v)
 CROSS JOIN LATERAL (
   SELECT * FROM notifications m
@@ -264,9 +264,9 @@ def newest_before_query(user: str, bundle: str, before: Position, backend: str
 def base_of(row: Sequence[Any]) -> BundleBase:
     """The bundle base of a row of :data:`BASE_COLUMNS`."""
     (user, event_id, display, created_at, fresh_at, read_at, type_, category, section,
-     joined, actor, count, actors) = row[1:14]
+     joined, actor, count, actors, flags) = row[1:15]
     return BundleBase(user, event_id, display, created_at, fresh_at, read_at, type_, category,
-                      section, groupsummary.decode(joined, actor, count, actors))
+                      section, groupsummary.decode(joined, actor, count, actors), flags)
 
 
 def newest_positions(rows: Sequence[NewNotification]) -> dict[Pair, Position]:

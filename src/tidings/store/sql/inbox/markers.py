@@ -252,7 +252,8 @@ def watermarks_only(filters: Filters) -> bool:
     """Whether ``filters`` narrow only by type, category or section (and read state), in the
     inbox's state: the shapes the one-statement count takes."""
     return (filters.actor is None and filters.object is None and filters.max_id is None
-            and filters.since_id is None and not filters.fields and filters.state == INBOX)
+            and filters.since_id is None and not filters.fields and filters.state == INBOX
+            and filters.reasons is None)
 
 
 def count_params(user: str, filters: Filters) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The WHERE conditions of inbox reads on SQL: filters (types, category, section, read state,
-actor, object, event id bounds, queryable payload fields), places in the inbox's order, and
+actor, object, event id bounds, queryable payload fields, reasons), places in the inbox's order, and
 matches by (actor, type, object). A type, category or section is the rows' ``type_id`` among
 the ids the types dictionary gives it (:mod:`.types`)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import ColumnElement, and_, exists, or_, true
 
+from tidings.domain.flags import REASON_MASK, reason_code
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 from tidings.store.sql.inbox import markers as readmarkers
@@ -39,6 +40,9 @@ def filter_conditions(user: str, filters: Filters, markers: Markers) -> list[Col
         conditions.append(n.event_id > filters.since_id)
     if filters.state is not None:
         conditions.append(state_condition(filters.state))
+    if filters.reasons is not None:  # the reason's bits of the row's flags
+        conditions.append(n.flags.op("&")(REASON_MASK).in_(
+            [reason_code(r) for r in filters.reasons] or [-1]))
     f = event_fields.c
     for name, value in filters.fields:  # a primary-key probe per base row read
         conditions.append(exists().where(f.event_id == n.event_id, f.name == name,

@@ -14,7 +14,7 @@ if q.own_markers then  -- the user's watermarks read here (one round trip for th
 end
 local key = P .. ':unread'
 local plain = not (q.types or q.category or q.section or q.actor or q.object or q.max_id
-  or q.since_id or q.fields or q.mk.pos) and #q.mk.scoped == 0
+  or q.since_id or q.fields or q.reasons or q.mk.pos) and #q.mk.scoped == 0
 if plain then
   return math.min(redis.call('ZCOUNT', key, '(' .. q.all_s, '+inf'), q.cap)
 end

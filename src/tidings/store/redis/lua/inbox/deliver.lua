@@ -9,7 +9,9 @@
 -- A row is dated at the event's own time (created), fresh from its delivery (never before its
 -- date): read state compares the fresh time to the watermarks.
 -- ARGV: id, created, type, category, section, actor, object, bundle, bundled (1|0), writer,
---       own display hash, backfill (1|0), queryable fields (JSON object, or ''), delivered
+--       own display hash, backfill (1|0), queryable fields (JSON object, or ''), delivered,
+--       then each user's first flags (why it reached them), in the users' order; a row that
+--       joins a group takes the more personal reason of its own and the base's (the group's)
 -- Returns per user 1 (written, or written before by the same writer) or 0.
 local users, A = users_of()
 local id, writer = A[1], A[10]
@@ -17,7 +19,7 @@ local backfill, bundled = A[12] == '1', A[9] == '1'
 local m, created0 = enc(id), tonumber(A[2])
 local c0, delivered = string.format('%.0f', created0), tonumber(A[14])
 local fields = row_fields(c0, A[3], A[4], A[5], opt(A[6]), opt(A[7]), A[8], A[11], writer,
-  A[13])
+  A[13], '0')
 fields[4] = string.format('%.0f', math.max(created0, delivered))
 local out = {}
 for j = 1, #users do
@@ -27,6 +29,7 @@ for j = 1, #users do
     out[j] = (writer ~= '' and redis.call('HGET', key, 'w') == writer) and 1 or 0
   else
     local c, group = c0, A[11]
+    local x = A[14 + j] or '0'
     if bundled then
       local created = created0
       local base = newest_base(A[8], backfill and created or nil, tonumber(id))
@@ -34,6 +37,7 @@ for j = 1, #users do
         if not backfill then created = math.max(created, tonumber(base.c) + 1) end
         if is_unread(markers_of(redis.call('HGETALL', P .. ':m')), base) then
           group = base.d
+          x = string.format('%d', more_personal(x, base.x))
           demote(group, base)
         end
       end
@@ -41,6 +45,7 @@ for j = 1, #users do
       fields[2], fields[4], fields[14] = c, string.format('%.0f', math.max(created, delivered)),
         group
     end
+    fields[20] = x
     store_row(id, m, c, A[8], group, fields, not bundled)
     out[j] = 1
   end
