@@ -14,6 +14,7 @@ from tidings import wiring
 from tidings.channels import email, push
 from tidings.clock import Clock, SystemClock
 from tidings.config import Config
+from tidings.domain import flags
 from tidings.domain.events import DEFAULT_SCOPE, Event
 from tidings.domain.types import EventType, TypeRegistry
 from tidings.domain.views import (
@@ -269,16 +270,18 @@ class Tidings:
 
     def notifications(self, user: str, *, unread: bool | None = None, limit: int = 20,
                       cursor: str | None = None, locale: str | None = None,
-                      **narrow: Unpack[Narrowing]) -> Page[Notification]:
+                      state: str = "inbox", **narrow: Unpack[Narrowing]
+                      ) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor.
 
-        Titles are rendered in ``locale`` (falling back to English). ``types``, ``category``,
-        ``section``, ``actor``, ``object``, ``max_id`` (event id below), ``since_id`` (event
-        id above) and ``payload`` (``{field: value}`` on fields a type marks ``queryable``)
-        narrow it (:class:`~tidings.services.inbox.Narrowing`).
+        Titles are rendered in ``locale`` (falling back to English). ``state``: ``inbox``
+        (neither archived nor snoozed; the default), ``archived``, ``saved`` or ``snoozed``.
+        ``types``, ``category``, ``section``, ``actor``, ``object``, ``max_id`` (event id
+        below), ``since_id`` (event id above) and ``payload`` (``{field: value}`` on fields a
+        type marks ``queryable``) narrow it (:class:`~tidings.services.inbox.Narrowing`).
         """
         return self.inbox.notifications(user, unread=unread, limit=limit, cursor=cursor,
-                                        locale=locale, **narrow)
+                                        locale=locale, state=state, **narrow)
 
     def bundle_members(self, user: str, notification_id: str | int, *, limit: int = 20,
                 cursor: str | None = None, locale: str | None = None) -> Page[BundleMember]:
@@ -354,6 +357,37 @@ class Tidings:
 
     def mark_unread(self, user: str, ids: Sequence[str | int]) -> int:
         return self.inbox.mark_ids(user, ids, read=False)
+
+    def archive(self, user: str, ids: Sequence[str | int]) -> int:
+        """Archive ("done") these notifications' display groups: out of the inbox and its
+        unread count, listed under ``state="archived"``; a new member of a group brings it
+        back. Returns how many groups changed; NotFound, changing nothing, unless the user
+        holds every id."""
+        return self.inbox.triage(user, ids, on=flags.ARCHIVED)
+
+    def unarchive(self, user: str, ids: Sequence[str | int]) -> int:
+        """Back in the inbox (:meth:`archive` undone)."""
+        return self.inbox.triage(user, ids, off=flags.ARCHIVED)
+
+    def save(self, user: str, ids: Sequence[str | int]) -> int:
+        """Save these notifications' display groups: they stay in the inbox, list under
+        ``state="saved"`` too, and neither retention nor the inbox cap removes them while
+        unsaved ones are left to go."""
+        return self.inbox.triage(user, ids, on=flags.SAVED)
+
+    def unsave(self, user: str, ids: Sequence[str | int]) -> int:
+        return self.inbox.triage(user, ids, off=flags.SAVED)
+
+    def snooze(self, user: str, ids: Sequence[str | int], until: int) -> int:
+        """Snooze these notifications' display groups until ``until`` (µs since the epoch, a
+        time to come): out of the inbox and its unread count, listed under
+        ``state="snoozed"``; then back in the inbox, unread, by a job that runs at
+        ``until`` (and tells the user's live streams)."""
+        return self.inbox.triage(user, ids, on=flags.SNOOZED, until=until)
+
+    def unsnooze(self, user: str, ids: Sequence[str | int]) -> int:
+        """Back in the inbox at once (:meth:`snooze` undone; its job then does nothing)."""
+        return self.inbox.triage(user, ids, off=flags.SNOOZED)
 
     def mark_read_matching(self, user: str, *, actor: str | None = None,
                            type: str | None = None, object: str | None = None) -> int:

@@ -25,7 +25,7 @@ from tidings.domain.events import Limits
 from tidings.domain.types import EventType, load_types_file
 from tidings.fanout import maintenance
 from tidings.fanout.plan import FanOut
-from tidings.fanout.specs import FANOUT, FANOUT_CHUNK, RETENTION, TRIM
+from tidings.fanout.specs import FANOUT, FANOUT_CHUNK, RETENTION, TRIM, UNSNOOZE
 from tidings.jobs.context import Handler, JobContext
 from tidings.jobs.lanes import Lane
 from tidings.jobs.worker import WORKER_BATCH
@@ -131,6 +131,7 @@ def handlers(channels: Sequence[Channel]) -> dict[str, Handler]:
         FANOUT_CHUNK: Handler(run=fanout.run_chunk),
         TRIM: Handler(run=maintenance.run_trim),
         RETENTION: Handler(run=maintenance.run_retention),
+        UNSNOOZE: Handler(run=maintenance.run_unsnooze),
         people.ERASE: people.erase_handler([c.on_retract for c in channels if c.on_retract]),
     }
     for channel in channels:

@@ -752,6 +752,12 @@ def test_every_answer_is_as_documented(live: LiveServer) -> None:
             who.mark_read(user=user, ids=[liked["id"]])
             who.mark_unread([liked["id"]], user=user)
             who.mark_seen(user=user)
+            for act in (who.archive, who.unarchive, who.save, who.unsave, who.unsnooze):
+                act([liked["id"]], user=user)
+            # a second from now: its job (unsnooze) has run when the server next settles
+            who.snooze([liked["id"]], datetime.now(UTC) + timedelta(seconds=1), user=user)
+            who.notifications(user=user, state="snoozed")
+            who.unsnooze([liked["id"]], user=user)
             sub = who.add_subscription(user=user, object="page:X")
             who.subscriptions(user=user)
             who.delete_subscription(sub, user=user)

@@ -86,6 +86,14 @@ USER_ROUTES: dict[tuple[str, str], Call] = {
     ("POST", "/notifications/seen"): Call(json={}, bad_json={"until": "never"}),
     # seeded: bob holds events 1 and 2, alice only 2 (she published 1)
     ("POST", "/notifications/read-up-to"): Call(json={"id": "2"}, bad_json={"id": "two"}),
+    ("POST", "/notifications/archive"): Call(json={"ids": ["2"]}, bad_json={"ids": "2"}),
+    ("POST", "/notifications/unarchive"): Call(json={"ids": ["2"]}, bad_json={}),
+    ("POST", "/notifications/save"): Call(json={"ids": ["2"]}, bad_json={"ids": [None]}),
+    ("POST", "/notifications/unsave"): Call(json={"ids": ["2"]}, bad_json={"id": "2"}),
+    ("POST", "/notifications/snooze"): Call(
+        json={"ids": ["2"], "until": "9999-01-01T00:00:00Z"},
+        bad_json={"ids": ["2"], "until": "tomorrow"}),
+    ("POST", "/notifications/unsnooze"): Call(json={"ids": ["2"]}, bad_json={"ids": 2}),
     ("DELETE", "/notifications/{notification_id}"): Call(path=_victims_notification),
     ("GET", "/notifications/{notification_id}/members"): Call(
         params={"limit": 5}, path=_victims_notification),
@@ -177,8 +185,10 @@ def _success(spec: dict[str, Any], method: str, template: str) -> int:
 
 @pytest.fixture
 def live(start_server: Callable[..., LiveServer]) -> LiveServer:
-    """A server with Web Push on (its public key route answers)."""
-    return start_server(config={"vapid_private_key": keys.generate()[0]})
+    """A server with Web Push on (its public key route answers), and no per-token rate limit:
+    the matrix sends a user token more requests a second than a client may (429s would hide
+    the answers it checks)."""
+    return start_server(config={"vapid_private_key": keys.generate()[0]}, user_rate_per_second=0)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import delete, func, insert, inspect, select, text
 
 from stores import SqlStores
+from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.domain.bundling import bundle_hash
 from tidings.domain.types import EventType
@@ -685,6 +686,52 @@ def test_the_inbox_bound_goes_and_comes_back_counted(empty_store_url: str) -> No
             if db.backend == "postgresql":
                 assert conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = "
                                          "'users'")).scalar_one() == ["fillfactor=70"]
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+    finally:
+        db.dispose()
+
+
+def test_snooze_times_and_the_inbox_s_unread_index(empty_store_url: str) -> None:
+    """0037: ``inbox_snoozes`` keeps a snoozed group's time to return; the unread count's
+    index takes the inbox's state (PostgreSQL: its partial condition; elsewhere: ``flags`` as
+    its last column). Rows stored with flags keep them: an archived or snoozed unread row
+    leaves the count, a saved one stays. The downgrade drops the table and the indexes go
+    back; upgraded again, the schema is the declared one."""
+    upgrade(empty_store_url, "0035")
+    db = Database(empty_store_url, pool_size=0)
+    try:
+        with db.write() as conn:
+            conn.execute(text(
+                "INSERT INTO events (type, actor, object, payload, recipients, exclude, "
+                "body_hash, created_at) VALUES " + ", ".join(
+                    "('mention', 'cat', 'page', '{}', '[]', '[]', 'h', 10)"
+                    for _ in range(4))))  # ids 1..4
+            conn.execute(insert(inbox_types).values(id=1, name="mention", category="mention",
+                                                    section="alert"))
+            conn.execute(insert(notifications), [
+                {"user_id": "ann", "event_id": e, "created_at": 10 + e, "fresh_at": 10 + e,
+                 "type_id": 1, "bundle_hash": f"{e:016x}", "display_hash": f"{e:016x}",
+                 "bundle_base": True, "joined": False,
+                 "flags": flags} for e, flags in ((1, 0), (2, 4), (3, 128), (4, 8))])
+        upgrade(empty_store_url)
+        assert schema_diffs(empty_store_url) == []
+        clock = FrozenClock()
+        with Tidings(Config(database_url=empty_store_url), types=[EventType("mention")],
+                     clock=clock) as t:
+            assert t.unread_count("ann").count == 2
+            assert [i.id for i in t.notifications("ann").items] == ["4", "1"]
+            assert [i.id for i in t.notifications("ann", state="archived").items] == ["2"]
+            assert [i.id for i in t.notifications("ann", state="saved").items] == ["4"]
+            until = clock.now_us() + 60_000_000
+            assert t.snooze("ann", ["1"], until) == 1
+            assert t.unread_count("ann").count == 1
+        with db.read() as conn:
+            assert conn.execute(text("SELECT user_id, until_at FROM inbox_snoozes")).all() == [
+                ("ann", until)]
+        downgrade(empty_store_url, "0035")
+        with db.read() as conn:
+            assert "inbox_snoozes" not in inspect(conn).get_table_names()
         upgrade(empty_store_url)
         assert schema_diffs(empty_store_url) == []
     finally:

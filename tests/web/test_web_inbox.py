@@ -387,6 +387,51 @@ def test_a_bundle_opens_in_place_to_its_members(browser: Any, site: Site, width:
     assert fits, f"the page is wider than {width} px with a bundle open"
 
 
+@pytest.mark.parametrize(("width", "scheme"), [(1280, "light"), (390, "dark")])
+def test_rows_archive_save_and_snooze_into_their_tabs(browser: Any, site: Site, width: int,
+                                                      scheme: str) -> None:
+    """A row's Archive, Save and Snooze (and the keys e, s, z on a focused row): an archived
+    or snoozed row leaves the inbox for its tab, a saved one stays and lists under Saved too;
+    in its tab, the row's undo brings it back."""
+    for actor in ("ann", "cat", "dan"):
+        site.publish(type="mention", actor=actor, recipients=["bob"], payload={"text": actor})
+    context = browser.new_context(viewport={"width": width, "height": 800},
+                                  color_scheme=scheme)
+    site.contexts.append(context)
+    page = context.new_page()
+    page.goto(f"{site.url}/#token={site.token('bob')}")
+    rows = page.locator("#list li.row")
+    assert wait_until(lambda: rows.count() == 3)
+
+    def row(actor: str) -> Any:
+        return rows.filter(has_text=f"{actor} mentioned you")
+
+    row("ann").get_by_role("button", name="Archive: ann mentioned you: ann").click()
+    assert wait_until(lambda: rows.count() == 2)
+    row("cat").locator("button.mark").focus()
+    page.keyboard.press("s")  # save: it stays, marked
+    assert wait_until(lambda: "saved" in row("cat").locator(".meta").inner_text())
+    row("dan").locator("button.mark").focus()
+    page.keyboard.press("z")  # snooze: out of the inbox
+    assert wait_until(lambda: rows.count() == 1)
+    shot(page, f"inbox-triaged-{width}-{scheme}")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+    for tab, actor in (("Saved", "cat"), ("Snoozed", "dan"), ("Archived", "ann")):
+        page.get_by_role("tab", name=tab).click()
+        assert wait_until(lambda actor=actor: rows.count() == 1 and row(actor).count() == 1)
+    assert "snoozed until" not in row("ann").locator(".meta").inner_text()
+    shot(page, f"inbox-archived-tab-{width}-{scheme}")
+    row("ann").locator("button.mark").focus()
+    page.keyboard.press("e")  # unarchive: back in the inbox
+    assert wait_until(lambda: rows.count() == 0)
+    page.get_by_text("Nothing archived").wait_for()
+    page.get_by_role("tab", name="All").click()
+    assert wait_until(lambda: rows.count() == 2)
+    assert [i["id"] for i in site.http.get("/v1/users/bob/notifications",
+                                           params={"state": "snoozed"}).json()["items"]]
+
+
 def test_each_row_says_why_it_arrived_and_participating_keeps_what_is_yours(
         browser: Any, site: Site) -> None:
     """A row's reason in small muted text; the "Participating" toggle keeps what was sent to

@@ -37,6 +37,8 @@ from tidings.api.schemas.inbox import (
     ReadUpToIn,
     SeenIn,
     SeenOut,
+    SnoozeIn,
+    TriageIn,
     UnreadCountOut,
     UnreadIn,
     Updated,
@@ -45,6 +47,7 @@ from tidings.api.schemas.params import (
     ActorQuery,
     CategoryQuery,
     CursorQuery,
+    InboxStateQuery,
     LimitQuery,
     LocaleQuery,
     MaxIdQuery,
@@ -113,15 +116,17 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
         locale: LocaleQuery = None, actor: ActorQuery = None, object: ObjectQuery = None,
         max_id: MaxIdQuery = None, since_id: SinceIdQuery = None,
         reason: ReasonQuery = None, participating: ParticipatingQuery = None,
+        inbox_state: InboxStateQuery = "inbox",
     ) -> Response:
         """The user's inbox, newest first; a bundle appears once (its newest member)."""
-        # and, an addition: an `ETag`; `If-None-Match` naming it is answered 304, no body
+        # and, additions: an `ETag` (`If-None-Match` naming it is answered 304, no body);
+        # `state`, the inbox's triage (archived, saved, snoozed items)
         page = await run_in_threadpool(
             state.tidings.notifications, user, types=_types(types), category=category,
             section=section, unread=unread, limit=limit, cursor=cursor,
             locale=locale or await state.locale_of(user), actor=actor, object=object,
             max_id=max_id, since_id=since_id, payload=payload, reason=reason,
-            participating=participating)
+            participating=participating, state=inbox_state)
         return conditional(dumps({
             "items": [shaped(NotificationOut, item.to_dict()) for item in page.items],
             "next_cursor": page.next_cursor}), if_none_match)
@@ -162,6 +167,37 @@ def build(resolve: Callable[..., Awaitable[str]], prefix: str, tag: str) -> APIR
                 lambda: t.mark_read_matching(user, actor=match.actor, type=match.type,
                                              object=match.object))
         state.metrics.marked_read.inc(updated)
+        return {"updated": updated}
+
+    def triage_route(path: str, summary: str, method: str) -> None:
+        """``POST …/notifications/{path}`` with ``{"ids"}``: ``method`` of the facade."""
+
+        async def triage(user: User, state: State, body: TriageIn) -> dict[str, int]:
+            act = getattr(state.tidings, method)
+            return {"updated": await run_in_threadpool(act, user, body.ids)}
+
+        triage.__doc__ = summary + (" Every id must be the user's own (else 404, nothing "
+                                    "changed); ``updated``: the groups whose state changed.")
+        router.post(f"/notifications/{path}", response_model=Updated, name=method)(triage)
+
+    triage_route("archive", "Archive (\"done\") these notifications' display groups: out of "
+                 "the inbox and its unread count, listed under `state=archived`, until a new "
+                 "member brings a group back.", "archive")
+    triage_route("unarchive", "Back in the inbox.", "unarchive")
+    triage_route("save", "Save these notifications' display groups: they stay in the inbox "
+                 "and list under `state=saved` too; retention and the inbox cap keep them.",
+                 "save")
+    triage_route("unsave", "No longer saved.", "unsave")
+    triage_route("unsnooze", "Back in the inbox at once.", "unsnooze")
+
+    @router.post("/notifications/snooze", response_model=Updated)
+    async def snooze(user: User, state: State, body: SnoozeIn) -> dict[str, int]:
+        """Snooze these notifications' display groups until ``until`` (in the future): out
+        of the inbox and its unread count, listed under `state=snoozed` with `snoozed_until`;
+        then back in the inbox, unread, with a live update on the user's streams. Every id
+        must be the user's own (else 404, nothing changed)."""
+        updated = await run_in_threadpool(state.tidings.snooze, user, body.ids,
+                                          from_datetime(body.until))
         return {"updated": updated}
 
     @router.post("/notifications/read-up-to", response_model=Updated)

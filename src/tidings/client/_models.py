@@ -94,6 +94,9 @@ class Notification(TypedDict):
     read: bool
     seen: bool
     payload: dict[str, Any]
+    archived: bool
+    saved: bool
+    snoozed_until: str | None
     # why it arrived; None for notifications delivered before reasons were kept
     reason: Reason | None
 

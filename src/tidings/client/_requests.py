@@ -110,6 +110,11 @@ def seen_body(until: datetime | str | None) -> dict[str, Any]:
     return {"until": until.isoformat() if isinstance(until, datetime) else until}
 
 
+def snooze_body(ids: Sequence[str], until: datetime | str) -> dict[str, Any]:
+    return {"ids": list(ids), "until": until.isoformat() if isinstance(until, datetime)
+            else until}
+
+
 def bounce_body(address: str, reason: str | None) -> dict[str, str]:
     return {"address": address} if reason is None else {"address": address, "reason": reason}
 

@@ -45,6 +45,7 @@ from tidings.client._requests import (
     read_body,
     retraction_body,
     seen_body,
+    snooze_body,
     subscription_body,
     tls_context,
     user_path,
@@ -163,16 +164,18 @@ class Client(ClientBase, Stream):
         actor: str | None = None, object: str | None = None, max_id: str | None = None,
         since_id: str | None = None, payload: Mapping[str, Any] | None = None,
         reason: Sequence[str] | str | None = None, participating: bool | None = None,
+        state: str | None = None,
     ) -> Page[Notification]:
         """One page of the inbox, newest first; pass ``next_cursor`` back as ``cursor``.
         ``actor``, ``object``, ``max_id``, ``since_id`` and ``payload`` (conditions on the
         payload fields a type marks queryable) narrow it; ``reason`` (``recipient``,
         ``mention``, ``subscribed``, ``following``, ``group``) and ``participating`` (True:
-        ``recipient`` or ``mention``) keep the items that arrived for those reasons."""
+        ``recipient`` or ``mention``) keep the items that arrived for those reasons;
+        ``state``: ``inbox`` (the server's default), ``archived``, ``saved`` or ``snoozed``."""
         params = inbox_query(types, category, section, payload, unread=unread, limit=limit,
                              cursor=cursor, locale=locale, actor=actor, object=object,
                              max_id=max_id, since_id=since_id, reason=reason,
-                             participating=participating)
+                             participating=participating, state=state)
         path = user_path(user, "/notifications")
         return cast(Page[Notification], self._call("GET", path, params=params))
 
@@ -183,6 +186,7 @@ class Client(ClientBase, Stream):
         object: str | None = None, max_id: str | None = None, since_id: str | None = None,
         payload: Mapping[str, Any] | None = None,
         reason: Sequence[str] | str | None = None, participating: bool | None = None,
+        state: str | None = None,
     ) -> Iterator[Notification]:
         """Every item of the inbox, following cursors to the end."""
         cursor = None
@@ -191,7 +195,7 @@ class Client(ClientBase, Stream):
                 user=user, types=types, category=category, section=section, unread=unread,
                 limit=page_size, cursor=cursor, locale=locale, actor=actor, object=object,
                 max_id=max_id, since_id=since_id, payload=payload, reason=reason,
-                participating=participating)
+                participating=participating, state=state)
             for item in page["items"]:
                 yield item
             cursor = page["next_cursor"]
@@ -226,6 +230,47 @@ class Client(ClientBase, Stream):
     def mark_unread(self, ids: Sequence[str], *, user: str | None = None) -> int:
         path = user_path(user, "/notifications/unread")
         answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def archive(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        """Archive (\"done\") these notifications' display groups: out of the
+        inbox and its unread count; returns how many changed."""
+        path = user_path(user, "/notifications/archive")
+        answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def unarchive(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        """Back in the inbox; returns how many changed."""
+        path = user_path(user, "/notifications/unarchive")
+        answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def save(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        """Save these notifications' display groups (kept by retention and the
+        cap, listed under ``state=\"saved\"``); returns how many changed."""
+        path = user_path(user, "/notifications/save")
+        answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def unsave(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        """No longer saved; returns how many changed."""
+        path = user_path(user, "/notifications/unsave")
+        answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def unsnooze(self, ids: Sequence[str], *, user: str | None = None) -> int:
+        """Back in the inbox at once; returns how many changed."""
+        path = user_path(user, "/notifications/unsnooze")
+        answer = self._call("POST", path, body={"ids": list(ids)})
+        return cast(int, answer["updated"])
+
+    def snooze(self, ids: Sequence[str], until: datetime | str, *,
+               user: str | None = None) -> int:
+        """Snooze these notifications' display groups until ``until`` (an aware datetime or
+        RFC 3339 text, in the future): out of the inbox until then, then back unread;
+        returns how many changed."""
+        path = user_path(user, "/notifications/snooze")
+        answer = self._call("POST", path, body=snooze_body(ids, until))
         return cast(int, answer["updated"])
 
     def mark_read_up_to(self, id: str, *, user: str | None = None) -> int:

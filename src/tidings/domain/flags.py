@@ -27,6 +27,25 @@ REASON_SHIFT = 4
 REASON_MASK = 0b111 << REASON_SHIFT
 SNOOZED = 1 << 7
 SOME_READ = 1 << 8
+# what takes an item out of the inbox (and its unread count) while set
+HIDDEN = ARCHIVED | SNOOZED
+
+# the states an inbox list shows (``state=``): the bits a row must have, and must not have
+STATES: dict[str, tuple[int, int]] = {
+    "inbox": (0, HIDDEN),  # neither archived nor snoozed (saved items stay)
+    "archived": (ARCHIVED, 0),
+    "saved": (SAVED, 0),
+    "snoozed": (SNOOZED, 0),
+}
+INBOX = "inbox"
+
+
+def in_state(flags: int, state: str | None) -> bool:
+    """Whether a row with ``flags`` lists under ``state`` (None: under every state)."""
+    if state is None:
+        return True
+    having, lacking = STATES[state]
+    return flags & having == having and not flags & lacking
 
 # why a notification reached its user, the most personal first: its code is its position + 1
 # (0 stays "not known", as on rows delivered before reasons were kept)
@@ -47,3 +66,11 @@ def reason_of(flags: int) -> str | None:
 def most_personal(reasons: set[str] | frozenset[str]) -> str | None:
     """Of several reasons that reached one user, the one that shows: the most personal."""
     return next((r for r in REASONS if r in reasons), None)
+
+
+def beyond_cap(rows: list[tuple[int, int, int]], cap: int) -> list[tuple[int, int]]:
+    """Of a user's rows as (created_at, event id, flags), the positions a cap of ``cap``
+    removes: the newest ``cap`` are kept, saved ones before the others (a saved item goes only
+    once there are more saved ones than the cap), so the unsaved ones go first, oldest first."""
+    ranked = sorted(rows, key=lambda r: (not r[2] & SAVED, -r[0], -r[1]))
+    return sorted((r[0], r[1]) for r in ranked[cap:])

@@ -96,6 +96,9 @@ class Filters:
     since_id: int | None = None  # event id > since_id
     # queryable payload fields (tidings.domain.fields): (name, value as text), all must hold
     fields: tuple[tuple[str, str], ...] = ()
+    # the item's triage state (tidings.domain.flags.STATES; None: every row, whatever its
+    # state): by default the inbox, neither archived nor snoozed
+    state: str | None = "inbox"
     # why it arrived: one of these reasons (tidings.domain.flags.REASONS), None: any
     reasons: tuple[str, ...] | None = None
 
@@ -118,7 +121,8 @@ class InboxRow(NamedTuple):
     display_hash: str
     read_at: int | None
     payload: str  # the event's payload as stored JSON text; parsed only for listed items
-    flags: int = 0  # the row's state bits (tidings.domain.flags): its reason among them
+    flags: int = 0  # the row's state bits (tidings.domain.flags): reason, archived, saved…
+    snoozed_until: int | None = None  # while snoozed (flags.SNOOZED): until when, where read
 
 
 @dataclass(frozen=True)
@@ -339,6 +343,9 @@ class Notification:
     read: bool
     seen: bool
     payload: dict[str, Any]
+    archived: bool = False
+    saved: bool = False
+    snoozed_until: str | None = None  # RFC 3339, while snoozed
     # why it arrived (tidings.domain.flags.REASONS); None where no reason was kept
     reason: Reason | None = None
 

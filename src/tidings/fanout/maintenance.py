@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tidings.domain.flags import SNOOZED
 from tidings.fanout.specs import retention_spec, trim_spec
 from tidings.jobs.context import JobContext, Replacements
 from tidings.jobs.model import Job
@@ -23,9 +24,9 @@ def run_trim(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
 
 
 def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
-    """Remove notifications of events older than their type's (or the default) retention,
-    and any decider state a store keeps that was made over a day ago
-    (``InboxStore.forget_bundle_locks``; none of the stores keeps any now: SQL's
+    """Remove notifications of events older than their type's (or the default) retention
+    (a saved one stays, with its event), and any decider state a store keeps that was made
+    over a day ago (``InboxStore.forget_bundle_locks``; none of the stores keeps any now: SQL's
     ``inbox_open`` rows stay while their bundle has a base); once swept, keep the hot store's
     journal bounded (``InboxStore.compact_history``)."""
     now = ctx.clock.now_us()
@@ -43,10 +44,28 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
                                      before=now - default_days * DAY_US, limit=RETENTION_BATCH)
     # decider state is only needed while units contend: a day is plenty
     forgotten = tx.inbox.forget_bundle_locks(now - DAY_US, RETENTION_BATCH)
-    if expired:
-        tx.inbox.remove(tx.inbox.keys_for_events(expired))
-        tx.events.delete(expired)
+    if expired:  # saved notifications stay, and their events with them
+        keys = tx.inbox.keys_for_events(expired)
+        saved = set(tx.inbox.saved(keys))
+        kept = {k.event_id for k in saved}
+        tx.inbox.remove([k for k in keys if k not in saved] if saved else keys)
+        tx.events.delete([e for e in expired if e not in kept])
     more = len(expired) >= RETENTION_BATCH or forgotten >= RETENTION_BATCH
     if not more:  # swept: a store's history of its writes is folded now and then
         tx.inbox.compact_history(now)
     return [retention_spec()] if more else None
+
+
+def run_unsnooze(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
+    """A snoozed display group's time has come: back in the inbox, unread (and so unseen),
+    with a live update on its user's streams. Nothing to do if it was unsnoozed, or snoozed
+    again to another time, since."""
+    user, group, until = job.args["user"], job.args["group"], job.args["until"]
+    if tx.inbox.snoozes(user, [group]).get(group) != until:
+        return None
+    tx.inbox.set_flags(user, [group], off=SNOOZED)
+    tx.inbox.mark_groups(user, [group], read=False, now=ctx.clock.now_us(),
+                         markers=tx.inbox.load_markers(user))
+    notifier = ctx.store.notifier
+    tx.after_commit(lambda: notifier.changed([user]))
+    return None

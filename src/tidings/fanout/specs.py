@@ -11,6 +11,7 @@ FANOUT = "fanout"
 FANOUT_CHUNK = "fanout_chunk"
 TRIM = "trim_inbox"
 RETENTION = "retention"
+UNSNOOZE = "unsnooze"
 
 
 def fanout_job(priority: int = 5, at: int | None = None) -> EventJob:
@@ -65,3 +66,11 @@ def trim_spec(user: str) -> JobSpec:
 
 def retention_spec(run_after: int | None = None) -> JobSpec:
     return JobSpec(RETENTION, {}, unique_key="retention", priority=10, run_after=run_after)
+
+
+def unsnooze_spec(user: str, group: str, until: int) -> JobSpec:
+    """The job that puts a snoozed display group back in its user's inbox, unread, at
+    ``until`` (µs); it does nothing if the group was unsnoozed or snoozed again since."""
+    return JobSpec(UNSNOOZE, {"user": user, "group": group, "until": until},
+                   unique_key=f"unsnooze:{group}:{until}:{user}"[:255], priority=4,
+                   run_after=until)

@@ -171,12 +171,28 @@ class InboxUpkeep(Protocol):
                     markers: Markers) -> int:
         """Mark every member read (or unread again); return how many groups changed state."""
 
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        """On every row of these display groups of ``user``, set the bits ``on`` and clear
+        the bits ``off`` of its ``flags`` (:mod:`tidings.domain.flags`; the other bits are
+        left as they are). With SNOOZED in ``on``, ``snoozed_until`` (µs) is kept as the
+        groups' time to return; with SNOOZED in ``off`` that time is forgotten. Returns how
+        many of the groups' base rows changed."""
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        """The time to return of those of ``user``'s display groups that are snoozed, by
+        display hash."""
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        """Those of ``keys`` whose row is saved (flags.SAVED): what retention keeps."""
+
     def remove(self, keys: Sequence[NotificationKey]) -> int:
         """Delete notifications; a group that loses its base gets its next newest member as
         base. Returns rows deleted."""
 
     def trim(self, user: str, cap: int) -> int:
-        """Keep a user's newest ``cap`` notifications by (created_at, event id), delete the
+        """Keep a user's newest ``cap`` notifications by (created_at, event id), saved ones
+        before the others (:func:`tidings.domain.flags.beyond_cap`), delete the
         rest (a group losing its base gets its next newest member as base); return rows
         deleted (0, having only read, for a user who holds no more than ``cap``)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from tidings.clock import Clock
@@ -10,7 +11,7 @@ from tidings.domain.bundling import UNREAD_CAP, count_display
 from tidings.domain.cursor import decode_cursor, encode_cursor
 from tidings.domain.events import check_object, check_user_id
 from tidings.domain.fields import conditions
-from tidings.domain.flags import REASONS
+from tidings.domain.flags import INBOX, REASONS, SNOOZED, STATES
 from tidings.domain.readstate import scope_name
 from tidings.domain.views import (
     BundleMember,
@@ -24,6 +25,7 @@ from tidings.domain.views import (
     UnreadCount,
 )
 from tidings.exceptions import InvalidInput, NotFound, UnknownQueryField
+from tidings.fanout.specs import unsnooze_spec
 from tidings.i18n import normalise_locale
 from tidings.ports import Store, Tx
 from tidings.services import positions
@@ -36,6 +38,7 @@ DeleteHook = Callable[[Tx, str, list[int]], None]
 
 MAX_MARK_IDS = 1000
 UNREAD_ONLY = Filters(unread=True)
+EVERY_UNREAD = Filters(unread=True, state=None)  # archived and snoozed items too
 
 
 T = TypeVar("T")
@@ -102,6 +105,7 @@ class InboxService:
                 object: str | None = None, max_id: str | int | None = None,
                 since_id: str | int | None = None,
                 payload: Mapping[str, Any] | None = None,
+                state: str | None = INBOX,
                 reason: Sequence[str] | str | None = None,
                 participating: bool | None = None) -> Filters:
         if types is not None:
@@ -121,6 +125,8 @@ class InboxService:
         below = check_ids([max_id], "max_id", "event id")[0] if max_id is not None else None
         above = (check_ids([since_id], "since_id", "event id")[0] if since_id is not None
                  else None)
+        if state is not None and state not in STATES:
+            raise InvalidInput(f"state must be one of {', '.join(STATES)}", field="state")
         fields = conditions(payload) if payload else ()
         refused = self.catalog.not_queryable([name for name, _ in fields], types or None)
         if refused:
@@ -129,7 +135,7 @@ class InboxService:
                 f"{'these types' if types else 'any type'} (a type lists its queryable "
                 "payload fields)", field=f"payload.{refused[0]}")
         return Filters(tuple(types) if types else None, category, section, unread, actor=actor,
-                       object=object, max_id=below, since_id=above, fields=fields,
+                       object=object, max_id=below, since_id=above, fields=fields, state=state,
                        reasons=reasons_filter(reason, participating))
 
     def notifications(self, user: str, *, types: Sequence[str] | None = None,
@@ -139,23 +145,32 @@ class InboxService:
                       actor: str | None = None, object: str | None = None,
                       max_id: str | int | None = None, since_id: str | int | None = None,
                       payload: Mapping[str, Any] | None = None,
+                      state: str | None = INBOX,
                       reason: Sequence[str] | str | None = None,
                       participating: bool | None = None) -> Page[Notification]:
         """A user's inbox, newest first, one item per display group, paged by cursor;
         ``actor``, ``object``, ``max_id``, ``since_id`` and conditions on the queryable
         ``payload`` fields are Jiepang's query dimensions; ``reason`` (names of
         :data:`tidings.domain.flags.REASONS`) and ``participating`` (``recipient`` or
-        ``mention`` only) keep the items that arrived for those reasons."""
+        ``mention`` only) keep the items that arrived for those reasons. ``state``: the items
+        in the inbox (neither archived nor snoozed; the default), or those ``archived``,
+        ``saved`` or ``snoozed`` (None: every item, whatever its state)."""
         check_user_id(user)
         language = normalise_locale(locale)
         limit = check_limit(limit)
         filters = self.filters(types, category, section, unread, actor=actor, object=object,
-                               max_id=max_id, since_id=since_id, payload=payload,
+                               max_id=max_id, since_id=since_id, payload=payload, state=state,
                                reason=reason, participating=participating)
         before = decode_cursor(cursor) if cursor else None
         with self.store.read() as tx:
             view = tx.inbox.page_view(user, filters, limit=limit + 1, before=before,
                                       bundles=self.catalog.bundles)
+            snoozed = [r.display_hash for r in view.rows if r.flags & SNOOZED]
+            if snoozed:  # their times to return, kept beside the rows
+                until = tx.inbox.snoozes(user, snoozed)
+                view = replace(view, rows=[
+                    r._replace(snoozed_until=until.get(r.display_hash)) if r.flags & SNOOZED
+                    else r for r in view.rows])
         return self._page(view, limit, language)
 
     def members(self, user: str, notification_id: str | int, *, limit: int = 20,
@@ -272,11 +287,7 @@ class InboxService:
     def mark_ids(self, user: str, ids: Sequence[str | int], *, read: bool) -> int:
         """Mark these notifications (and every member of their bundles) read or unread."""
         check_user_id(user)
-        if isinstance(ids, str) or not isinstance(ids, Sequence):
-            raise InvalidInput("ids must be a list", field="ids")
-        if len(ids) > MAX_MARK_IDS:
-            raise InvalidInput("at most 1,000 ids at a time", field="ids")
-        numbers = check_ids(ids)
+        numbers = self._mark_ids(ids)
         now = self.clock.now_us()
 
         def work(tx: Tx) -> int:
@@ -286,6 +297,48 @@ class InboxService:
             return tx.inbox.mark_groups(user, groups, read=read, now=now, markers=markers)
 
         return self.store.transact(work)
+
+    # -- triage: archive, save, snooze ------------------------------------------------------
+
+    def triage(self, user: str, ids: Sequence[str | int], *, on: int = 0, off: int = 0,
+               until: int | None = None) -> int:
+        """Set the bits ``on`` and clear the bits ``off`` of the flags of these notifications'
+        display groups (:mod:`tidings.domain.flags`: archived, saved, snoozed), as reading
+        them reads their groups. Snoozing (SNOOZED in ``on``) needs ``until``, a time to come
+        (µs): a job then (``run_after``) puts the groups back in the inbox, unread. NotFound,
+        changing nothing, unless the user holds every one of the ids. Returns how many
+        groups changed."""
+        check_user_id(user)
+        numbers = self._mark_ids(ids)
+        now = self.clock.now_us()
+        if on & SNOOZED:
+            if until is None:
+                raise InvalidInput("until is required to snooze", field="until")
+            if until <= now:
+                raise InvalidInput("until must be in the future", field="until")
+
+        def work(tx: Tx) -> int:
+            keys = tx.inbox.keys_of(user, numbers)
+            held = {k.event_id for k in keys}
+            missing = [number for number in numbers if number not in held]
+            if missing:
+                raise NotFound(f"notification {missing[0]} of {user} does not exist")
+            groups = sorted({k.display_hash for k in keys})
+            self._announce(tx, user)
+            changed = tx.inbox.set_flags(user, groups, on=on, off=off,
+                                         snoozed_until=until if on & SNOOZED else None)
+            if on & SNOOZED and until is not None:
+                tx.jobs.enqueue_many([unsnooze_spec(user, group, until) for group in groups])
+            return changed
+
+        return self.store.transact(work)
+
+    def _mark_ids(self, ids: Sequence[str | int]) -> list[int]:
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidInput("ids must be a list", field="ids")
+        if len(ids) > MAX_MARK_IDS:
+            raise InvalidInput("at most 1,000 ids at a time", field="ids")
+        return check_ids(ids)
 
     def mark_read_matching(self, user: str, *, actor: str | None = None,
                            type: str | None = None, object: str | None = None) -> int:
@@ -377,7 +430,7 @@ class InboxService:
             self._announce(tx, user)
             markers = tx.inbox.load_markers(user)
             # the unread base rows at or below the position (``before`` is exclusive)
-            covered = tx.inbox.page(user, Filters(unread=True), markers, limit=UNREAD_CAP,
+            covered = tx.inbox.page(user, EVERY_UNREAD, markers, limit=UNREAD_CAP,
                                     before=(position[0], position[1] + 1))
             if tx.inbox.set_position(user, position, now):
                 return len(covered)
@@ -389,7 +442,7 @@ class InboxService:
                                      now=now, markers=markers)
                 if len(batch) < UNREAD_CAP:
                     break
-                batch = tx.inbox.page(user, Filters(unread=True), markers, limit=UNREAD_CAP,
+                batch = tx.inbox.page(user, EVERY_UNREAD, markers, limit=UNREAD_CAP,
                                       before=(batch[-1].created_at, batch[-1].event_id))
             return len(covered)
 

@@ -2,10 +2,11 @@
 
 An item's title, body, link and HTML depend on its event, its display group's newest actors
 and count, the language and the type's definition, and on nothing else: not on whose inbox
-it is in, nor on its read and seen state. So an item is drawn once per event and group state
-and served to every recipient from there (an event fanned out to a thousand inboxes is
-rendered once, not a thousand times), and only its read and seen state, and why it reached
-the reader (``reason``, kept on their row), are set per reader.
+it is in, nor on its read, seen and triage state (archived, saved, snoozed). So an item is
+drawn once per event and group state and served to every recipient from there (an event
+fanned out to a thousand inboxes is rendered once, not a thousand times), and only its read,
+seen and triage state, and why it reached the reader (``reason``, kept on their row), are
+set per reader.
 A page read again — the usual case: a badge click, a refresh, a poll — finds its items'
 encoded forms here too. Every item handed out gets a payload of its own (a
 fresh parse, or for a flat payload a copy of the kept one), so a caller that changes an
@@ -22,7 +23,7 @@ from typing import Any
 
 from tidings.clock import to_rfc3339
 from tidings.domain.bundling import OTHERS_CAP
-from tidings.domain.flags import reason_of
+from tidings.domain.flags import ARCHIVED, SAVED, SNOOZED, reason_of
 from tidings.domain.readstate import Markers
 from tidings.domain.rendering import RenderContext, render_all
 from tidings.domain.types import EventType
@@ -112,6 +113,12 @@ class ItemDrawer:
         attributes["seen"] = seen
         attributes["actors"] = list(actors)
         attributes["payload"] = dict(flat) if flat is not None else json.loads(row.payload)
+        # the reader's own triage state (the row's flags, set per user like read)
+        attributes["archived"] = bool(row.flags & ARCHIVED)
+        attributes["saved"] = bool(row.flags & SAVED)
+        attributes["snoozed_until"] = (to_rfc3339(row.snoozed_until)
+                                       if row.flags & SNOOZED and row.snoozed_until is not None
+                                       else None)
         attributes["reason"] = reason_of(row.flags)  # the reader's own: kept on their row
         return item
 

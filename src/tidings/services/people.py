@@ -124,7 +124,7 @@ def export(store: Store, inbox: InboxService, user: str) -> Iterator[dict[str, A
 def _notifications(inbox: InboxService, user: str) -> Iterator[dict[str, Any]]:
     cursor: str | None = None
     while True:
-        page = inbox.notifications(user, limit=PAGE, cursor=cursor)
+        page = inbox.notifications(user, limit=PAGE, cursor=cursor, state=None)
         for item in page.items:
             members = [None] if item.count <= 1 else _members(inbox, user, item.id)
             for member in members:
@@ -132,12 +132,16 @@ def _notifications(inbox: InboxService, user: str) -> Iterator[dict[str, Any]]:
                     yield {"kind": "notification", "id": item.id, "group": item.id,
                            "type": item.type, "actor": item.actor, "object": item.object,
                            "created_at": item.created_at, "read": item.read,
-                           "seen": item.seen, "title": item.title, "payload": item.payload}
+                           "seen": item.seen, "title": item.title, "payload": item.payload,
+                           "archived": item.archived, "saved": item.saved,
+                           "snoozed_until": item.snoozed_until}
                 else:
                     yield {"kind": "notification", "id": member.id, "group": item.id,
                            "type": item.type, "actor": member.actor, "object": item.object,
                            "created_at": member.created_at, "read": member.read,
-                           "title": member.title, "payload": member.payload}
+                           "title": member.title, "payload": member.payload,
+                           "archived": item.archived, "saved": item.saved,
+                           "snoozed_until": item.snoozed_until}
         if page.next_cursor is None:
             return
         cursor = page.next_cursor

@@ -30,6 +30,14 @@ class NotificationOut(BaseModel):
     read: bool
     seen: bool
     payload: dict[str, Any]
+    # additions to v1 (the inbox's triage): the reader's own state of the item
+    archived: bool = Field(False, description="Archived (\"done\"): out of the inbox, listed "
+                                              "under `state=archived`.")
+    saved: bool = Field(False, description="Saved: listed under `state=saved` too; retention "
+                                           "and the inbox cap keep it.")
+    snoozed_until: str | None = Field(None, description="While snoozed (out of the inbox, "
+                                                        "listed under `state=snoozed`): when it "
+                                                        "comes back, unread (RFC 3339).")
     reason: Reason | None = Field(None, description=(
         "Why it arrived: the most personal of the audience rules that reached the user "
         "(a bundle: the most personal among its members); null for notifications delivered "
@@ -127,6 +135,20 @@ ReadIn = Annotated[
 
 class UnreadIn(Strict):
     ids: list[NotificationId] = Field(max_length=1000)
+
+
+class TriageIn(Strict):
+    """These notifications' display groups (every id the user's own, else 404)."""
+
+    ids: list[NotificationId] = Field(max_length=1000)
+
+
+class SnoozeIn(Strict):
+    """Snooze these notifications' display groups until a time to come."""
+
+    ids: list[NotificationId] = Field(max_length=1000)
+    until: Timestamp = Field(description="When they come back to the inbox, unread (RFC 3339, "
+                                         "in the future).")
 
 
 class ReadUpToIn(Strict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Path, Query
 from starlette.convertors import StringConvertor, register_url_convertor
@@ -17,7 +17,8 @@ SubscriptionIdPath = Annotated[str, Path(pattern=ids.ROW_ID)]
 NotificationIdPath = Annotated[str, Path(pattern=ids.ROW_ID)]
 # The routes beside ``…/notifications/{notification_id}``: a path segment naming one of them
 # is that route (a method it lacks is a 405), never a notification id (a 422).
-NOTIFICATION_ROUTES = ("read", "unread", "seen", "unread-count", "read-up-to")
+NOTIFICATION_ROUTES = ("read", "unread", "seen", "unread-count", "read-up-to", "archive",
+                       "unarchive", "save", "unsave", "snooze", "unsnooze")
 
 
 class NotificationSegment(StringConvertor):
@@ -38,6 +39,9 @@ TypesQuery = Annotated[str | None, Query(max_length=2000, pattern=ids.TYPES_LIST
 CategoryQuery = Annotated[str | None, Query(min_length=1, max_length=64, pattern=ids.TYPE_NAME)]
 SectionQuery = Annotated[Section | None, Query()]
 LimitQuery = Annotated[int, Query(ge=1, le=100)]
+InboxStateQuery = Annotated[Literal["inbox", "archived", "saved", "snoozed"], Query(
+    alias="state", description="`inbox` (the default: neither archived nor snoozed; saved "
+                               "items too), `archived`, `saved` or `snoozed`.")]
 ReasonQuery = Annotated[str | None, Query(max_length=200, pattern=ids.REASONS_LIST, description=(
     "Comma-separated reasons (`recipient`, `mention`, `subscribed`, `following`, `group`): "
     "only notifications that arrived for one of them."))]

@@ -1,11 +1,18 @@
-/* The notifications page: section tabs with unread counts, a type filter, unread only,
- * participating (sent to you or mentioning you), why each row arrived, days
- * ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread control per row, on a
+/* The notifications page: section tabs with unread counts, tabs of the saved, archived and
+ * snoozed items, a type filter, unread only, participating (sent to you or mentioning you), why
+ * each row arrived, days ("Today", "Yesterday", "Earlier"), infinite scroll, a read / unread
+ * control per row, archive / save / snooze per row (keys e, s, z on the focused row), on a
  * bundle a control that opens its members in place, and on a row about an object (a page) a
  * control that mutes that object. */
 import { api, labelOf, loadTypes } from "./session.js";
 import { announce, dayGroups, el, emptyState, infinite, kit, nearViewport, skeleton, tabs } from "./dom.js";
 import { muteObject, objectTitle } from "./mutes.js";
+
+const EMPTY = {
+  saved: "Save a notification (s) to keep it here.",
+  archived: "Archived notifications (e) show up here.",
+  snoozed: "Snoozed notifications (z) wait here until their time.",
+};
 
 // Why a notification arrived (an item's `reason`), as a row says it, and its longer form.
 const REASONS = {
@@ -24,6 +31,7 @@ export async function showNotifications(main, bell) {
   const participating = main.querySelector("#participating");
   let catalog = { items: [] };
   let section = "";
+  let state = "";  // "" (the inbox), "saved", "archived" or "snoozed"
   let cursor = null;
   let done = false;
   let loading = false;
@@ -39,7 +47,7 @@ export async function showNotifications(main, bell) {
   } catch (error) { /* names instead of labels */ }
 
   async function counts() {
-    await Promise.all([...main.querySelectorAll("[role=tab]")].map(async (tab) => {
+    await Promise.all([...main.querySelectorAll("[role=tab][data-section]")].map(async (tab) => {
       const badge = tab.querySelector(".count");
       const query = tab.dataset.section ? `?section=${tab.dataset.section}` : "";
       try {
@@ -66,6 +74,9 @@ export async function showNotifications(main, bell) {
       title.append(anchor);
     } else title.textContent = item.title;
     const parts = [labelOf(catalog, item.type), kit.relativeTime(item.created_at)];
+    if (item.snoozed_until) parts.push(`snoozed until ${new Date(item.snoozed_until).toLocaleString()}`);
+    if (item.saved) parts.push("saved");
+    if (item.archived) parts.push("archived");
     const body = el("div", { class: "body" }, title);
     if (!item.read) body.append(el("span", { class: "sr", text: " (unread)" }));
     if (item.body) body.append(el("div", { class: "text", text: item.body }));
@@ -75,6 +86,7 @@ export async function showNotifications(main, bell) {
     const bundle = item.count > 1 ? membersControl(item) : null;
     if (bundle) meta.append(" · ", bundle.button);
     if (item.object) meta.append(" · ", muteControl(item.object));
+    for (const action of triageActions(item)) meta.append(" · ", triageControl(item, li, action));
     body.append(meta);
     if (bundle) body.append(bundle.panel);
     const word = item.read ? "Mark as unread" : "Mark as read";
@@ -92,6 +104,75 @@ export async function showNotifications(main, bell) {
     li.append(kit.avatar(item.actor || "", item.type, item.category, item.payload?.avatar_url), body, toggle);
     return li;
   }
+
+  // Archive, save, snooze (and undo each) an item's group; the row leaves a list it no longer
+  // belongs in. Keys: e archive, s save, z snooze, on the focused row.
+  function triageActions(item) {
+    return [
+      item.archived ? { key: "e", route: "unarchive", label: "Unarchive", done: "moved back to the inbox", leaves: state === "archived" }
+                    : { key: "e", route: "archive", label: "Archive", done: "archived", leaves: state === "" || state === "snoozed" },
+      item.saved ? { key: "s", route: "unsave", label: "Unsave", done: "no longer saved", leaves: state === "saved" }
+                 : { key: "s", route: "save", label: "Save", done: "saved", leaves: false },
+      item.snoozed_until ? { key: "z", route: "unsnooze", label: "Unsnooze", done: "moved back to the inbox", leaves: state === "snoozed" }
+                         : { key: "z", route: "snooze", label: "Snooze", done: "snoozed until tomorrow", leaves: state === "" },
+    ];
+  }
+
+  function tomorrowMorning() {
+    const at = new Date();
+    at.setDate(at.getDate() + 1);
+    at.setHours(8, 0, 0, 0);
+    return at.toISOString();
+  }
+
+  async function triage(item, li, action) {
+    const body = { ids: [item.id] };
+    if (action.route === "snooze") body.until = tomorrowMorning();
+    try {
+      await api(`/v1/me/notifications/${action.route}`, { method: "POST", body: JSON.stringify(body) });
+    } catch (error) {
+      status.textContent = `Could not ${action.label.toLowerCase()}: ${error.message}`;
+      return;
+    }
+    const message = `${item.title}: ${action.done}.`;
+    status.textContent = message;
+    announce(message);
+    if (action.route === "archive") item.archived = true;
+    if (action.route === "unarchive") item.archived = false;
+    if (action.route === "save") item.saved = true;
+    if (action.route === "unsave") item.saved = false;
+    if (action.route === "snooze") item.snoozed_until = body.until;
+    if (action.route === "unsnooze") item.snoozed_until = null;
+    if (action.leaves) {
+      const next = li.nextElementSibling || li.previousElementSibling;
+      li.remove();
+      next?.querySelector(".mark")?.focus();
+    } else {
+      const fresh = render(item);
+      li.replaceWith(fresh);
+      fresh.querySelector(`button.triage[data-key="${action.key}"]`)?.focus();
+    }
+    counts();
+  }
+
+  function triageControl(item, li, action) {
+    const button = el("button", { class: "link triage", text: action.label, "data-key": action.key,
+                                  title: `${action.label} (${action.key})`, "aria-label": `${action.label}: ${item.title}`,
+                                  "aria-keyshortcuts": action.key });
+    button.addEventListener("click", () => triage(item, li, action));
+    li.triage = li.triage || {};
+    li.triage[action.key] = () => triage(item, li, action);
+    return button;
+  }
+
+  list.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.target.closest(".members")) return;
+    const row = event.target.closest("li.row");
+    const act = row?.triage?.[event.key];
+    if (!act) return;
+    event.preventDefault();
+    act();
+  });
 
   // A bundle opens in place: its members (who, when, each one's own title), a page at a time.
   function membersControl(item) {
@@ -168,6 +249,7 @@ export async function showNotifications(main, bell) {
     const mine = generation;
     const params = new URLSearchParams({ limit: "20" });
     if (section) params.set("section", section);
+    if (state) params.set("state", state);
     if (typeFilter.value) params.set("types", typeFilter.value);
     if (unreadOnly.checked) params.set("unread", "true");
     if (participating.checked) params.set("participating", "true");
@@ -181,7 +263,8 @@ export async function showNotifications(main, bell) {
       cursor = page.next_cursor;
       done = !cursor;
       const any = list.querySelector("li");
-      if (!any) list.append(emptyState(unreadOnly.checked ? "Nothing unread"
+      if (!any && state) list.append(emptyState(`Nothing ${state}`, EMPTY[state]));
+      else if (!any) list.append(emptyState(unreadOnly.checked ? "Nothing unread"
                                        : participating.checked ? "Nothing sent to you or mentioning you"
                                        : "You're all caught up",
                                        "New notifications will show up here."));
@@ -203,7 +286,11 @@ export async function showNotifications(main, bell) {
     more();
   }
 
-  tabs(main.querySelector(".tabs"), (tab) => { section = tab.dataset.section; reset(); });
+  tabs(main.querySelector(".tabs"), (tab) => {
+    section = tab.dataset.section || "";
+    state = tab.dataset.state || "";
+    reset();
+  });
   typeFilter.addEventListener("change", reset);
   unreadOnly.addEventListener("change", reset);
   participating.addEventListener("change", reset);

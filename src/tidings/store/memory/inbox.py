@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from tidings.domain.bundling import UNREAD_CAP, summary_of
 from tidings.domain.bundling import group_info as info_of
-from tidings.domain.flags import reason_of
+from tidings.domain.flags import SAVED, SNOOZED, beyond_cap, in_state, reason_of
 from tidings.domain.readstate import POSITION, Markers
 from tidings.domain.views import (
     BundleBase,
@@ -183,6 +183,8 @@ class MemoryInbox:
             return False
         if filters.fields and not set(filters.fields) <= set(row.fields):
             return False
+        if not in_state(row.flags, filters.state):
+            return False
         if filters.reasons is not None and reason_of(row.flags) not in filters.reasons:
             return False
         return filters.unread is None or _unread(markers, row) == filters.unread
@@ -300,6 +302,34 @@ class MemoryInbox:
                 self._put(replace(row, read_at=None, fresh_at=now))
         return changed
 
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        wanted = set(groups)
+        changed = 0
+        for row in list(self._rows(user)):
+            if row.display_hash not in wanted:
+                continue
+            flags = (row.flags | on) & ~off
+            until = (snoozed_until if on & SNOOZED else None if off & SNOOZED
+                     else row.snoozed_until)
+            if row.bundle_base and flags != row.flags:
+                changed += 1
+            if (flags, until) != (row.flags, row.snoozed_until):
+                self._put(replace(row, flags=flags, snoozed_until=until))
+        return changed
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        wanted = set(groups)
+        return {r.display_hash: r.snoozed_until for r in self._rows(user)
+                if r.display_hash in wanted and r.flags & SNOOZED
+                and r.snoozed_until is not None}
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        notes = self._s.notes
+        return [k for k in keys
+                if (row := notes.get(k.user_id, {}).get(k.event_id)) is not None
+                and row.flags & SAVED]
+
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         mine = self._s.notes.get(user, {})
         return [ReadState(event_id=r.event_id, created_at=r.created_at, read_at=r.read_at,
@@ -333,9 +363,10 @@ class MemoryInbox:
         return removed
 
     def trim(self, user: str, cap: int) -> int:
-        newest_first = sorted(self._rows(user), key=_newest_first)
-        return self.remove([NotificationKey(user, r.event_id, r.display_hash, r.bundle_base)
-                            for r in newest_first[cap:]])
+        mine = self._s.notes.get(user, {})
+        doomed = beyond_cap([(r.created_at, r.event_id, r.flags) for r in mine.values()], cap)
+        return self.remove([NotificationKey(user, e, mine[e].display_hash, mine[e].bundle_base)
+                            for _, e in doomed])
 
     def forget_bundle_locks(self, before: int, limit: int) -> int:
         return 0  # no lock state: the store's lock serialises units

@@ -116,7 +116,8 @@ class NoteRow:
     bundle_base: bool
     read_at: int | None
     fields: tuple[tuple[str, str], ...] = ()  # queryable payload fields, as delivered
-    flags: int = 0  # its state bits (tidings.domain.flags)
+    flags: int = 0  # its state bits (tidings.domain.flags): reason, archived, saved, snoozed
+    snoozed_until: int | None = None  # its group's time to return, while snoozed
 
 
 @dataclass(frozen=True)

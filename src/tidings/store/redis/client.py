@@ -43,7 +43,8 @@ OUTAGES: tuple[type[BaseException], ...] = (
 # The scripts by the port they serve (their folders under lua/), each named by its file.
 SCRIPT_FOLDERS = {
     "inbox": ("deliver", "insert", "demote", "bundle_base", "writers", "remove", "trim", "oldest",
-              "page", "view", "rows", "groups", "members", "count", "badge", "match", "changed"),
+              "page", "view", "rows", "groups", "members", "count", "badge", "match", "changed",
+              "flags", "triaged"),
     "markers": ("mark", "marker", "position"),
     "timeline": ("tl_push", "tl_cap", "tl_floor", "tl_head"),
 }

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidings.domain.bundling import ACTOR_SCAN, UNREAD_CAP, display_hash
+from tidings.domain.flags import SAVED
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -258,13 +259,16 @@ class RedisInbox(RedisMarkers):
         user still to write, their dates are decided as they are written (a joined row moves
         past its bundle's newest base), so the trim is a script that runs after them
         (``trim.lua``) and the count is what it will remove; the holders' index keeps those
-        rows' entries, which :meth:`keys_for_events` drops where it finds no row. Otherwise
-        the oldest rows are read and removed with their entries."""
+        rows' entries, which :meth:`keys_for_events` drops where it finds no row. So is it
+        where the user has saved rows, which go last (:func:`tidings.domain.flags.beyond_cap`).
+        Otherwise the oldest rows are read and removed with their entries."""
         (size,) = self._sizes([user])
         extra = size - cap
         if extra <= 0:
             return 0
-        if self.pending.get(user):
+        (saved,) = self.redis.pipeline(
+            [("", "ZCARD", [self.keys.user(user) + ":saved"])], "saved")
+        if self.pending.get(user) or int(saved):
             self.buffer.script("trim", self.keys.user(user), [cap], user=user)
             self.trimmed[user] += extra
             return extra
@@ -310,6 +314,33 @@ class RedisInbox(RedisMarkers):
         self.buffer.script("mark", self.keys.user(user), ["1" if read else "0", now, *groups],
                            user=user)
         return changed
+
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        if not groups:
+            return 0
+        groups = list(dict.fromkeys(groups))
+        changed, *_ = self.redis.run("triaged", self.keys.user(user), [on, off, *groups])
+        until = "" if snoozed_until is None else snoozed_until
+        self.buffer.script("flags", self.keys.user(user), [on, off, until, *groups], user=user)
+        return int(changed)
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        if not groups:
+            return {}
+        _, *flat = self.redis.run("triaged", self.keys.user(user),
+                                  [0, 0, *dict.fromkeys(groups)])
+        return {str(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        by_user: dict[str, list[int]] = defaultdict(list)
+        for k in keys:
+            by_user[k.user_id].append(k.event_id)
+        users = sorted(by_user)
+        found = self._rows_many("rows", [(u, sorted(set(by_user[u]))) for u in users])
+        kept = {(user, r.id) for user, rows in zip(users, found, strict=True) for r in rows
+                if r.flags & SAVED}
+        return [k for k in keys if (k.user_id, k.event_id) in kept]
 
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         if not event_ids:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tidings.domain.flags import reason_code
+from tidings.domain.flags import STATES, reason_code
 from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 
@@ -27,6 +27,9 @@ def query(filters: Filters, markers: Markers, **extra: Any) -> str:
                     if filters.reasons is not None else None),
         "scoped": [[kind, value, until] for (kind, value), until in markers.scoped.items()],
         "position": list(markers.position) if markers.position else None,
+        # the state's bits: those a row must have, those it must not (0: no condition)
+        "having": STATES[filters.state][0] or None if filters.state else None,
+        "lacking": STATES[filters.state][1] or None if filters.state else None,
         **extra}
     return json.dumps({k: v for k, v in data.items() if v is not None})
 

@@ -3,12 +3,15 @@
 -- script touches one slot and runs atomically. Keys under it:
 --   :n:<id>        hash, one notification (c created, f fresh, r read at, t type, k category,
 --                  s section, a actor, o object, b bundle hash, d display hash, base 1|0,
---                  w writer, x flags (tidings.domain.flags: why it arrived in bits 4-6;
---                  absent: 0), q:<name> each queryable payload field as text)
+--                  w writer, x flags (tidings.domain.flags: why it arrived in bits 4-6,
+--                  archived, saved, snoozed; absent: 0), z its group's time to return while
+--                  snoozed, q:<name> each queryable payload field as text)
 --   :ids           zset of every notification, score = created (trim order: the cap keeps the
 --                  newest by (created, event id))
 --   :base          zset of base rows, score = created, member = enc(id) (list order)
---   :unread        zset of base rows without a read mark, score = fresh
+--   :unread        zset of base rows without a read mark in the inbox (neither archived nor
+--                  snoozed), score = fresh
+--   :saved         zset of saved rows (flags.SAVED), score = created (the cap spares them)
 --   :g:<display>   zset of a display group's members, score = created
 --   :gb:<display>  set of the group's base row ids (one, unless written out of order)
 --   :bb:<bundle>   zset of the bundle's base rows, score = created
@@ -20,6 +23,7 @@
 -- score sort by event id.
 local P = KEYS[1]
 local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w', 'x'}
+local HIDDEN = 132  -- tidings.domain.flags.HIDDEN: archived or snoozed, out of the inbox
 local FIELD_OF = {type = 't', category = 'k', section = 's'}
 
 -- A many-user script (deliver, writers) declares its first user's prefix as KEYS[1] (the node
@@ -78,6 +82,10 @@ local function more_personal(flags, other)
   return tonumber(flags)
 end
 
+-- A row's flags as a number, and whether they take it out of the inbox.
+local function flags_of(h) return tonumber(h.x or 0) or 0 end
+local function hidden(h) return bit.band(flags_of(h), HIDDEN) ~= 0 end
+
 -- Rows (hashes) as one JSON array of row()s, absent fields as null: one reply string is
 -- cheaper to send and to read than a nested reply of every field (page.lua, view.lua).
 local function json_rows(hs)
@@ -98,7 +106,7 @@ local function set_base(h, on, stored, solo)
       redis.call('ZADD', P .. ':bb:' .. h.b, h.c, m)
       redis.call('SADD', P .. ':gb:' .. h.d, h.id)
     end
-    if not h.r then redis.call('ZADD', P .. ':unread', h.f, m) end
+    if not h.r and not hidden(h) then redis.call('ZADD', P .. ':unread', h.f, m) end
     h.base = '1'
   else
     redis.call('HSET', nkey(h.id), 'base', '0')
@@ -119,6 +127,7 @@ local function remove_row(id)
   if was_base then set_base(h, false) end
   redis.call('DEL', nkey(id))
   redis.call('ZREM', P .. ':ids', m)
+  redis.call('ZREM', P .. ':saved', m)
   redis.call('ZREM', P .. ':g:' .. h.d, m)
   if redis.call('HGET', P .. ':solo', h.d) == id then redis.call('HDEL', P .. ':solo', h.d) end
   if was_base then
@@ -305,6 +314,8 @@ local function matches(q, h)
       if got[i] ~= f[2] then return false end
     end
   end
+  if q.lacking and bit.band(flags_of(h), q.lacking) ~= 0 then return false end
+  if q.having and bit.band(flags_of(h), q.having) ~= q.having then return false end
   if q.unread ~= nil and is_unread(q.mk, h) ~= q.unread then return false end
   return true
 end

@@ -27,6 +27,7 @@ from sqlalchemy import (
 
 from tidings.clock import Clock
 from tidings.domain.bundling import UNREAD_CAP
+from tidings.domain.flags import SNOOZED, beyond_cap
 from tidings.domain.readstate import Markers
 from tidings.domain.views import (
     BundleBase,
@@ -42,17 +43,19 @@ from tidings.domain.views import (
 from tidings.store import pageview, stepwise
 from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import column_to_sql
-from tidings.store.sql.inbox import bundles, holders
+from tidings.store.sql.inbox import bundles, holders, states
 from tidings.store.sql.inbox import cap as inboxcap
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import page as sql_pageview
 from tidings.store.sql.inbox import types as inboxtypes
 from tidings.store.sql.inbox.query import before_place, filter_conditions, match_conditions
+from tidings.store.sql.inbox.states import state_condition
 from tidings.store.sql.schema import event_fields, events, notifications
 
 n = notifications.c
 BATCH = 500
+FLAG_BITS = 0x7FFF  # every bit of flags (a SMALLINT): a mask ANDed in keeps them positive
 # a notification row's columns, each read from the NewNotification attribute named (None: the
 # value given): a new row is its group's base, unread, fresh when created
 _ROW: tuple[tuple[str, str | None, Any], ...] = (
@@ -74,6 +77,10 @@ SUMMARY_AT = ROW_COLUMNS.index("group_count")  # then group_actors: groupsummary
 JOINED_AT = ROW_COLUMNS.index("joined")
 TYPE_AT = ROW_COLUMNS.index("type_id")
 HASHES_AT = (ROW_COLUMNS.index("bundle_hash"), ROW_COLUMNS.index("display_hash"))
+
+
+class _SavedAmong(Exception):
+    """A trim's oldest rows hold a saved one: the trim is judged over all the user's rows."""
 
 
 class SqlInbox:
@@ -278,7 +285,21 @@ class SqlInbox:
         return 0  # the rows are the history: no journal of writes
 
     def trim(self, user: str, cap: int) -> int:
-        return inboxcap.trim(self.conn, user, cap, self._remove)
+        def remove(keys: Sequence[NotificationKey]) -> int:
+            if self.saved(keys):  # by primary key: the oldest rows are usually none
+                raise _SavedAmong
+            return self._remove(keys)
+
+        try:
+            return inboxcap.trim(self.conn, user, cap, remove)
+        except _SavedAmong:  # the unsaved go first (flags.beyond_cap), over all the rows
+            rows = {r.event_id: r for r in self.conn.execute(
+                select(n.event_id, n.created_at, n.flags, n.display_hash, n.bundle_base)
+                .where(n.user_id == user))}
+            doomed = beyond_cap([(r.created_at, r.event_id, r.flags) for r in rows.values()],
+                                cap)
+            return self._remove([NotificationKey(user, e, rows[e].display_hash,
+                                                 bool(rows[e].bundle_base)) for _, e in doomed])
 
     # -- read state -------------------------------------------------------------------------
 
@@ -324,6 +345,37 @@ class SqlInbox:
                               .where(n.user_id == user, n.display_hash.in_(part))
                               .values(**values))
         return changed
+
+    def set_flags(self, user: str, groups: Sequence[str], *, on: int = 0, off: int = 0,
+                  snoozed_until: int | None = None) -> int:
+        changed = 0
+        keep = FLAG_BITS & ~off
+        for start in range(0, len(groups), BATCH):
+            part = list(groups[start:start + BATCH])
+            bases = self.conn.execute(select(n.flags).where(
+                n.user_id == user, n.display_hash.in_(part), n.bundle_base == true())).scalars()
+            changed += sum(1 for flags in bases if (flags | on) & keep != flags)
+            self.conn.execute(update(notifications)
+                              .where(n.user_id == user, n.display_hash.in_(part))
+                              .values(flags=n.flags.op("|")(on).op("&")(keep)))
+        if on & SNOOZED and snoozed_until is not None:
+            states.keep(self.db, self.conn, user, groups, snoozed_until)
+        elif off & SNOOZED:
+            states.forget(self.conn, user, groups)
+        return changed
+
+    def snoozes(self, user: str, groups: Sequence[str]) -> dict[str, int]:
+        return states.snoozes(self.conn, user, groups) if groups else {}
+
+    def saved(self, keys: Sequence[NotificationKey]) -> list[NotificationKey]:
+        pairs = [(k.user_id, k.event_id) for k in keys]
+        found: set[tuple[str, int]] = set()
+        for start in range(0, len(pairs), BATCH):
+            found.update((r.user_id, r.event_id) for r in self.conn.execute(
+                select(n.user_id, n.event_id).where(
+                    tuple_(n.user_id, n.event_id).in_(pairs[start:start + BATCH]),
+                    state_condition("saved"))))
+        return [k for k in keys if (k.user_id, k.event_id) in found]
 
     def read_states(self, user: str, event_ids: Sequence[int]) -> list[ReadState]:
         if not event_ids:

@@ -55,6 +55,7 @@ from tidings.store.sql.core.database import Database
 from tidings.store.sql.core.hashes import from_sql
 from tidings.store.sql.inbox import groups as groupsummary
 from tidings.store.sql.inbox import types as inboxtypes
+from tidings.store.sql.inbox.states import IN_INBOX
 from tidings.store.sql.schema import events, inbox_types, notifications, read_markers
 
 n = notifications.c
@@ -108,10 +109,11 @@ def statement(conditions: Sequence[ColumnElement[bool]], limit: int) -> Any:
 
 
 def unfiltered_conditions(keyset: bool) -> list[ColumnElement[bool]]:
-    """An unfiltered page's conditions as bound parameters: ``:user``, and with ``keyset``
+    """An unfiltered page's conditions (the inbox: neither archived nor snoozed) as bound
+    parameters: ``:user``, and with ``keyset``
     ``:before_at`` and ``:before_id`` (strictly before that place)."""
     conditions: list[ColumnElement[bool]] = [n.user_id == bindparam("user"),
-                                             n.bundle_base == true()]
+                                             n.bundle_base == true(), IN_INBOX]
     if keyset:
         created: Any = bindparam("before_at")
         event_id: Any = bindparam("before_id")

@@ -12,6 +12,7 @@ from tidings.domain.readstate import Markers
 from tidings.domain.views import Filters
 from tidings.store.sql.inbox import markers as readmarkers
 from tidings.store.sql.inbox import types as inboxtypes
+from tidings.store.sql.inbox.states import state_condition
 from tidings.store.sql.schema import event_fields, notifications
 
 n = notifications.c
@@ -37,6 +38,8 @@ def filter_conditions(user: str, filters: Filters, markers: Markers) -> list[Col
         conditions.append(n.event_id < filters.max_id)
     if filters.since_id is not None:
         conditions.append(n.event_id > filters.since_id)
+    if filters.state is not None:
+        conditions.append(state_condition(filters.state))
     if filters.reasons is not None:  # the reason's bits of the row's flags
         conditions.append(n.flags.op("&")(REASON_MASK).in_(
             [reason_code(r) for r in filters.reasons] or [-1]))

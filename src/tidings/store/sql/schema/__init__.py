@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 
 from tidings.domain.events import DEFAULT_SCOPE
+from tidings.domain.flags import HIDDEN
 from tidings.store.sql.core.hashes import Hash64
 
 # the shared metadata and conventions; the hot store's table and the rate limit's have modules
@@ -183,6 +184,9 @@ inbox_types = Table(
 # joined base row keeps its group's summary (``group_count``, ``group_actors``; 0022)
 # where delivery knew it; null: the page reads the group's members. ``type_id`` names the
 # event's type in ``inbox_types`` (its category and section are there: 0033).
+# the rows of PostgreSQL's partial index of unread base rows: those the unread count reads
+UNREAD_IN_INBOX = f"bundle_base AND read_at IS NULL AND (flags & {HIDDEN}) = 0"
+
 notifications = Table(
     "notifications",
     metadata,
@@ -206,9 +210,11 @@ notifications = Table(
     # the unread count's rows: on PostgreSQL, a partial index of the unread base rows
     # (migration 0019); elsewhere the columns in full. A bundle's newest base is found through
     # ``inbox_open`` (0032), not an index of bundle hashes.
-    Index(None, "user_id", "fresh_at", postgresql_where=text("bundle_base AND read_at IS NULL")
+    # (0037: and only those in the inbox, neither archived nor snoozed: flags.HIDDEN, 132)
+    Index(None, "user_id", "fresh_at", postgresql_where=text(UNREAD_IN_INBOX)
           ).ddl_if(dialect="postgresql"),
-    Index(None, "user_id", "bundle_base", "read_at", "fresh_at").ddl_if(dialect=NOT_PG),
+    # (with flags since 0037: the count reads the inbox's rows off the index alone)
+    Index(None, "user_id", "bundle_base", "read_at", "fresh_at", "flags").ddl_if(dialect=NOT_PG),
     Index(None, "display_hash", "user_id", "created_at", "event_id", "actor"),  # 0021
     **MYSQL,
 )
@@ -265,6 +271,19 @@ inbox_open = Table(
     Column("created_at", BigInteger),
     Column("event_id", BigInteger),
     PrimaryKeyConstraint("user_id", "bundle_hash"),
+    **MYSQL,
+)
+
+# When a snoozed display group returns to the inbox (tidings.domain.flags.SNOOZED on its rows):
+# a row per snoozed group, sparse beside the rows (0037). Unsnoozing deletes it; the job that
+# ends the snooze finds its time here, so a snooze moved or ended since leaves the job nothing.
+inbox_snoozes = Table(
+    "inbox_snoozes",
+    metadata,
+    Column("user_id", String(USER), nullable=False),
+    Column("display_hash", Hash64, nullable=False),
+    Column("until_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("user_id", "display_hash"),
     **MYSQL,
 )
 

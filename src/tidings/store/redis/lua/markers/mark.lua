@@ -11,7 +11,10 @@ for i = 3, #ARGV do
     else
       redis.call('HDEL', nkey(id), 'r')
       redis.call('HSET', nkey(id), 'f', now)
-      if base then redis.call('ZADD', P .. ':unread', now, m) end
+      if base and bit.band(tonumber(redis.call('HGET', nkey(id), 'x') or 0) or 0, HIDDEN) == 0
+      then
+        redis.call('ZADD', P .. ':unread', now, m)
+      end
     end
   end
 end
