@@ -70,6 +70,14 @@ def test_archive_save_snooze_and_the_state_filter(t: Tidings, clock: FrozenClock
     assert (back.id, back.count, back.read, back.archived) == (p2, 2, False, False)
     assert [i for i, *_ in _listed(t, "archived")] == [m1]
 
+    # a saved bundle that gets a new member stays saved
+    assert t.save("bob", [p2]) == 1
+    p3 = _link(t, "c")
+    (kept, _) = all_items(t, "bob")
+    assert (kept.id, kept.count, kept.saved) == (p3, 3, True)
+    assert [i for i, *_ in _listed(t, "saved")] == [p3, m2]
+    assert t.unsave("bob", [p3]) == 1
+
     # bad input changes nothing: another user's id, a time past, an unknown state
     with pytest.raises(NotFound):
         t.archive("bob", [m2, carols])
@@ -79,7 +87,7 @@ def test_archive_save_snooze_and_the_state_filter(t: Tidings, clock: FrozenClock
     with pytest.raises(InvalidInput) as state:
         t.notifications("bob", state="done")
     assert state.value.field == "state"
-    assert [i for i, *_ in _listed(t)] == [p2, m2]
+    assert [i for i, *_ in _listed(t)] == [p3, m2]
 
     # the snooze's end: its job puts it back, unread, and tells bob's streams
     told = threading.Event()
@@ -105,7 +113,7 @@ def test_archive_save_snooze_and_the_state_filter(t: Tidings, clock: FrozenClock
     t.run_jobs()
     assert (m2, True, False, True, None) in _listed(t)
     assert t.unarchive("bob", [m1]) == 1 and t.unsave("bob", [m2]) == 1
-    assert [i for i, *_ in _listed(t)] == [p2, m3, m2, m1]
+    assert [i for i, *_ in _listed(t)] == [p3, m3, m2, m1]
     assert _listed(t, "archived") == _listed(t, "saved") == _listed(t, "snoozed") == []
 
 

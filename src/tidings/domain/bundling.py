@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tidings.domain.audience import more_personal
+from tidings.domain.flags import SAVED
 from tidings.domain.readstate import Markers
 from tidings.domain.views import BundleBase, Delivery, GroupInfo, NewNotification
 
@@ -153,8 +154,10 @@ class Bundler:
             row = delivery.row(user, where.group, where.created_at, joined=where.joins,
                                group=group)
             if where.joins and base is not None and base.flags:
-                # the group's base shows the most personal reason among its members
-                row = replace(row, flags=more_personal(row.flags, base.flags))
+                # the group's base shows the most personal reason among its members, and a
+                # saved group stays saved (archived or snoozed, it comes back to the inbox)
+                row = replace(row, flags=more_personal(row.flags, base.flags)
+                              | (base.flags & SAVED))
             rows.append(row)
             joins.append(where.joins)
         self._keep(delivery, rows, joins)

@@ -23,6 +23,7 @@
 -- score sort by event id.
 local P = KEYS[1]
 local FIELDS = {'c', 'f', 'r', 't', 'k', 's', 'a', 'o', 'b', 'd', 'base', 'w', 'x'}
+local SAVED = 8  -- tidings.domain.flags.SAVED
 local HIDDEN = 132  -- tidings.domain.flags.HIDDEN: archived or snoozed, out of the inbox
 local FIELD_OF = {type = 't', category = 'k', section = 's'}
 

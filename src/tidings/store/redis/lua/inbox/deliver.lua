@@ -37,7 +37,9 @@ for j = 1, #users do
         if not backfill then created = math.max(created, tonumber(base.c) + 1) end
         if is_unread(markers_of(redis.call('HGETALL', P .. ':m')), base) then
           group = base.d
-          x = string.format('%d', more_personal(x, base.x))
+          -- the most personal reason of the group; a saved group stays saved
+          x = string.format('%d', bit.bor(more_personal(x, base.x),
+            bit.band(tonumber(base.x or 0) or 0, SAVED)))
           demote(group, base)
         end
       end
@@ -47,6 +49,7 @@ for j = 1, #users do
     end
     fields[20] = x
     store_row(id, m, c, A[8], group, fields, not bundled)
+    if bit.band(tonumber(x) or 0, SAVED) ~= 0 then redis.call('ZADD', P .. ':saved', c, m) end
     out[j] = 1
   end
 end

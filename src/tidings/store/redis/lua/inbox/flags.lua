@@ -4,7 +4,7 @@
 -- group's time to return; with it cleared, z goes.
 -- ARGV: on, off, until ('' for none), display hashes.
 local on, off, back = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local SAVED, SNOOZED = 8, 128
+local SNOOZED = 128
 for i = 4, #ARGV do
   for _, m in ipairs(members_of(ARGV[i])) do
     local id = dec(m)
