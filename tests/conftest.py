@@ -44,8 +44,9 @@ Fixtures:
     The session's database factories (see ``stores.py``), for tests that need several databases.
 
 Servers: PostgreSQL at ``postgresql://postgres@127.0.0.1:5432`` and MariaDB at
-``mysql+pymysql://root@127.0.0.1:3306`` unless ``TIDINGS_TEST_POSTGRES_URL`` /
-``TIDINGS_TEST_MYSQL_URL`` name other servers (URLs without a database); Redis as
+``mysql+pymysql://root@127.0.0.1:3306/?ssl_disabled=true`` (``backends.py`` says why) unless
+``TIDINGS_TEST_POSTGRES_URL`` / ``TIDINGS_TEST_MYSQL_URL`` name other servers (URLs without a
+database); Redis as
 ``tests/redis_servers.py`` says. A missing server skips its tests, or fails them when ``CI=true``
 (see ``backends.require``).
 """

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from hooks import SECRET, RawServer, Receiver, deliveries, flood, hold, make, queued, trickle
 from servers import LiveServer
+from tidings.channels import pinned
 from tidings.domain.events import Event
 from tidings.exceptions import InvalidInput
 
@@ -199,6 +201,14 @@ def test_delivery_connects_to_the_address_it_checked(hook_store: str,
     assert request["path"] == "/hook?k=1"
     assert [(r.status, r.error) for r in deliveries(t)] == [(200, None)]
     t.close()
+
+
+def test_every_post_shares_one_verifying_tls_context() -> None:
+    """Made once a process (httpx would read the CA bundle for each POST), and it checks the
+    receiver's certificate and name."""
+    context = pinned.tls_context()
+    assert context is pinned.tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
 # -- time and size ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.header import decode_header, make_header
@@ -20,6 +21,7 @@ from live import LiveServer
 from smtp import SmtpSink, check_aiosmtpd
 from tidings.api.app import create_app
 from tidings.channels.email import read_unsubscribe_token, unsubscribe_token
+from tidings.channels.email.smtp import tls_context
 from tidings.clock import FrozenClock, from_datetime
 from tidings.config import Config
 from tidings.domain.events import Event
@@ -440,6 +442,14 @@ def test_deleting_a_notification_cancels_that_recipients_unsent_mail(world: Worl
         "X was linked by alice", "X was linked by erin and 1 other"]
     assert world.mails(dave) == []
     assert len(world.mails(erin)) == 1
+
+
+def test_every_smtp_send_shares_one_verifying_tls_context() -> None:
+    """Made once a process, for the sends that use TLS (SMTPS, STARTTLS), and it checks the
+    server's certificate and name."""
+    context = tls_context()
+    assert context is tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
 def test_smtp_failure_is_retried_and_logged(mail_store: str) -> None:

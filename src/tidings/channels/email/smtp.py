@@ -14,6 +14,7 @@ one-click unsubscribe (RFC 8058).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import smtplib
@@ -43,6 +44,13 @@ _UTF8 = Charset("utf-8")
 _SPECIALS = re.compile(r'[][\\()<>@,:;".]')
 # an address the mailer writes as it is: printable ASCII, no spaces, no specials but the "@"
 _ADDRESS = re.compile(r'[^][\\()<>@,:;"\s\x00-\x1f\x7f-\U0010ffff]+@[A-Za-z0-9.-]+')
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every send of this process shares (building one reads the
+    system's CA certificates: tens of milliseconds of CPU); a plain send needs none."""
+    return ssl.create_default_context()
 
 
 class Wire(str):
@@ -217,15 +225,15 @@ class SmtpMailer:
     def send(self, mail: Mail) -> None:
         message = self.build(mail)
         s = self.settings
-        context = ssl.create_default_context()
         client: smtplib.SMTP
         if s.mode == "tls":
-            client = smtplib.SMTP_SSL(s.host, s.port, timeout=self.timeout, context=context)
+            client = smtplib.SMTP_SSL(s.host, s.port, timeout=self.timeout,
+                                      context=tls_context())
         else:
             client = smtplib.SMTP(s.host, s.port, timeout=self.timeout)
         with client:
             if s.mode == "starttls":
-                client.starttls(context=context)
+                client.starttls(context=tls_context())
             if s.username:
                 client.login(s.username, s.password or "")
             client.send_message(message, from_addr=self.envelope_from, to_addrs=[mail.to])
