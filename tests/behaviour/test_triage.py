@@ -13,6 +13,7 @@ from engines import TYPES, all_items, event_ids, open_tidings
 from tidings.clock import FrozenClock, to_rfc3339
 from tidings.engine import Tidings, UnreadCount
 from tidings.exceptions import InvalidInput, NotFound
+from tidings.fanout import maintenance
 
 HOUR = 3_600
 DAY = 86_400
@@ -142,3 +143,20 @@ def test_saved_items_outlast_the_cap_and_retention(capped: Tidings, clock: Froze
     assert all_items(t, "carol") == []
     assert [str(e) for e in event_ids(t)] == [m1]
     assert m2 not in {str(e) for e in event_ids(t)}
+
+
+def test_saved_items_do_not_hold_back_the_retention_of_later_ones(
+        capped: Tidings, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep in parts goes on past a part whose events all stay (saved): the expired events
+    after them go, and the sweep ends."""
+    monkeypatch.setattr(maintenance, "RETENTION_BATCH", 2)
+    t = capped
+    kept = [_mention(t, f"page:{i}", ("carol",)) for i in range(3)]
+    assert t.save("carol", kept) == 3
+    gone = _mention(t, "page:x", ("dan",))
+    clock.advance(DAY + 60)
+    t.schedule_maintenance()
+    t.run_jobs()
+    assert [n.id for n in all_items(t, "carol")] == kept[::-1]
+    assert all_items(t, "dan") == []
+    assert gone not in {str(e) for e in event_ids(t)}

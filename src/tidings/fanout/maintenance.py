@@ -36,12 +36,21 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         days = event_type.retention_days or default_days
         by_days.setdefault(days, []).append(event_type.name)
     declared = [t.name for t in ctx.catalog.types]
+    # a sweep in parts goes on above the event id it reached: the saved notifications it keeps
+    # (with their events) are not found again and again, holding back the rest
+    after = int(job.args.get("after", 0))
     expired: list[int] = []
-    for days, names in sorted(by_days.items()):
-        expired += tx.events.expired_ids(types=names, other_than=None,
-                                         before=now - days * DAY_US, limit=RETENTION_BATCH)
-    expired += tx.events.expired_ids(types=None, other_than=declared,
-                                     before=now - default_days * DAY_US, limit=RETENTION_BATCH)
+    reached: list[int] = []  # the last id of each full part: more may lie beyond it
+    queries: list[tuple[list[str] | None, list[str] | None, int]] = [
+        (names, None, days) for days, names in sorted(by_days.items())]
+    queries.append((None, declared, default_days))
+    for types, other_than, days in queries:
+        found = tx.events.expired_ids(types=types, other_than=other_than,
+                                      before=now - days * DAY_US, limit=RETENTION_BATCH,
+                                      after=after)
+        expired += found
+        if len(found) >= RETENTION_BATCH:
+            reached.append(found[-1])
     # decider state is only needed while units contend: a day is plenty
     forgotten = tx.inbox.forget_bundle_locks(now - DAY_US, RETENTION_BATCH)
     if expired:  # saved notifications stay, and their events with them
@@ -50,10 +59,10 @@ def run_retention(ctx: JobContext, tx: Tx, job: Job) -> Replacements:
         kept = {k.event_id for k in saved}
         tx.inbox.remove([k for k in keys if k not in saved] if saved else keys)
         tx.events.delete([e for e in expired if e not in kept])
-    more = len(expired) >= RETENTION_BATCH or forgotten >= RETENTION_BATCH
+    more = bool(reached) or forgotten >= RETENTION_BATCH
     if not more:  # swept: a store's history of its writes is folded now and then
         tx.inbox.compact_history(now)
-    return [retention_spec()] if more else None
+    return [retention_spec(after=min(reached) if reached else after)] if more else None
 
 
 def run_unsnooze(ctx: JobContext, tx: Tx, job: Job) -> Replacements:

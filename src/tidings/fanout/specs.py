@@ -64,8 +64,10 @@ def trim_spec(user: str) -> JobSpec:
     return JobSpec(TRIM, {"user": user}, unique_key=f"trim:{user}", priority=9)
 
 
-def retention_spec(run_after: int | None = None) -> JobSpec:
-    return JobSpec(RETENTION, {}, unique_key="retention", priority=10, run_after=run_after)
+def retention_spec(run_after: int | None = None, *, after: int = 0) -> JobSpec:
+    """The retention sweep; ``after``: the event id a sweep in parts goes on above."""
+    return JobSpec(RETENTION, {"after": after} if after else {}, unique_key="retention",
+                   priority=10, run_after=run_after)
 
 
 def unsnooze_spec(user: str, group: str, until: int) -> JobSpec:

@@ -57,8 +57,9 @@ class EventStore(Protocol):
         """Flag events retracted: later fan-out of them delivers nothing."""
 
     def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
-                    before: int, limit: int) -> list[int]:
-        """Ids of events created before ``before``: of ``types``, or not of ``other_than``."""
+                    before: int, limit: int, after: int = 0) -> list[int]:
+        """Ids of events created before ``before``: of ``types``, or not of ``other_than``;
+        the lowest ``limit`` of them above ``after``, in order."""
 
     def delete(self, event_ids: Sequence[int]) -> None:
         """Remove events for good (retention)."""

@@ -98,13 +98,13 @@ class MemoryEvents:
                 self._j.put(self._s.events, event_id, replace(row, retracted_at=now))
 
     def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
-                    before: int, limit: int) -> list[int]:
+                    before: int, limit: int, after: int = 0) -> list[int]:
         wanted = set(types) if types is not None else None
         unwanted = set(other_than) if other_than is not None else None
         found: list[int] = []
         for event_id in sorted(self._s.events):
             row = self._s.events[event_id]
-            if row.created_at >= before:
+            if row.created_at >= before or event_id <= after:
                 continue
             if wanted is not None and row.type not in wanted:
                 continue

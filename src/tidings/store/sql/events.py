@@ -154,8 +154,9 @@ class SqlEvents:
                               .values(retracted_at=now))
 
     def expired_ids(self, *, types: Sequence[str] | None, other_than: Sequence[str] | None,
-                    before: int, limit: int) -> list[int]:
-        query = select(events.c.id).where(events.c.created_at < before)
+                    before: int, limit: int, after: int = 0) -> list[int]:
+        query = (select(events.c.id).where(events.c.created_at < before, events.c.id > after)
+                 .order_by(events.c.id))
         if types is not None:
             query = query.where(events.c.type.in_(list(types)))
         if other_than:
