@@ -13,8 +13,9 @@ from tidings.channels.webhook import WEBHOOK
 from tidings.clock import FrozenClock
 from tidings.config import Config
 from tidings.engine import Tidings
-from tidings.fanout.specs import FANOUT, FANOUT_CHUNK, RETENTION, TRIM
+from tidings.fanout.specs import FANOUT, FANOUT_CHUNK, RETENTION, TRIM, UNSNOOZE
 from tidings.jobs.model import JobSpec
+from tidings.services.people import ERASE
 
 
 def test_a_url_chooses_its_store(tmp_path: Path) -> None:
@@ -48,7 +49,7 @@ def test_the_handler_table_holds_fanout_maintenance_and_every_channels_jobs() ->
     table = wiring.handlers(channels)
 
     assert WEBHOOK in brought
-    assert set(table) == {FANOUT, FANOUT_CHUNK, TRIM, RETENTION} | brought
+    assert set(table) == {FANOUT, FANOUT_CHUNK, TRIM, RETENTION, UNSNOOZE, ERASE} | brought
 
 
 def test_the_channels_an_installation_delivers_over_follow_its_settings() -> None:
